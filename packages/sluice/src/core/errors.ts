@@ -1,0 +1,62 @@
+/**
+ * Stable error codes of Sluice. A code never changes meaning once released; `docs/errors.md` has one row per code.
+ * A denial is never an error: it is a {@link Decision} with `allowed: false`.
+ */
+export const ErrorCode = {
+  /** An option is missing, of the wrong type or out of range; the message names option, expectation and value. */
+  InvalidOption: 'ERR_INVALID_OPTION',
+  /** A policy name was asked for that the limiter was not configured with. */
+  UnknownPolicy: 'ERR_UNKNOWN_POLICY',
+  /** Two policies share a name, so their headers and buckets could not be told apart. */
+  DuplicatePolicy: 'ERR_DUPLICATE_POLICY',
+  /** A cost that is not a whole number of at least 1. */
+  InvalidCost: 'ERR_INVALID_COST',
+  /** A call reached a store after `close()`. */
+  StoreClosed: 'ERR_STORE_CLOSED',
+  /** A wait for tokens was cancelled through its AbortSignal; the reserved tokens were returned. */
+  Aborted: 'ERR_ABORTED',
+  /** The store could not answer (network, timeout, script error) and the failure mode says to surface it. */
+  StoreUnavailable: 'ERR_STORE_UNAVAILABLE',
+  /** Configuration rejected at start or reload; `details` lists every violation with its path. */
+  InvalidConfig: 'ERR_INVALID_CONFIG',
+  /** A Redis Cluster store got checks whose keys hash to different slots, so one atomic script cannot hold them. */
+  CrossSlot: 'ERR_CROSS_SLOT',
+  /** The client SDK stopped retrying a 429 or 503 (Retry-After over its cap, retries exhausted, or a stream body); `details.reason` says which. */
+  RateLimitExceeded: 'ERR_RATE_LIMIT_EXCEEDED',
+} as const;
+
+/** One of the values of {@link ErrorCode}. */
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+/**
+ * The one base class of every error Sluice throws. Match on `code`, never on the message, which may be reworded.
+ *
+ * @example
+ * ```ts
+ * try { limiter.policy('rl.nope'); } catch (e) { if (e instanceof SluiceError && e.code === 'ERR_UNKNOWN_POLICY') ... }
+ * ```
+ */
+export class SluiceError extends Error {
+  /** The stable code of this failure. */
+  readonly code: ErrorCode;
+  /** Structured facts about the failure (option name, given value, violations), safe to log. */
+  readonly details: Readonly<Record<string, unknown>>;
+
+  /**
+   * @param code - the stable code.
+   * @param message - a sentence for people; names the option, the expectation and the given value where it applies.
+   * @param details - structured facts for programs and logs.
+   * @param options - standard error options, for example `cause`.
+   */
+  constructor(
+    code: ErrorCode,
+    message: string,
+    details: Record<string, unknown> = {},
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+    this.name = 'SluiceError';
+    this.code = code;
+    this.details = Object.freeze({ ...details });
+  }
+}

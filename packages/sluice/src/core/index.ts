@@ -1,0 +1,26 @@
+export {
+  isFullAt,
+  msUntil,
+  refill,
+  remainingTokens,
+  retryAfterSeconds,
+  secondsUntilFull,
+} from './bucket-math.js';
+export { type Clock, monotonicClock } from './clock.js';
+export { type Decision, type DecisionReason, NO_OUTCOMES, type PolicyOutcome } from './decision.js';
+export { ErrorCode, SluiceError } from './errors.js';
+export { type EvaluateMode, evaluate } from './evaluate.js';
+export { type CheckInput, Limiter, type LimiterOptions, type WaitOptions } from './limiter.js';
+export { ManualClock } from './manual-clock.js';
+export {
+  booleanOption,
+  describeValue,
+  integerOption,
+  invalidOption,
+  objectOption,
+  rejectUnknownKeys,
+  stringOption,
+} from './options.js';
+export { definePolicy, type Policy, type PolicyOptions, type QueueOptions } from './policy.js';
+export { SingleDecision } from './single-decision.js';
+export type { Check, MaybePromise, RateLimitStore } from './store.js';

@@ -1,0 +1,112 @@
+import { remainingTokens, retryAfterSeconds, secondsUntilFull } from './bucket-math.js';
+import { type Decision, type DecisionReason, NO_OUTCOMES, type PolicyOutcome } from './decision.js';
+import { definePolicy, type Policy } from './policy.js';
+
+const PLACEHOLDER = definePolicy({ name: 'unset', quota: 1, window: 1 });
+
+/**
+ * The decision for a request with one policy, the common case. Header values (r, t) are derived on first read
+ * from the bucket's units, so a caller that only asks `allowed` pays no division; they equal the values of
+ * `evaluate` (the conformance suite compares both paths).
+ *
+ * A synchronous store can refill one instance in place (`decideOne(policy, key, cost, into)`), which makes a
+ * decision for a known key allocation free. Such an instance is valid until the next call that reuses it: read
+ * what you need (or copy it) before deciding again.
+ */
+export class SingleDecision implements Decision {
+  allowed = true;
+  cost = 1;
+  delayMs = 0;
+  /** The policy decided. */
+  policy: Policy = PLACEHOLDER;
+  /** The bucket key. */
+  key = '';
+  /** True when the policy lacked the tokens (for a shadow policy: would have denied). */
+  limited = false;
+  /** @internal Units after the decision. */
+  units = 0;
+  /** @internal Units before the decision (after refill). */
+  before = 0;
+  /** @internal The outcome list once built. */
+  private cached: readonly PolicyOutcome[] | undefined = undefined;
+
+  /**
+   * Fills this decision; returns it. Stores call this; applications read. Only the facts are stored: every
+   * derived value is computed when read, which keeps the allowed path to a few field writes.
+   *
+   * @param policy - the policy decided.
+   * @param key - the bucket key.
+   * @param cost - the cost asked for.
+   * @param before - units after refill, before the decision.
+   * @param after - units after the decision (equal to `before` when nothing was taken).
+   * @param limited - whether the policy lacked the tokens.
+   * @param delayMs - for a reservation, the wait; else 0.
+   */
+  set(
+    policy: Policy,
+    key: string,
+    cost: number,
+    before: number,
+    after: number,
+    limited: boolean,
+    delayMs: number,
+  ): this {
+    this.allowed = !limited || policy.shadow;
+    if (this.policy !== policy) this.policy = policy;
+    if (this.key !== key) this.key = key;
+    this.cost = cost;
+    this.limited = limited;
+    this.units = after;
+    this.before = before;
+    this.delayMs = delayMs;
+    if (this.cached !== undefined) this.cached = undefined;
+    return this;
+  }
+
+  get reason(): DecisionReason {
+    if (this.allowed) return 'allowed';
+    return this.cost > this.policy.burst ? 'cost_exceeds_burst' : 'limited';
+  }
+
+  get retryAfterSeconds(): number {
+    return this.allowed ? 0 : retryFor(this.policy, this.before, this.cost);
+  }
+
+  /** r of the one policy. */
+  get remaining(): number {
+    return remainingTokens(this.policy, this.units);
+  }
+
+  /** t of the one policy. */
+  get resetSeconds(): number {
+    return secondsUntilFull(this.policy, this.units);
+  }
+
+  get outcomes(): readonly PolicyOutcome[] {
+    if (this.cached === undefined) {
+      this.cached = [
+        {
+          policy: this.policy,
+          key: this.key,
+          limited: this.limited,
+          remaining: this.remaining,
+          resetSeconds: this.resetSeconds,
+          retryAfterSeconds: this.limited ? retryFor(this.policy, this.before, this.cost) : 0,
+        },
+      ];
+    }
+    return this.cached;
+  }
+
+  get violated(): readonly PolicyOutcome[] {
+    return this.allowed ? NO_OUTCOMES : this.outcomes;
+  }
+}
+
+function retryFor(p: Policy, before: number, cost: number): number {
+  if (cost > p.burst) {
+    const t = secondsUntilFull(p, before);
+    return Math.max(t, 1);
+  }
+  return retryAfterSeconds(p, before, cost);
+}

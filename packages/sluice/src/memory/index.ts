@@ -1,0 +1,8 @@
+export { BucketTable } from './bucket-table.js';
+export {
+  MemoryStore,
+  type MemoryStoreOptions,
+  type MemoryStoreStats,
+  type ResolvedMemoryStoreOptions,
+  resolveMemoryStoreOptions,
+} from './memory-store.js';

@@ -1,0 +1,143 @@
+import { describe, expect, it } from 'vitest';
+import { definePolicy, ErrorCode, ManualClock } from '../core/index.js';
+import { MemoryStore, resolveMemoryStoreOptions } from './index.js';
+
+const p = definePolicy({ name: 'rl.write', quota: 60, window: 60, burst: 2 });
+const q = definePolicy({ name: 'rl.read', quota: 60, window: 60, burst: 2 });
+
+function store(options: Record<string, unknown> = {}) {
+  const clock = new ManualClock(10_000);
+  return { clock, store: new MemoryStore({ clock, sweepIntervalMs: 0, ...options }) };
+}
+
+describe('MemoryStore options', () => {
+  it('applies documented defaults and freezes them', () => {
+    const o = resolveMemoryStoreOptions();
+    expect(o).toMatchObject({ maxTrackedKeys: 1_000_000, sweepIntervalMs: 60_000, evictionSampleSize: 8 });
+    expect(Object.isFrozen(o)).toBe(true);
+  });
+
+  it('rejects bad values with the option name, expectation and value', () => {
+    expect(() => new MemoryStore({ maxTrackedKeys: 0 })).toThrow(
+      'maxTrackedKeys must be an integer from 1 to',
+    );
+    expect(() => new MemoryStore({ sweepIntervalMs: -1 })).toThrow(/sweepIntervalMs must be .* got -1/);
+    expect(() => new MemoryStore({ maxTrackedKeys: '10' as never })).toThrow(/got "10"/);
+    expect(() => new MemoryStore({ clock: {} as never })).toThrow(/clock must have now\(\) and sleep\(\)/);
+    expect(() => new MemoryStore({ maxTrackedKey: 5 } as never)).toThrow(/maxTrackedKey/);
+  });
+});
+
+describe('bounded memory', () => {
+  it('never holds more than maxTrackedKeys buckets with three times as many distinct keys', () => {
+    const { store: s } = store({ maxTrackedKeys: 1000 });
+    for (let i = 0; i < 3000; i++) {
+      s.decide([{ policy: p, key: `k${i}` }], 1);
+      expect(s.size).toBeLessThanOrEqual(1000);
+    }
+    expect(s.size).toBe(1000);
+    expect(s.stats().evictions).toBe(2000);
+  });
+
+  it('does not store a bucket that stays full (a denied or zero-cost visit)', () => {
+    const { store: s } = store();
+    s.peek([{ policy: p, key: 'a' }], 1);
+    s.decide([{ policy: p, key: 'b' }], 5); // cost above burst: denied, takes nothing
+    expect(s.size).toBe(0);
+  });
+
+  it('the sweep removes only full buckets', () => {
+    const { store: s, clock } = store();
+    s.decide([{ policy: p, key: 'old' }], 1);
+    clock.advance(1_500); // "old" is full again (1 token per second)
+    s.decide([{ policy: p, key: 'young' }], 2);
+    clock.advance(1_000); // "young" holds 1 of 2
+    expect(s.sweep()).toBe(1);
+    expect(s.size).toBe(1);
+    expect(s.peek([{ policy: p, key: 'young' }], 1).outcomes[0].remaining).toBe(1);
+    expect(s.stats()).toMatchObject({ fullDropped: 1, sweeps: 1, trackedKeys: 1 });
+  });
+
+  it('a swept bucket decides exactly like the one that was there', () => {
+    const { store: s, clock } = store();
+    s.decide([{ policy: p, key: 'k' }], 2);
+    clock.advance(5_000);
+    const before = s.peek([{ policy: p, key: 'k' }], 1);
+    s.sweep();
+    expect(s.peek([{ policy: p, key: 'k' }], 1)).toEqual(before);
+  });
+
+  it('sweeps asynchronously in slices', async () => {
+    const { store: s, clock } = store({ sweepSliceSize: 10 });
+    for (let i = 0; i < 95; i++) s.decide([{ policy: p, key: `k${i}` }], 1);
+    clock.advance(60_000);
+    expect(s.sweepSlice(0, 10)).toBe(10);
+    expect(await s.sweepAsync()).toBe(85);
+    expect(s.size).toBe(0);
+  });
+
+  it('eviction prefers a full bucket, then the oldest', () => {
+    const { store: s, clock } = store({ maxTrackedKeys: 3, evictionSampleSize: 64 });
+    s.decide([{ policy: p, key: 'a' }], 1);
+    clock.advance(1_000); // "a" full again at +1 s
+    s.decide([{ policy: p, key: 'b' }], 2);
+    clock.advance(10);
+    s.decide([{ policy: p, key: 'c' }], 2);
+    s.decide([{ policy: p, key: 'd' }], 2); // evicts "a", the full one
+    const held = (k: string) => s.peek([{ policy: p, key: k }], 1).outcomes[0].remaining;
+    expect(s.stats()).toMatchObject({ evictions: 0, fullDropped: 1 });
+    expect([held('b'), held('c'), held('d')]).toEqual([0, 0, 0]);
+    clock.advance(10);
+    s.decide([{ policy: p, key: 'e' }], 2); // none full: evicts "b", the oldest
+    expect(s.stats().evictions).toBe(1);
+    expect(held('b')).toBe(2);
+    expect([held('c'), held('d'), held('e')]).toEqual([0, 0, 0]);
+  });
+
+  it('never evicts a bucket of the decision in progress', () => {
+    const { store: s } = store({ maxTrackedKeys: 1 });
+    const d = s.decide(
+      [
+        { policy: p, key: 'x' },
+        { policy: q, key: 'x' },
+      ],
+      1,
+    );
+    expect(d.allowed).toBe(true);
+    // Both buckets were taken from; the table exceeds its cap by at most one request's checks.
+    expect(s.size).toBe(2);
+    s.decide([{ policy: p, key: 'y' }], 1);
+    expect(s.size).toBeLessThanOrEqual(2);
+  });
+
+  it('refund of a missing bucket is a no-op, and refund never exceeds burst', () => {
+    const { store: s } = store();
+    s.refund([{ policy: p, key: 'none' }], 1);
+    expect(s.size).toBe(0);
+    s.decide([{ policy: p, key: 'k' }], 1);
+    s.refund([{ policy: p, key: 'k' }], 5);
+    expect(s.peek([{ policy: p, key: 'k' }], 1).outcomes[0]).toMatchObject({ remaining: 2, resetSeconds: 0 });
+  });
+
+  it('refuses calls after close, and close stops the sweep timer', async () => {
+    const s = new MemoryStore({ sweepIntervalMs: 1_000 });
+    s.decide([{ policy: p, key: 'k' }], 1);
+    s.close();
+    expect(() => s.decide([{ policy: p, key: 'k' }], 1)).toThrow(
+      expect.objectContaining({ code: ErrorCode.StoreClosed }),
+    );
+    expect(() => s.refund([], 1)).toThrow(/closed/);
+    expect(() => s.reset([])).toThrow(/closed/);
+    expect(await s.sweepAsync()).toBe(0);
+  });
+
+  it('grows its arrays and reuses freed slots', () => {
+    const { store: s, clock } = store({ maxTrackedKeys: 5000 });
+    for (let i = 0; i < 4000; i++) s.decide([{ policy: p, key: `k${i}` }], 1);
+    clock.advance(60_000);
+    expect(s.sweep()).toBe(4000);
+    for (let i = 0; i < 4000; i++) s.decide([{ policy: q, key: `k${i}` }], 1);
+    expect(s.size).toBe(4000);
+    expect(s.peek([{ policy: q, key: 'k3999' }], 1).outcomes[0].remaining).toBe(1);
+  });
+});

@@ -1,0 +1,325 @@
+import {
+  type Check,
+  type Clock,
+  type Decision,
+  ErrorCode,
+  type EvaluateMode,
+  evaluate,
+  integerOption,
+  monotonicClock,
+  msUntil,
+  objectOption,
+  type Policy,
+  type RateLimitStore,
+  refill,
+  rejectUnknownKeys,
+  SingleDecision,
+  SluiceError,
+} from '../core/index.js';
+import { BucketTable } from './bucket-table.js';
+
+/** Options of {@link MemoryStore}. */
+export interface MemoryStoreOptions {
+  /** Hard cap on buckets held, over all policies. Integer >= 1; default 1,000,000 (about 60 MB at most). */
+  readonly maxTrackedKeys?: number;
+  /** Milliseconds between sweeps that drop full buckets; 0 turns the timer off (call `sweep()` yourself). Default 60,000. */
+  readonly sweepIntervalMs?: number;
+  /** Buckets examined per sweep slice before yielding to the event loop. Default 2,048 (about a third of a millisecond). */
+  readonly sweepSliceSize?: number;
+  /** Buckets sampled when the table is full and a new key arrives. Default 8. */
+  readonly evictionSampleSize?: number;
+  /** The time source; default {@link monotonicClock}. */
+  readonly clock?: Clock;
+}
+
+/** The frozen, validated options of a {@link MemoryStore}. */
+export interface ResolvedMemoryStoreOptions {
+  readonly maxTrackedKeys: number;
+  readonly sweepIntervalMs: number;
+  readonly sweepSliceSize: number;
+  readonly evictionSampleSize: number;
+  readonly clock: Clock;
+}
+
+const NO_PINS = new Int32Array(0);
+const KNOWN = ['maxTrackedKeys', 'sweepIntervalMs', 'sweepSliceSize', 'evictionSampleSize', 'clock'];
+
+/**
+ * Validates {@link MemoryStoreOptions} and returns them frozen with defaults applied.
+ *
+ * @throws SluiceError `ERR_INVALID_OPTION` naming the option, the expectation and the given value.
+ */
+export function resolveMemoryStoreOptions(options: MemoryStoreOptions = {}): ResolvedMemoryStoreOptions {
+  const o = objectOption('MemoryStore options', options);
+  rejectUnknownKeys('MemoryStore options', o, KNOWN);
+  const clock = (o.clock ?? monotonicClock) as Clock;
+  if (typeof clock.now !== 'function' || typeof clock.sleep !== 'function') {
+    throw new SluiceError(ErrorCode.InvalidOption, 'clock must have now() and sleep() methods', {
+      option: 'clock',
+    });
+  }
+  return Object.freeze({
+    maxTrackedKeys: integerOption('maxTrackedKeys', o.maxTrackedKeys, 1, 2 ** 30, 1_000_000),
+    sweepIntervalMs: integerOption('sweepIntervalMs', o.sweepIntervalMs, 0, 2 ** 31 - 1, 60_000),
+    sweepSliceSize: integerOption('sweepSliceSize', o.sweepSliceSize, 1, 2 ** 24, 2048),
+    evictionSampleSize: integerOption('evictionSampleSize', o.evictionSampleSize, 1, 64, 8),
+    clock,
+  });
+}
+
+/** Counters a metrics exporter can read without touching the hot path. */
+export interface MemoryStoreStats {
+  /** Buckets held now. */
+  readonly trackedKeys: number;
+  /** The cap. */
+  readonly maxTrackedKeys: number;
+  /** Buckets evicted to make room (not full when evicted: only these can change a later decision). */
+  readonly evictions: number;
+  /** Full buckets dropped, by eviction sampling or by the sweeper (changes no decision). */
+  readonly fullDropped: number;
+  /** Completed sweeps. */
+  readonly sweeps: number;
+}
+
+/**
+ * Token buckets in process memory, bounded by `maxTrackedKeys` whatever the number of distinct keys.
+ *
+ * Buckets live in typed arrays (a struct of arrays), found through one `Map` per policy, so a decision for a
+ * known key allocates no bucket and builds no key string. A full bucket decides exactly like a missing one, which
+ * is why the sweeper may drop full buckets at any time and why eviction prefers them. Limits held here are per
+ * process; use the Redis store for a fleet.
+ *
+ * @example
+ * ```ts
+ * const store = new MemoryStore({ maxTrackedKeys: 100_000 });
+ * const limiter = new Limiter({ policies: [{ name: 'rl.write', quota: 120, window: 60, burst: 30 }], store });
+ * ```
+ */
+export class MemoryStore implements RateLimitStore {
+  readonly kind = 'memory';
+  /** The resolved options. */
+  readonly options: ResolvedMemoryStoreOptions;
+  readonly #table: BucketTable;
+  readonly #clock: Clock;
+  #units = new Float64Array(4);
+  #slots = new Int32Array(4);
+  #timer: ReturnType<typeof setInterval> | undefined;
+  #sweeping = false;
+  #closed = false;
+
+  /**
+   * @param options - see {@link MemoryStoreOptions}.
+   * @throws SluiceError `ERR_INVALID_OPTION` for an invalid option.
+   */
+  constructor(options: MemoryStoreOptions = {}) {
+    this.options = resolveMemoryStoreOptions(options);
+    this.#clock = this.options.clock;
+    this.#table = new BucketTable(this.options.maxTrackedKeys, this.options.evictionSampleSize);
+    if (this.options.sweepIntervalMs > 0) {
+      this.#timer = setInterval(() => void this.sweepAsync(), this.options.sweepIntervalMs);
+      // One timer for the whole store, never one per key; it must not keep a process alive.
+      (this.#timer as { unref?: () => void }).unref?.();
+    }
+  }
+
+  /** Buckets held now. */
+  get size(): number {
+    return this.#table.size;
+  }
+
+  /** A snapshot of the store's counters. */
+  stats(): MemoryStoreStats {
+    const t = this.#table;
+    return {
+      trackedKeys: t.size,
+      maxTrackedKeys: this.options.maxTrackedKeys,
+      evictions: t.evictions,
+      fullDropped: t.fullDropped,
+      sweeps: t.sweeps,
+    };
+  }
+
+  decide(checks: readonly Check[], cost: number): Decision {
+    if (checks.length === 1) return this.#one(checks[0].policy, checks[0].key, cost, 'decide');
+    return this.#run(checks, cost, 'decide');
+  }
+
+  /**
+   * The one-policy fast path. With `into`, the decision is written into that instance and no object is
+   * allocated; it stays valid until `into` is reused.
+   */
+  decideOne(policy: Policy, key: string, cost: number, into?: SingleDecision): SingleDecision {
+    return this.#one(policy, key, cost, 'decide', into);
+  }
+
+  reserve(checks: readonly Check[], cost: number): Decision {
+    if (checks.length === 1) return this.#one(checks[0].policy, checks[0].key, cost, 'reserve');
+    return this.#run(checks, cost, 'reserve');
+  }
+
+  peek(checks: readonly Check[], cost: number): Decision {
+    if (checks.length === 1) return this.#one(checks[0].policy, checks[0].key, cost, 'peek');
+    return this.#run(checks, cost, 'peek');
+  }
+
+  refund(checks: readonly Check[], cost: number): void {
+    this.#open();
+    const now = this.#now();
+    const t = this.#table;
+    for (const { policy, key } of checks) {
+      const slot = t.find(policy, key);
+      if (slot < 0) continue; // a missing bucket is full: nothing to return
+      const units = refill(policy, t.units[slot], now - t.last[slot]) + cost * policy.unitsPerToken;
+      t.units[slot] = Math.min(units, policy.capacityUnits);
+      if (now > t.last[slot]) t.last[slot] = now;
+    }
+  }
+
+  reset(checks: readonly Check[]): void {
+    this.#open();
+    for (const { policy, key } of checks) this.#table.remove(policy, key);
+  }
+
+  /**
+   * Drops every bucket that is full now, in one pass. Use {@link MemoryStore.sweepAsync} on a large table to
+   * keep the event loop responsive; this synchronous form is for tests and small tables.
+   *
+   * @returns the number of buckets dropped.
+   */
+  sweep(): number {
+    const t = this.#table;
+    let dropped = 0;
+    for (let from = 0; from < t.highWater; from += this.options.sweepSliceSize) {
+      dropped += t.sweepSlice(from, this.options.sweepSliceSize, this.#now());
+    }
+    t.sweeps++;
+    return dropped;
+  }
+
+  /**
+   * Drops full buckets in slices of `sweepSliceSize`, yielding to the event loop between slices so that no
+   * step blocks for more than about a millisecond, even at a million keys.
+   *
+   * @returns the number of buckets dropped.
+   */
+  async sweepAsync(): Promise<number> {
+    if (this.#sweeping || this.#closed) return 0;
+    this.#sweeping = true;
+    const t = this.#table;
+    let dropped = 0;
+    try {
+      for (let from = 0; from < t.highWater && !this.#closed; from += this.options.sweepSliceSize) {
+        dropped += t.sweepSlice(from, this.options.sweepSliceSize, this.#now());
+        await yieldToEventLoop();
+      }
+      t.sweeps++;
+    } finally {
+      this.#sweeping = false;
+    }
+    return dropped;
+  }
+
+  /** One sweep slice, for benchmarks that time a slice: examines `count` slots from `from`. */
+  sweepSlice(from: number, count: number): number {
+    return this.#table.sweepSlice(from, count, this.#now());
+  }
+
+  close(): void {
+    this.#closed = true;
+    if (this.#timer !== undefined) clearInterval(this.#timer);
+    this.#timer = undefined;
+    this.#table.clear();
+  }
+
+  #open(): void {
+    if (this.#closed) throw new SluiceError(ErrorCode.StoreClosed, 'the memory store is closed');
+  }
+
+  #now(): number {
+    // Whole milliseconds keep the arithmetic in integers; flooring both ends loses no refill over time.
+    return Math.floor(this.#clock.now());
+  }
+
+  /** The one-policy path: the arithmetic of `evaluate` for n = 1, with one allocation (the decision). */
+  #one(policy: Policy, key: string, cost: number, mode: EvaluateMode, into?: SingleDecision): SingleDecision {
+    this.#open();
+    const t = this.#table;
+    const now = this.#now();
+    let slot = t.find(policy, key);
+    let before: number;
+    if (slot < 0) before = policy.capacityUnits;
+    else {
+      const last = t.last[slot];
+      before = now > last ? refill(policy, t.units[slot], now - last) : t.units[slot];
+    }
+    const need = cost * policy.unitsPerToken;
+    let limited = true;
+    let delay = 0;
+    if (cost > policy.burst) limited = true;
+    else if (before >= need) limited = false;
+    else if (mode === 'reserve' && policy.queue !== undefined && need - before <= policy.debtUnits) {
+      delay = msUntil(policy, before - need, 0);
+      limited = delay > policy.queue.maxWaitMs;
+    }
+    const after = !limited && mode !== 'peek' ? before - need : before;
+    if (mode !== 'peek') {
+      if (slot >= 0) {
+        t.units[slot] = after;
+        if (now > t.last[slot]) t.last[slot] = now;
+      } else if (after < policy.capacityUnits) {
+        slot = t.insert(policy, key, now, NO_PINS, 0);
+        t.units[slot] = after;
+      }
+    }
+    // A policy that cannot queue within its bounds waits for nothing: its delay is 0.
+    return (into ?? new SingleDecision()).set(policy, key, cost, before, after, limited, limited ? 0 : delay);
+  }
+
+  #run(checks: readonly Check[], cost: number, mode: EvaluateMode): Decision {
+    this.#open();
+    const n = checks.length;
+    if (n > this.#units.length) {
+      this.#units = new Float64Array(n * 2);
+      this.#slots = new Int32Array(n * 2);
+    }
+    const units = this.#units;
+    const slots = this.#slots;
+    const t = this.#table;
+    const now = this.#now();
+    for (let i = 0; i < n; i++) {
+      const { policy, key } = checks[i];
+      const slot = t.find(policy, key);
+      slots[i] = slot;
+      if (slot < 0) {
+        units[i] = policy.capacityUnits;
+      } else {
+        const last = t.last[slot];
+        units[i] = now > last ? refill(policy, t.units[slot], now - last) : t.units[slot];
+      }
+    }
+    const decision = evaluate(checks, units, cost, mode);
+    if (mode === 'peek') return decision;
+    for (let i = 0; i < n; i++) {
+      const p = checks[i].policy;
+      let slot = slots[i];
+      if (slot < 0) {
+        // A full bucket that stays full need not be stored: it decides like a missing one.
+        if (units[i] >= p.capacityUnits) continue;
+        slot = t.insert(p, checks[i].key, now, slots, n);
+        slots[i] = slot;
+      }
+      t.units[slot] = units[i];
+      if (now > t.last[slot]) t.last[slot] = now;
+    }
+    return decision;
+  }
+}
+
+/** Lets pending I/O run between sweep slices; setImmediate where it exists, else a macrotask. */
+function yieldToEventLoop(): Promise<void> {
+  return new Promise((resolve) => {
+    const g = globalThis as { setImmediate?: (cb: () => void) => void };
+    if (g.setImmediate) g.setImmediate(resolve);
+    else setTimeout(resolve, 0);
+  });
+}

@@ -1,0 +1,2 @@
+export { ReferenceStore } from './reference-store.js';
+export { type ConformanceOptions, type StoreFactory, storeConformance } from './store-conformance.js';
