@@ -53,6 +53,13 @@ module.exports = {
       },
     },
     {
+      name: 'metrics-sink-is-core-only',
+      comment: 'The metrics recording interface is called from every layer, so it depends on the core alone.',
+      severity: 'error',
+      from: { path: `${S}metrics/` },
+      to: { path: `${S}`, pathNot: `${S}(metrics|core)/` },
+    },
+    {
       name: 'no-node-in-core-or-client',
       severity: 'error',
       from: { path: `${S}(core|client)/` },
@@ -70,6 +77,9 @@ module.exports = {
     exclude: { path: '(\\.test\\.ts$|/dist/|/testing/|/examples/)' },
     tsConfig: { fileName: 'tsconfig.json' },
     tsPreCompilationDeps: true,
-    enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['import', 'require', 'node', 'default', 'types'] },
+    enhancedResolveOptions: {
+      exportsFields: ['exports'],
+      conditionNames: ['import', 'require', 'node', 'default', 'types'],
+    },
   },
 };

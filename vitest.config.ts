@@ -24,6 +24,7 @@ export default defineConfig({
       thresholds: {
         'packages/sluice/src/core/**': { lines: 95 },
         'packages/sluice/src/memory/**': { lines: 95 },
+        'packages/sluice/src/redis/**': { lines: 95 },
       },
     },
   },

@@ -21,8 +21,12 @@ export const ErrorCode = {
   InvalidConfig: 'ERR_INVALID_CONFIG',
   /** A Redis Cluster store got checks whose keys hash to different slots, so one atomic script cannot hold them. */
   CrossSlot: 'ERR_CROSS_SLOT',
-  /** The client SDK stopped retrying a 429 or 503 (Retry-After over its cap, retries exhausted, or a stream body); `details.reason` says which. */
+  /** The client SDK gave up on a 429 or 503 it meant to retry; `details.reason` says why (see docs/errors.md). */
   RateLimitExceeded: 'ERR_RATE_LIMIT_EXCEEDED',
+  /** A quota webhook delivery was given up (attempts exhausted or a non-retryable status); `details.reason` says why. */
+  WebhookFailed: 'ERR_WEBHOOK_FAILED',
+  /** A rate-limit service request (Envoy ShouldRateLimit) is malformed: empty domain, no descriptors, too many, empty entries. */
+  InvalidRateLimitRequest: 'ERR_INVALID_RATE_LIMIT_REQUEST',
 } as const;
 
 /** One of the values of {@link ErrorCode}. */

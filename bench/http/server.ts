@@ -1,0 +1,95 @@
+/**
+ * One hello-world server of the HTTP benchmark, in its own process: `<framework> <variant> <mode>`, for example
+ * `fastify sluice denied`. Prints `{"port":N}` once listening on 127.0.0.1 and serves until killed; a line `cpu`
+ * on stdin is answered with `{"cpu":<microseconds of CPU used so far>}`.
+ *   framework: node | express | fastify
+ *   variant:   bare | sluice | peer (express-rate-limit on Express, @fastify/rate-limit on Fastify) | noop (an
+ *              empty middleware or onRequest hook: what being a middleware costs by itself)
+ *   mode:      allowed (limits never bind) | denied (one request per minute per client: nearly all get 429)
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import fastifyRateLimit from '@fastify/rate-limit';
+import express from 'express';
+import { rateLimit as expressRateLimit } from 'express-rate-limit';
+import Fastify from 'fastify';
+import { Limiter } from '../../packages/sluice/src/core/index.js';
+import { rateLimit as sluiceExpress } from '../../packages/sluice/src/express/index.js';
+import { sluiceFastify } from '../../packages/sluice/src/fastify/index.js';
+import { createHttpLimiter } from '../../packages/sluice/src/http/index.js';
+import { MemoryStore } from '../../packages/sluice/src/memory/index.js';
+import { withRateLimit } from '../../packages/sluice/src/node/index.js';
+
+const [framework, variant, mode] = process.argv.slice(2);
+const denied = mode === 'denied';
+const LIMIT = denied ? 1 : 1_000_000_000;
+const BODY = 'hello world';
+
+function sluice() {
+  const limiter = new Limiter({
+    policies: [{ name: 'rl.api', quota: LIMIT, window: 60, burst: LIMIT }],
+    store: new MemoryStore(),
+  });
+  // BENCH_SLUICE_HEADERS (draft-11, legacy, both, none) separates the cost of the headers from the decision.
+  const headers = (process.env.BENCH_SLUICE_HEADERS ?? 'draft-11') as 'draft-11';
+  return createHttpLimiter({ limiter, rules: [{ policies: ['rl.api'], key: 'ip' }], headers });
+}
+
+function ready(port: number): void {
+  console.log(JSON.stringify({ port }));
+}
+
+// The parent asks for this process's CPU time around each measurement: on a 2-core machine the load generator
+// is often the bottleneck, and server CPU per request is then the figure that shows a limiter's own cost.
+process.stdin.setEncoding('utf8');
+process.stdin.on('data', (chunk: string) => {
+  for (const line of chunk.split('\n')) {
+    if (line.trim() === 'cpu') {
+      const u = process.cpuUsage();
+      console.log(JSON.stringify({ cpu: u.user + u.system }));
+    }
+  }
+});
+
+async function main(): Promise<void> {
+  if (framework === 'node') {
+    const hello = (_req: IncomingMessage, res: ServerResponse) => {
+      res.setHeader('Content-Type', 'text/plain');
+      res.end(BODY);
+    };
+    const server = createServer(variant === 'sluice' ? withRateLimit(sluice(), hello) : hello);
+    server.listen(0, '127.0.0.1', () => ready((server.address() as AddressInfo).port));
+    return;
+  }
+  if (framework === 'express') {
+    const app = express();
+    app.disable('etag');
+    if (variant === 'sluice') app.use(sluiceExpress(sluice()));
+    if (variant === 'noop') app.use((_req, _res, next) => next());
+    if (variant === 'peer') {
+      app.use(
+        expressRateLimit({
+          windowMs: 60_000,
+          limit: LIMIT,
+          standardHeaders: 'draft-8',
+          legacyHeaders: false,
+        }),
+      );
+    }
+    app.get('/', (_req, res) => {
+      res.type('text/plain').send(BODY);
+    });
+    const server = createServer(app);
+    server.listen(0, '127.0.0.1', () => ready((server.address() as AddressInfo).port));
+    return;
+  }
+  const app = Fastify();
+  if (variant === 'sluice') await app.register(sluiceFastify, { limiter: sluice() });
+  if (variant === 'noop') app.addHook('onRequest', (_req, _reply, done) => done());
+  if (variant === 'peer') await app.register(fastifyRateLimit, { max: LIMIT, timeWindow: 60_000 });
+  app.get('/', async (_req, reply) => reply.type('text/plain').send(BODY));
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  ready((app.server.address() as AddressInfo).port);
+}
+
+await main();

@@ -1,0 +1,48 @@
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+
+/** Where the gateway looks for the bundle: `<package>/dist/dashboard-assets`. */
+export const DASHBOARD_OUT_DIR = join(HERE, '..', 'dist', 'dashboard-assets');
+
+/**
+ * Bundles the dashboard page with esbuild: `index.html`, `app.js` (the page, uPlot included) and `app.css`
+ * (the page's styles and uPlot's), minified, with no reference to any other origin, so the page works offline.
+ * Files are written to a temporary folder first and renamed into place one by one, so a gateway serving the
+ * folder never reads a half-written file.
+ *
+ * @param outDir - the output folder; default {@link DASHBOARD_OUT_DIR}.
+ * @returns the file names written.
+ * @throws the esbuild error when the source does not compile.
+ */
+export async function buildDashboard(outDir: string = DASHBOARD_OUT_DIR): Promise<string[]> {
+  mkdirSync(outDir, { recursive: true });
+  const tmp = mkdtempSync(join(dirname(outDir), '.dashboard-build-'));
+  try {
+    await build({
+      entryPoints: { app: join(HERE, 'src', 'main.ts') },
+      bundle: true,
+      format: 'esm',
+      platform: 'browser',
+      target: ['chrome109', 'firefox115', 'safari16'],
+      minify: true,
+      legalComments: 'eof',
+      outdir: tmp,
+      logLevel: 'warning',
+    });
+    copyFileSync(join(HERE, 'index.html'), join(tmp, 'index.html'));
+    const files = readdirSync(tmp).sort();
+    for (const f of files) renameSync(join(tmp, f), join(outDir, f));
+    return files;
+  } finally {
+    rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
+if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.argv[1]) {
+  const files = await buildDashboard(process.argv[2]);
+  console.log(`dashboard bundle: ${files.join(', ')} in ${process.argv[2] ?? DASHBOARD_OUT_DIR}`);
+}

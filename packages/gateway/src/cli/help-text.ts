@@ -1,0 +1,33 @@
+/** The text of `sluice --help`. */
+export const HELP_TEXT = `sluice: a rate-limiting reverse proxy configured by one YAML file
+
+Usage:
+  sluice serve --config FILE [--upstream URL] [--host HOST] [--port PORT]
+  sluice validate FILE
+  sluice demo [--host HOST] [--port PORT]
+  sluice hash-key KEY
+  sluice --help | --version
+
+Commands:
+  serve      Run the gateway. Flags win over the file. SIGHUP (or saving the file) reloads the
+             configuration, keeping bucket state; an invalid file keeps the running configuration.
+             SIGTERM or Ctrl-C drains requests in flight, then exits. With a decision: section
+             (HTTP decision API for NGINX auth_request) or an envoy: section (Envoy rate limit
+             service, gRPC) those listeners start too, and no upstream is needed.
+  validate   Check a configuration file against the schema and the start checks; prints every
+             violation as FILE:LINE:COLUMN PATH: MESSAGE and exits 1 when there is any.
+  demo       The design contract's example configuration in front of a built-in echo upstream, on
+             the memory store (what npm start runs).
+  hash-key   Print the SHA-256 of an API key, for the hash field of the API key file.
+
+Options:
+  -c, --config FILE     Configuration file (YAML); \${ENV} and \${ENV:-default} are substituted.
+  -u, --upstream URL    Upstream base URL (upstream.url).
+      --host HOST       Listen address (server.host, default 127.0.0.1).
+  -p, --port PORT       Listen port (server.port, default 8080).
+  -h, --help            This text.
+  -v, --version         The version.
+
+Editors: the JSON Schema is packages/gateway/schema/rate-limits.schema.json; with the YAML language
+server, put "# yaml-language-server: $schema=<path or URL of the schema>" on the first line.
+`;

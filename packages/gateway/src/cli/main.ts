@@ -1,0 +1,206 @@
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { SluiceError } from 'sluice';
+import { type ConfigOverrides, loadConfigFile, loadConfigOrThrow } from '../config/load-config.js';
+import { formatViolations } from '../config/violation.js';
+import { runDemo } from '../demo/run-demo.js';
+import { hashApiKey } from '../identity/api-key-file.js';
+import { Gateway } from '../server/gateway.js';
+import { type RateLimitServices, startRateLimitServices } from '../services/rate-limit-services.js';
+import { HELP_TEXT } from './help-text.js';
+
+/** Where the CLI writes and how it waits for signals; replaceable in tests. */
+export interface CliIo {
+  readonly out: (text: string) => void;
+  readonly err: (text: string) => void;
+  /** Registers a signal handler; returns a function that removes it. */
+  readonly onSignal: (signal: NodeJS.Signals, handler: () => void) => () => void;
+}
+
+const defaultIo: CliIo = {
+  out: (t) => process.stdout.write(t),
+  err: (t) => process.stderr.write(t),
+  onSignal: (signal, handler) => {
+    process.on(signal, handler);
+    return () => process.off(signal, handler);
+  },
+};
+
+/**
+ * Runs the `sluice` command.
+ *
+ * @param argv - the arguments after the program name.
+ * @param io - output and signals.
+ * @returns the exit code, once the command has finished (for `serve` and `demo`: after shutdown).
+ */
+export async function main(argv: readonly string[], io: CliIo = defaultIo): Promise<number> {
+  let parsed: ReturnType<typeof parse>;
+  try {
+    parsed = parse(argv);
+  } catch (e) {
+    io.err(`sluice: ${(e as Error).message}\n\n${HELP_TEXT}`);
+    return 2;
+  }
+  const { values, positionals } = parsed;
+  if (values.version === true) {
+    io.out(`${version()}\n`);
+    return 0;
+  }
+  const command = positionals[0];
+  if (values.help === true || command === undefined || command === 'help') {
+    io.out(HELP_TEXT);
+    return command === undefined && values.help !== true ? 2 : 0;
+  }
+  let port: number | undefined;
+  if (values.port !== undefined) {
+    port = Number(values.port);
+    if (!/^[0-9]+$/.test(values.port) || port > 65_535) {
+      io.err(`sluice: --port must be an integer from 0 to 65535, got ${JSON.stringify(values.port)}\n`);
+      return 2;
+    }
+  }
+  if (values.upstream !== undefined && !/^https?:\/\/./.test(values.upstream)) {
+    io.err(`sluice: --upstream must be an http:// or https:// URL, got ${JSON.stringify(values.upstream)}\n`);
+    return 2;
+  }
+  const overrides: ConfigOverrides = { upstream: values.upstream, host: values.host, port };
+  switch (command) {
+    case 'validate':
+      return validate(positionals[1] ?? values.config, overrides, io);
+    case 'serve':
+      return serve(values.config ?? positionals[1], overrides, io);
+    case 'demo':
+      return demo(values.host, port, io);
+    case 'hash-key': {
+      const key = positionals[1];
+      if (key === undefined || key === '') {
+        io.err('sluice: hash-key needs the key as its argument\n');
+        return 2;
+      }
+      io.out(`${hashApiKey(key)}\n`);
+      return 0;
+    }
+    default:
+      io.err(`sluice: unknown command "${command}"\n\n${HELP_TEXT}`);
+      return 2;
+  }
+}
+
+function parse(argv: readonly string[]) {
+  return parseArgs({
+    args: [...argv],
+    allowPositionals: true,
+    strict: true,
+    options: {
+      config: { type: 'string', short: 'c' },
+      upstream: { type: 'string', short: 'u' },
+      host: { type: 'string' },
+      port: { type: 'string', short: 'p' },
+      help: { type: 'boolean', short: 'h' },
+      version: { type: 'boolean', short: 'v' },
+    },
+  });
+}
+
+function validate(file: string | undefined, overrides: ConfigOverrides, io: CliIo): number {
+  if (file === undefined) {
+    io.err('sluice: validate needs a FILE\n');
+    return 2;
+  }
+  try {
+    const r = loadConfigFile(file, { overrides });
+    if (r.ok) {
+      const c = r.config;
+      io.out(
+        `${file}: valid (${Object.keys(c.tiers).length} tiers, ${c.endpoints.length} endpoint rules, ${Object.keys(c.classes).length} classes)\n`,
+      );
+      return 0;
+    }
+    io.err(
+      `${formatViolations(file, r.violations)}\n${file}: ${r.violations.length} violation${r.violations.length === 1 ? '' : 's'}\n`,
+    );
+    return 1;
+  } catch (e) {
+    io.err(`sluice: ${(e as Error).message}\n`);
+    return 1;
+  }
+}
+
+async function serve(file: string | undefined, overrides: ConfigOverrides, io: CliIo): Promise<number> {
+  if (file === undefined) {
+    io.err('sluice: serve needs --config FILE\n');
+    return 2;
+  }
+  let gateway: Gateway;
+  let services: RateLimitServices;
+  try {
+    const config = loadConfigOrThrow(file, { overrides });
+    // Decision mode: with a decision API or an Envoy service, the gateway may run without an upstream.
+    if (config.upstream.url === undefined && config.decision === undefined && config.envoy === undefined) {
+      io.err(`sluice: no upstream: set upstream.url in ${file} or pass --upstream URL\n`);
+      return 1;
+    }
+    gateway = await Gateway.start({ config, configFile: file, overrides });
+    try {
+      services = await startRateLimitServices(gateway);
+    } catch (e) {
+      await gateway.close();
+      throw e;
+    }
+  } catch (e) {
+    io.err(`sluice: ${e instanceof SluiceError ? e.message : (e as Error).message}\n`);
+    return 1;
+  }
+  return untilStopped(
+    io,
+    () => services.close().then(() => gateway.close()),
+    () => void gateway.reload(),
+  );
+}
+
+async function demo(host: string | undefined, port: number | undefined, io: CliIo): Promise<number> {
+  let stop: () => Promise<void>;
+  try {
+    ({ stop } = await runDemo({ host, port, print: (line) => io.out(`${line}\n`) }));
+  } catch (e) {
+    io.err(`sluice: ${(e as Error).message}\n`);
+    return 1;
+  }
+  return untilStopped(io, stop, undefined);
+}
+
+function untilStopped(
+  io: CliIo,
+  stop: () => Promise<void>,
+  reload: (() => void) | undefined,
+): Promise<number> {
+  return new Promise((resolve) => {
+    const off: (() => void)[] = [];
+    let stopping = false;
+    const shutdown = () => {
+      if (stopping) return;
+      stopping = true;
+      for (const f of off) f();
+      stop().then(
+        () => resolve(0),
+        (e: unknown) => {
+          io.err(`sluice: shutdown failed: ${(e as Error).message}\n`);
+          resolve(1);
+        },
+      );
+    };
+    off.push(io.onSignal('SIGINT', shutdown), io.onSignal('SIGTERM', shutdown));
+    if (reload !== undefined) off.push(io.onSignal('SIGHUP', reload));
+  });
+}
+
+function version(): string {
+  try {
+    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+      version: string;
+    };
+    return pkg.version;
+  } catch {
+    return 'unknown';
+  }
+}

@@ -1,0 +1,148 @@
+import type { DecisionConfig } from '../decision/decision-config.js';
+import type { EnvoyConfig } from '../envoy/envoy-config.js';
+import type { QuotaConfig } from '../quota/quota-config.js';
+
+/** A tier: a per-minute bucket and a per-hour bucket, or no limit at all. */
+export interface TierConfig {
+  readonly name: string;
+  /** Clients of an unlimited tier are exempt (still counted in metrics). */
+  readonly unlimited: boolean;
+  /** Tokens per minute of the minute bucket (0 when unlimited). */
+  readonly perMinute: number;
+  /** Capacity of the minute bucket: `burstLimit`, default `requestsPerMinute`. */
+  readonly burst: number;
+  /** Requests per hour, or `undefined` when the tier has no hourly limit. */
+  readonly perHour: number | undefined;
+}
+
+/** A per-endpoint rule: its own bucket per client key, checked with the tier's buckets. */
+export interface EndpointRule {
+  /** Position in `rateLimiting.endpoints`. */
+  readonly index: number;
+  /** The policy name in headers and metrics. */
+  readonly name: string;
+  readonly pattern: string;
+  /** Upper-case methods the rule applies to; `undefined` for all. */
+  readonly methods: readonly string[] | undefined;
+  /** Tokens per window. */
+  readonly limit: number;
+  /** Window in whole seconds. */
+  readonly windowSeconds: number;
+  readonly burst: number;
+  /** The class the limits come from, when the rule names one. */
+  readonly className: string | undefined;
+}
+
+/** A policy class of the `ratelimit` section: `ratelimit.<class>.per_minute` and `.burst`. */
+export interface ClassConfig {
+  readonly name: string;
+  readonly perMinute: number;
+  readonly burst: number;
+}
+
+/** JWT verification settings. */
+export interface JwtConfig {
+  readonly jwksFile: string | undefined;
+  readonly jwksUrl: string | undefined;
+  readonly issuer: string | undefined;
+  readonly audience: string | readonly string[] | undefined;
+  readonly algorithms: readonly string[] | undefined;
+  readonly clockToleranceSeconds: number;
+  readonly claims: {
+    readonly tenant: string;
+    readonly client: string;
+    readonly user: string;
+    readonly tier: string;
+  };
+}
+
+/** Names of the identity headers a trusted auth layer sets. */
+export interface IdentityHeaders {
+  readonly tenant: string;
+  readonly client: string;
+  readonly user: string;
+  readonly tier: string;
+}
+
+/** Redis store settings (exactly one of url, cluster, sentinel). */
+export interface RedisConfig {
+  readonly url: string | undefined;
+  readonly clusterNodes: readonly string[] | undefined;
+  readonly sentinel:
+    | { readonly name: string; readonly nodes: readonly string[]; readonly password: string | undefined }
+    | undefined;
+}
+
+/** The validated, resolved configuration of the gateway, frozen; every default applied. */
+export interface GatewayConfig {
+  /** The file it came from (absolute), or `undefined` for text loaded directly. */
+  readonly file: string | undefined;
+  readonly enabled: boolean;
+  readonly defaultTier: string;
+  readonly tiers: Readonly<Record<string, TierConfig>>;
+  readonly endpoints: readonly EndpointRule[];
+  readonly classes: Readonly<Record<string, ClassConfig>>;
+  readonly maxTrackedKeys: number;
+  readonly sweepIntervalMs: number;
+  readonly server: {
+    readonly host: string;
+    readonly port: number;
+    readonly mode: 'production' | 'development';
+    readonly trustedProxies: readonly string[];
+    readonly proxyHeader: 'x-forwarded-for' | 'forwarded';
+    readonly maxBodyBytes: number;
+    readonly shutdownTimeoutMs: number;
+    readonly requestIdHeader: string;
+    readonly tls:
+      | { readonly cert: string; readonly key: string; readonly clientCa: string | undefined }
+      | undefined;
+  };
+  readonly upstream: {
+    readonly url: string | undefined;
+    readonly connectTimeoutMs: number;
+    readonly responseTimeoutMs: number;
+    readonly bodyTimeoutMs: number;
+    readonly preserveHost: boolean;
+    readonly connections: number;
+  };
+  readonly store: {
+    readonly type: 'memory' | 'redis';
+    readonly redis: RedisConfig | undefined;
+    readonly failureMode: 'open' | 'closed' | 'local';
+    readonly timeoutMs: number;
+  };
+  readonly identity: {
+    readonly jwt: JwtConfig | undefined;
+    readonly apiKeys: { readonly file: string; readonly header: string } | undefined;
+    readonly headers: IdentityHeaders | undefined;
+    /** The class failed credentials count against, and its limits. */
+    readonly publicAuth: ClassConfig;
+  };
+  readonly exemptions: {
+    /** `[METHOD ]pattern` entries. */
+    readonly endpoints: readonly string[];
+    readonly mtlsSubjects: readonly string[] | undefined;
+    readonly loopbackInDevelopment: boolean;
+  };
+  readonly headers: { readonly mode: 'draft-11' | 'legacy' | 'both' | 'none' };
+  /** Absolute URI base of problem types, or `undefined` for `about:blank`. */
+  readonly problems: { readonly typeBase: string | undefined };
+  readonly keys: { readonly prefix: string };
+  readonly metrics: { readonly enabled: boolean; readonly prefix: string };
+  readonly admin: { readonly host: string; readonly port: number; readonly token: string } | undefined;
+  readonly logging: { readonly level: string };
+  readonly reload: { readonly watch: boolean };
+  /** The HTTP decision API (NGINX `auth_request`), or `undefined` when off. */
+  readonly decision: DecisionConfig | undefined;
+  /** The Envoy rate limit service (gRPC), or `undefined` when off. */
+  readonly envoy: EnvoyConfig | undefined;
+  /** Tenant quota tracking, or `undefined` when off. */
+  readonly quota: QuotaConfig | undefined;
+}
+
+/** The bucket failed credentials count against when `ratelimit.rl.public_auth` is not configured. */
+export const DEFAULT_PUBLIC_AUTH: ClassConfig = Object.freeze({
+  name: 'rl.public_auth',
+  perMinute: 10,
+  burst: 10,
+});

@@ -1,0 +1,414 @@
+import { existsSync } from 'node:fs';
+import { isAbsolute, resolve as resolvePath } from 'node:path';
+import {
+  compileEndpoint,
+  compilePathPattern,
+  DEFAULT_EXEMPT_ENDPOINTS,
+  parseTrustedProxies,
+  problemTypeResolver,
+} from 'sluice/http';
+import { resolveDecisionConfig } from '../decision/decision-config.js';
+import { resolveEnvoyConfig } from '../envoy/envoy-config.js';
+import { resolveQuotaConfig } from '../quota/quota-config.js';
+import { durationMs, sizeBytes } from './duration.js';
+import {
+  type ClassConfig,
+  DEFAULT_PUBLIC_AUTH,
+  type EndpointRule,
+  type GatewayConfig,
+  type RedisConfig,
+  type TierConfig,
+} from './gateway-config.js';
+import { closestName } from './suggest.js';
+import type { ConfigPath } from './violation.js';
+
+/** A problem found after the schema passed: a rule that spans several keys, or a name that must exist. */
+export interface SemanticIssue {
+  readonly path: ConfigPath;
+  readonly message: string;
+  /** Point at the key itself rather than its value (for a misplaced key). */
+  readonly atKey?: boolean;
+}
+
+// The raw shape after schema validation: only the types the schema guarantees, so every access is checked here.
+// biome-ignore lint/suspicious/noExplicitAny: schema-validated YAML data, read field by field below
+type Raw = Record<string, any>;
+
+const CLASS_SETTINGS = new Set(['max_tracked_keys', 'sweep_interval']);
+
+/**
+ * Turns a schema-valid configuration object into the frozen {@link GatewayConfig}, applying defaults and the
+ * checks the schema cannot express: the default tier exists, every class a rule names is configured (the start
+ * check of the class form), limits and windows are whole, exactly one JWKS source and one Redis topology, files
+ * that exist. Relative file names are resolved against the configuration file's folder.
+ *
+ * @param raw - the data, already valid against the schema.
+ * @param baseDir - folder for relative file names.
+ * @param file - the configuration file, for `GatewayConfig.file`.
+ * @returns the configuration, or every issue found (never only the first).
+ */
+export function resolveConfig(
+  raw: Raw,
+  baseDir: string,
+  file: string | undefined,
+): { config: GatewayConfig | undefined; issues: SemanticIssue[] } {
+  const issues: SemanticIssue[] = [];
+  const fileAt = (value: string | undefined, path: ConfigPath): string | undefined => {
+    if (value === undefined) return undefined;
+    const full = isAbsolute(value) ? value : resolvePath(baseDir, value);
+    if (!existsSync(full)) issues.push({ path, message: `file not found: ${full}` });
+    return full;
+  };
+
+  const rl = raw.rateLimiting as Raw;
+  const tiers: Record<string, TierConfig> = {};
+  for (const [name, t] of Object.entries(rl.tiers as Record<string, Raw>)) {
+    const path = ['rateLimiting', 'tiers', name];
+    const unlimited = t.unlimited === true;
+    if (
+      unlimited &&
+      (t.requestsPerMinute !== undefined || t.requestsPerHour !== undefined || t.burstLimit !== undefined)
+    ) {
+      issues.push({
+        path: [...path, 'unlimited'],
+        message: 'an unlimited tier takes no requestsPerMinute, requestsPerHour or burstLimit',
+      });
+    }
+    if (!unlimited && t.requestsPerMinute === undefined) {
+      issues.push({ path, message: 'missing required key "requestsPerMinute" (or set unlimited: true)' });
+    }
+    exactRange(
+      t.burstLimit ?? t.requestsPerMinute,
+      60,
+      [...path, t.burstLimit === undefined ? 'requestsPerMinute' : 'burstLimit'],
+      issues,
+    );
+    exactRange(t.requestsPerHour, 3600, [...path, 'requestsPerHour'], issues);
+    tiers[name] = Object.freeze({
+      name,
+      unlimited,
+      perMinute: unlimited ? 0 : (t.requestsPerMinute ?? 0),
+      burst: unlimited ? 0 : (t.burstLimit ?? t.requestsPerMinute ?? 0),
+      perHour: unlimited ? undefined : t.requestsPerHour,
+    });
+  }
+  const defaultTier = rl.defaultTier as string;
+  if (tiers[defaultTier] === undefined) {
+    issues.push({
+      path: ['rateLimiting', 'defaultTier'],
+      message: unknownName('tier', defaultTier, Object.keys(tiers)),
+    });
+  }
+
+  const classes: Record<string, ClassConfig> = {};
+  const rlSection = (raw.ratelimit ?? {}) as Raw;
+  for (const [name, c] of Object.entries(rlSection)) {
+    if (CLASS_SETTINGS.has(name)) continue;
+    classes[name] = Object.freeze({ name, perMinute: c.per_minute, burst: c.burst });
+  }
+
+  const endpoints: EndpointRule[] = [];
+  const names = new Set<string>();
+  (rl.endpoints ?? []).forEach((e: Raw, index: number) => {
+    const path = ['rateLimiting', 'endpoints', index];
+    patternIssue(() => compilePathPattern(e.pattern), [...path, 'pattern'], issues);
+    let limit = 0;
+    let windowSeconds = 60;
+    let burst = 0;
+    let className: string | undefined;
+    if (e.class !== undefined) {
+      className = e.class;
+      for (const k of ['limit', 'window', 'burst']) {
+        if (e[k] !== undefined)
+          issues.push({
+            path: [...path, k],
+            message: `"${k}" cannot be combined with "class": the class sets the limits`,
+            atKey: true,
+          });
+      }
+      const c = classes[e.class];
+      if (c === undefined) {
+        issues.push({
+          path: [...path, 'class'],
+          message: `class "${e.class}" is not configured: add ratelimit.${e.class}.per_minute and .burst${hint(e.class, Object.keys(classes))}`,
+        });
+      } else {
+        limit = c.perMinute;
+        burst = c.burst;
+      }
+    } else {
+      if (e.limit === undefined)
+        issues.push({ path, message: 'missing required key "limit" (or name a "class")' });
+      if (e.window === undefined)
+        issues.push({ path, message: 'missing required key "window", for example 60s (or name a "class")' });
+      const ms = durationMs(e.window);
+      if (ms !== undefined && (ms < 1000 || ms % 1000 !== 0)) {
+        issues.push({
+          path: [...path, 'window'],
+          message: `must be a whole number of seconds of at least 1s, got ${JSON.stringify(e.window)}`,
+        });
+      }
+      limit = e.limit ?? 0;
+      windowSeconds = ms === undefined ? 60 : Math.max(1, Math.floor(ms / 1000));
+      burst = e.burst ?? limit;
+    }
+    // Rules naming one class share its bucket (one bucket per class and key), so the class is their policy name.
+    const name = e.name ?? className ?? e.pattern;
+    if (className === undefined && names.has(name)) {
+      issues.push({
+        path: [...path, e.name === undefined ? 'pattern' : 'name'],
+        message: `policy name "${name}" is used by an earlier rule; give this rule a distinct "name"`,
+      });
+    }
+    names.add(name);
+    if (tiers[name] !== undefined || Object.values(tiers).some((t) => `${t.name}.hour` === name)) {
+      issues.push({
+        path: [...path, 'name'],
+        message: `policy name "${name}" is already a tier's policy name`,
+      });
+    }
+    if (className === undefined)
+      exactRange(burst, windowSeconds, [...path, e.burst === undefined ? 'limit' : 'burst'], issues);
+    endpoints.push(
+      Object.freeze({
+        index,
+        name,
+        pattern: e.pattern,
+        methods: e.methods,
+        limit,
+        windowSeconds,
+        burst,
+        className,
+      }),
+    );
+  });
+
+  const server = (raw.server ?? {}) as Raw;
+  const tls = server.tls as Raw | undefined;
+  try {
+    parseTrustedProxies('server.trustedProxies', server.trustedProxies);
+  } catch (e) {
+    const option = String((e as { details?: { option?: string } }).details?.option ?? '');
+    const index = /\[(\d+)\]$/.exec(option);
+    issues.push({
+      path: index === null ? ['server', 'trustedProxies'] : ['server', 'trustedProxies', Number(index[1])],
+      message: 'must be a CIDR (10.0.0.0/8), an IP address, or one of loopback, linklocal, uniquelocal',
+    });
+  }
+  const upstream = (raw.upstream ?? {}) as Raw;
+  const store = (raw.store ?? {}) as Raw;
+  const storeType = (store.type ?? 'memory') as 'memory' | 'redis';
+  let redis: RedisConfig | undefined;
+  const topologies = ['url', 'cluster', 'sentinel'].filter((k) => store[k] !== undefined);
+  if (storeType === 'memory') {
+    for (const k of topologies)
+      issues.push({ path: ['store', k], message: `applies only to store type "redis"`, atKey: true });
+  } else {
+    if (topologies.length !== 1) {
+      issues.push({
+        path: ['store'],
+        message: `store type "redis" needs exactly one of url, cluster or sentinel, got ${topologies.length === 0 ? 'none' : topologies.join(' and ')}`,
+      });
+    }
+    redis = Object.freeze({
+      url: store.url,
+      clusterNodes: store.cluster?.nodes,
+      sentinel:
+        store.sentinel === undefined
+          ? undefined
+          : Object.freeze({
+              name: store.sentinel.name,
+              nodes: store.sentinel.nodes,
+              password: store.sentinel.password,
+            }),
+    });
+  }
+
+  const identity = (raw.identity ?? {}) as Raw;
+  const jwt = identity.jwt as Raw | undefined;
+  if (jwt !== undefined && (jwt.jwksFile === undefined) === (jwt.jwksUrl === undefined)) {
+    issues.push({ path: ['identity', 'jwt'], message: 'needs exactly one of jwksFile or jwksUrl' });
+  }
+  const publicAuthName = identity.publicAuthClass ?? DEFAULT_PUBLIC_AUTH.name;
+  let publicAuth = classes[publicAuthName];
+  if (publicAuth === undefined) {
+    if (identity.publicAuthClass !== undefined) {
+      issues.push({
+        path: ['identity', 'publicAuthClass'],
+        message: `class "${publicAuthName}" is not configured: add ratelimit.${publicAuthName}.per_minute and .burst${hint(publicAuthName, Object.keys(classes))}`,
+      });
+    }
+    publicAuth = DEFAULT_PUBLIC_AUTH;
+  }
+
+  const exemptions = (raw.exemptions ?? {}) as Raw;
+  const problems = (raw.problems ?? {}) as Raw;
+  if (exemptions.mtls !== undefined && tls?.clientCa === undefined) {
+    issues.push({
+      path: ['exemptions', 'mtls'],
+      message: 'mTLS exemption needs server.tls with clientCa to verify client certificates',
+    });
+  }
+  (exemptions.endpoints ?? []).forEach((entry: string, i: number) => {
+    patternIssue(() => compileEndpoint(entry), ['exemptions', 'endpoints', i], issues);
+  });
+  patternIssue(() => problemTypeResolver(problems.typeBase), ['problems', 'typeBase'], issues);
+  const admin = raw.admin as Raw | undefined;
+  const headers = (raw.headers ?? {}) as Raw;
+  const metrics = (raw.metrics ?? {}) as Raw;
+  const claims = (jwt?.claims ?? {}) as Raw;
+  const idHeaders = identity.headers as Raw | undefined;
+
+  const decision = resolveDecisionConfig(raw.decision);
+  const envoy = resolveEnvoyConfig(raw.envoy, classes);
+  const quota = resolveQuotaConfig(raw.quota, {
+    storeType,
+    keysPrefix: raw.keys?.prefix ?? '',
+    ruleNames: endpoints.map((e) => e.name),
+  });
+  issues.push(...decision.issues, ...envoy.issues, ...quota.issues);
+
+  const config: GatewayConfig = deepFreeze({
+    file,
+    enabled: rl.enabled !== false,
+    defaultTier,
+    tiers,
+    endpoints,
+    classes,
+    maxTrackedKeys: rlSection.max_tracked_keys ?? 1_000_000,
+    sweepIntervalMs: durationMs(rlSection.sweep_interval) ?? 60_000,
+    server: {
+      host: server.host ?? '127.0.0.1',
+      port: server.port ?? 8080,
+      mode: server.mode ?? 'production',
+      trustedProxies: server.trustedProxies ?? [],
+      proxyHeader: server.proxyHeader ?? 'x-forwarded-for',
+      maxBodyBytes: sizeBytes(server.maxBodySize) ?? 10 * 1024 * 1024,
+      shutdownTimeoutMs: durationMs(server.shutdownTimeout) ?? 30_000,
+      requestIdHeader: (server.requestIdHeader ?? 'x-request-id').toLowerCase(),
+      tls:
+        tls === undefined
+          ? undefined
+          : {
+              cert: fileAt(tls.cert, ['server', 'tls', 'cert']) as string,
+              key: fileAt(tls.key, ['server', 'tls', 'key']) as string,
+              clientCa: fileAt(tls.clientCa, ['server', 'tls', 'clientCa']),
+            },
+    },
+    upstream: {
+      url: upstream.url,
+      connectTimeoutMs: durationMs(upstream.connectTimeout) ?? 5_000,
+      responseTimeoutMs: durationMs(upstream.responseTimeout) ?? 30_000,
+      bodyTimeoutMs: durationMs(upstream.bodyTimeout) ?? 30_000,
+      preserveHost: upstream.preserveHost === true,
+      connections: upstream.connections ?? 128,
+    },
+    store: {
+      type: storeType,
+      redis,
+      failureMode: store.failureMode ?? 'open',
+      timeoutMs: durationMs(store.timeout) ?? 100,
+    },
+    identity: {
+      jwt:
+        jwt === undefined
+          ? undefined
+          : {
+              jwksFile: fileAt(jwt.jwksFile, ['identity', 'jwt', 'jwksFile']),
+              jwksUrl: jwt.jwksUrl,
+              issuer: jwt.issuer,
+              audience: jwt.audience,
+              algorithms: jwt.algorithms,
+              clockToleranceSeconds: Math.round((durationMs(jwt.clockTolerance) ?? 0) / 1000),
+              claims: {
+                tenant: claims.tenant ?? 'tenant_id',
+                client: claims.client ?? 'client_id',
+                user: claims.user ?? 'sub',
+                tier: claims.tier ?? 'tier',
+              },
+            },
+      apiKeys:
+        identity.apiKeys === undefined
+          ? undefined
+          : {
+              file: fileAt(identity.apiKeys.file, ['identity', 'apiKeys', 'file']) as string,
+              header: (identity.apiKeys.header ?? 'x-api-key').toLowerCase(),
+            },
+      headers:
+        idHeaders === undefined
+          ? undefined
+          : {
+              tenant: (idHeaders.tenant ?? 'x-tenant-id').toLowerCase(),
+              client: (idHeaders.client ?? 'x-client-id').toLowerCase(),
+              user: (idHeaders.user ?? 'x-user-id').toLowerCase(),
+              tier: (idHeaders.tier ?? 'x-rate-limit-tier').toLowerCase(),
+            },
+      publicAuth,
+    },
+    exemptions: {
+      endpoints: exemptions.endpoints ?? DEFAULT_EXEMPT_ENDPOINTS,
+      mtlsSubjects: exemptions.mtls?.allowedSubjects,
+      loopbackInDevelopment: exemptions.loopbackInDevelopment !== false,
+    },
+    headers: { mode: headers.mode ?? 'both' },
+    problems: { typeBase: problems.typeBase },
+    keys: { prefix: raw.keys?.prefix ?? '' },
+    metrics: { enabled: metrics.enabled !== false, prefix: metrics.prefix ?? 'sluice' },
+    admin:
+      admin === undefined
+        ? undefined
+        : { host: admin.host ?? '127.0.0.1', port: admin.port ?? 9091, token: admin.token },
+    logging: { level: raw.logging?.level ?? 'info' },
+    reload: { watch: raw.reload?.watch !== false },
+    decision: decision.config,
+    envoy: envoy.config,
+    quota: quota.config,
+  });
+  return { config: issues.length === 0 ? config : undefined, issues };
+}
+
+function patternIssue(compile: () => unknown, path: ConfigPath, issues: SemanticIssue[]): void {
+  try {
+    compile();
+  } catch (e) {
+    const expected = (e as { details?: { expected?: string } }).details?.expected;
+    issues.push({ path, message: `must be ${expected ?? 'a valid path pattern'}` });
+  }
+}
+
+/**
+ * The engine keeps tokens in integer units of 1 / (window x 1000) token, exact below 2^53 (D-001): a capacity
+ * beyond that is refused here with its path, rather than by the engine at start.
+ */
+function exactRange(
+  capacity: number | undefined,
+  windowSeconds: number,
+  path: ConfigPath,
+  issues: SemanticIssue[],
+): void {
+  if (capacity === undefined) return;
+  if (capacity * windowSeconds * 1000 > Number.MAX_SAFE_INTEGER) {
+    const max = Math.floor(Number.MAX_SAFE_INTEGER / (windowSeconds * 1000));
+    issues.push({
+      path,
+      message: `must be at most ${max} for a ${windowSeconds} s window (exact token arithmetic), got ${capacity}`,
+    });
+  }
+}
+
+function unknownName(kind: string, given: string, known: string[]): string {
+  return `${kind} "${given}" is not defined; defined: ${known.join(', ')}${hint(given, known)}`;
+}
+
+function hint(given: string, known: string[]): string {
+  const s = closestName(given, known);
+  return s === undefined ? '' : ` (did you mean "${s}"?)`;
+}
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const v of Object.values(value)) deepFreeze(v);
+  }
+  return value;
+}

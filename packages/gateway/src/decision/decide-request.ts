@@ -1,0 +1,103 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Decision } from 'sluice';
+import type { HeaderPair } from 'sluice/http';
+import { type AdmissionHost, admitRequest } from '../server/admit-request.js';
+
+/**
+ * What the decision API and the Envoy service need of a running gateway (a `Gateway` is one): the same host the
+ * proxy path admits with.
+ */
+export type DecisionHost = AdmissionHost;
+
+/** The original request, as the asking proxy describes it. */
+export interface RequestFacts {
+  /** Upper-case method. */
+  readonly method: string;
+  /** The normalized path, without the query. */
+  readonly path: string;
+  /** The original request's headers (credentials, identity headers). */
+  readonly headers: IncomingHttpHeaders;
+  /** The original client's address, unmapped; `undefined` when unknown (keyed as `ip:unknown`). */
+  readonly clientIp: string | undefined;
+  /** Whether `identity.headers` are believed for this request. */
+  readonly trustIdentityHeaders: boolean;
+  /** Tokens the request costs, an integer >= 1. */
+  readonly cost: number;
+  /** The request id for the problem body. */
+  readonly correlationId: string;
+  /** Wall-clock milliseconds for `X-RateLimit-Reset` and the problem's `reset`. */
+  readonly nowMs: number;
+}
+
+/** The answer to give the proxy. */
+export interface DecisionAnswer {
+  /** 200 allow (or exempt), 401 invalid credentials, 429 limited, 503 store down with failure mode closed. */
+  readonly status: 200 | 401 | 429 | 503;
+  /** What happened, for logs: `allowed`, `limited`, `exempt_endpoint`, `public_auth_limited`... */
+  readonly outcome: string;
+  /** Headers for the proxy to copy onto its response. */
+  readonly headers: readonly HeaderPair[];
+  /** The `application/problem+json` body of a refusal. */
+  readonly body: string | undefined;
+  readonly decision: Decision | undefined;
+  readonly key: string | undefined;
+  readonly tier: string | undefined;
+}
+
+/**
+ * Decides a request that another proxy describes, through the gateway's one admission function
+ * ({@link admitRequest}), so the decision API and the proxy path cannot drift: the exempt endpoints and
+ * development loopback, the failed-credentials bucket of the client IP (an empty bucket refuses before any
+ * verification; a failed verification takes a token), identity (JWT, API key, identity headers when trusted),
+ * the tier (unlimited is exempt), then the tier's and the matching endpoint rules' buckets, all or nothing, and
+ * quota tracking of admitted tenants. mTLS exemption does not apply: the TLS connection is the proxy's.
+ *
+ * @param host - the running gateway.
+ * @param facts - the original request.
+ * @returns the answer; a denial is an answer, never an exception.
+ */
+export async function decideRequest(host: DecisionHost, facts: RequestFacts): Promise<DecisionAnswer> {
+  const a = await admitRequest(host, {
+    method: facts.method,
+    path: facts.path,
+    headers: facts.headers,
+    clientIp: facts.clientIp,
+    trustIdentityHeaders: facts.trustIdentityHeaders,
+    cost: facts.cost,
+    correlationId: facts.correlationId,
+    nowMs: facts.nowMs,
+  });
+  if (a.kind === 'deny') {
+    return {
+      status: a.status,
+      outcome: a.outcome,
+      headers: a.headers,
+      body: a.body,
+      decision: a.decision,
+      key: a.key,
+      tier: a.tier,
+    };
+  }
+  if (a.kind === 'exempt') {
+    return {
+      status: 200,
+      outcome: a.outcome,
+      headers: NO_HEADERS,
+      body: undefined,
+      decision: undefined,
+      key: undefined,
+      tier: a.tier,
+    };
+  }
+  return {
+    status: 200,
+    outcome: a.outcome,
+    headers: a.headers,
+    body: undefined,
+    decision: a.decision,
+    key: a.key,
+    tier: a.tier,
+  };
+}
+
+const NO_HEADERS: readonly HeaderPair[] = Object.freeze([]);

@@ -1,0 +1,99 @@
+import { describe, expect, it } from 'vitest';
+import { loadConfigText } from '../config/load-config.js';
+import { EnvoyPlan } from './envoy-plan.js';
+
+const config = (descriptors: string, prefix = '') => {
+  const r = loadConfigText(
+    `rateLimiting:\n  defaultTier: t\n  tiers:\n    t:\n      requestsPerMinute: 1\n${prefix === '' ? '' : `keys:\n  prefix: "${prefix}"\n`}envoy:\n  domains:\n    - domain: d\n      descriptors:\n${descriptors}`,
+    undefined,
+    { env: {} },
+  );
+  if (!r.ok) throw new Error(JSON.stringify(r.violations));
+  return r.config;
+};
+
+describe('EnvoyPlan', () => {
+  const tree = `        - key: path
+          value: "/a*"
+          rate_limit: { requests_per_unit: 1, unit: second, name: short }
+        - key: path
+          value: "/a/b*"
+          rate_limit: { requests_per_unit: 2, unit: second, name: long }
+        - key: path
+          value: "/a/b/c"
+          rate_limit: { requests_per_unit: 3, unit: second, name: exact }
+        - key: path
+          rate_limit: { requests_per_unit: 4, unit: second, name: any }
+`;
+
+  it('prefers an exact value, then the longest prefix, then any value', () => {
+    const plan = new EnvoyPlan(config(tree));
+    const name = (v: string) => plan.match('d', [{ key: 'path', value: v }])?.policy?.name;
+    expect(name('/a/b/c')).toBe('exact');
+    expect(name('/a/b/x')).toBe('long');
+    expect(name('/a/x')).toBe('short');
+    expect(name('/z')).toBe('any');
+    expect(plan.match('other', [{ key: 'path', value: '/a' }])).toBeUndefined();
+    expect(plan.match('d', [{ key: 'nope', value: '/a' }])).toBeUndefined();
+  });
+
+  it('applies a limit only when the walk reaches the last entry', () => {
+    const plan = new EnvoyPlan(
+      config(`        - key: a
+          rate_limit: { requests_per_unit: 1, unit: minute }
+          descriptors:
+            - key: b
+              value: x
+`),
+    );
+    expect(plan.match('d', [{ key: 'a', value: '1' }])?.policy?.name).toBe('d.a');
+    expect(
+      plan.match('d', [
+        { key: 'a', value: '1' },
+        { key: 'b', value: 'x' },
+      ])?.policy,
+    ).toBeUndefined();
+    expect(
+      plan.match('d', [
+        { key: 'a', value: '1' },
+        { key: 'b', value: 'y' },
+      ]),
+    ).toBeUndefined();
+  });
+
+  it('builds bucket keys that no choice of keys and values can make collide, with the key prefix', () => {
+    const plan = new EnvoyPlan(config(tree, 'app:'));
+    const k1 = plan.bucketKey('d', [{ key: 'a=b', value: 'c' }]);
+    const k2 = plan.bucketKey('d', [{ key: 'a', value: 'b=c' }]);
+    const k3 = plan.bucketKey('d', [
+      { key: 'a', value: 'b' },
+      { key: 'c', value: 'd' },
+    ]);
+    const k4 = plan.bucketKey('d', [{ key: 'a', value: 'b:c=d' }]);
+    expect(new Set([k1, k2, k3, k4]).size).toBe(4);
+    expect(k3).toBe('app:envoy:d:a=b:c=d');
+    const long = plan.bucketKey('d', [{ key: 'k', value: 'v'.repeat(500) }]);
+    expect(long.length).toBeLessThan(40);
+    expect(long.startsWith('app:')).toBe(true);
+  });
+
+  it('reuses unchanged policies on reload so buckets survive, and replaces changed ones', () => {
+    const a = new EnvoyPlan(config(tree));
+    const b = new EnvoyPlan(config(tree), a);
+    const name = (p: EnvoyPlan) => p.match('d', [{ key: 'path', value: '/z' }])?.policy;
+    expect(name(b)).toBe(name(a));
+    const c = new EnvoyPlan(config(tree.replace('requests_per_unit: 4', 'requests_per_unit: 5')), b);
+    expect(name(c)).not.toBe(name(b));
+    expect(name(c)?.quota).toBe(5);
+  });
+
+  it('keeps a bounded table of limit overrides and refuses unknown units', () => {
+    const plan = new EnvoyPlan(config(tree));
+    expect(plan.overridePolicy('n', 5, 'WEEK')?.window).toBe(604_800);
+    expect(plan.overridePolicy('n', 5, 'WEEK')).toBe(plan.overridePolicy('n', 5, 'WEEK'));
+    expect(plan.overridePolicy('n', 5, 'FORTNIGHT')).toBeUndefined();
+    expect(plan.overridePolicy('n', 0, 'SECOND')).toBeUndefined();
+    for (let i = 1; i < 1024; i++) plan.overridePolicy('n', i, 'SECOND');
+    expect(plan.overridePolicy('n', 5000, 'SECOND')).toBeUndefined();
+  });
+});

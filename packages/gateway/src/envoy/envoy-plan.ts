@@ -1,0 +1,191 @@
+import { definePolicy, type Policy } from 'sluice';
+import { boundKey } from 'sluice/http';
+import type { GatewayConfig } from '../config/gateway-config.js';
+import {
+  type EnvoyConfig,
+  type EnvoyDescriptorNode,
+  type EnvoyRateLimit,
+  type EnvoyUnit,
+  UNIT_SECONDS,
+} from './envoy-config.js';
+
+/** A descriptor node with its policy built. */
+export interface CompiledNode {
+  /** The policy of the node's limit; `undefined` when the node has none or is unlimited. */
+  readonly policy: Policy | undefined;
+  readonly limit: EnvoyRateLimit | undefined;
+  readonly children: CompiledLevel;
+}
+
+/** One level of a descriptor tree: exact matches first, then prefix matches (longest first), then any value. */
+export interface CompiledLevel {
+  /** `key\0value` to node. */
+  readonly exact: ReadonlyMap<string, CompiledNode>;
+  /** Per key, prefix matches sorted longest first. */
+  readonly prefixes: ReadonlyMap<string, readonly { readonly prefix: string; readonly node: CompiledNode }[]>;
+  /** `key` to the node matching any value. */
+  readonly any: ReadonlyMap<string, CompiledNode>;
+}
+
+/** One entry of a request descriptor. */
+export interface DescriptorEntry {
+  readonly key: string;
+  readonly value: string;
+}
+
+/** Units Envoy may name in a descriptor's limit override (`envoy.type.v3.RateLimitUnit`), in seconds. */
+const OVERRIDE_UNITS: Readonly<Record<string, number>> = Object.freeze({
+  SECOND: 1,
+  MINUTE: 60,
+  HOUR: 3600,
+  DAY: 86_400,
+  MONTH: 2_592_000,
+  YEAR: 31_536_000,
+  WEEK: 604_800,
+});
+
+/** Distinct override limits kept; Envoy's overrides come from its route configuration, so a few are normal. */
+const MAX_OVERRIDES = 1024;
+/** Bucket keys longer than this are hashed (their `envoy:` prefix kept), like every other key of the gateway. */
+const MAX_KEY_LENGTH = 200;
+
+/**
+ * The Envoy descriptor configuration of one gateway configuration, compiled: a lookup tree per domain and one
+ * policy per limit, built once. A reload builds a new plan reusing the policies of the previous one whose limits
+ * did not change, because the memory store files buckets by policy object: that is how buckets survive a reload.
+ */
+export class EnvoyPlan {
+  readonly config: EnvoyConfig;
+  /** The configuration this plan was built from (compared by identity to detect a reload). */
+  readonly source: GatewayConfig;
+  readonly #domains = new Map<string, CompiledLevel>();
+  readonly #policies = new Map<string, Policy>();
+  readonly #overrides = new Map<string, Policy>();
+  readonly #prefix: string;
+
+  /**
+   * @param source - the gateway configuration; its `envoy` section must be present.
+   * @param previous - the plan being replaced, whose unchanged policies are reused.
+   */
+  constructor(source: GatewayConfig, previous?: EnvoyPlan) {
+    const config = source.envoy;
+    if (config === undefined) throw new Error('EnvoyPlan needs an envoy section');
+    this.config = config;
+    this.source = source;
+    this.#prefix = source.keys.prefix;
+    for (const d of config.domains) this.#domains.set(d.domain, this.#level(d.descriptors, previous));
+  }
+
+  /** True when requests of this domain have any configuration. */
+  hasDomain(domain: string): boolean {
+    return this.#domains.has(domain);
+  }
+
+  /**
+   * The node whose limit applies to a descriptor, in envoyproxy/ratelimit's way: walk the tree entry by entry
+   * (an exact value first, then the longest matching prefix, then the node for any value); the limit applies only
+   * when the walk reaches the last entry.
+   *
+   * @returns the node, or `undefined` when no limit applies.
+   */
+  match(domain: string, entries: readonly DescriptorEntry[]): CompiledNode | undefined {
+    let level = this.#domains.get(domain);
+    let node: CompiledNode | undefined;
+    for (let i = 0; i < entries.length; i++) {
+      if (level === undefined) return undefined;
+      const e = entries[i];
+      node = level.exact.get(`${e.key}\u0000${e.value}`);
+      if (node === undefined) {
+        const list = level.prefixes.get(e.key);
+        if (list !== undefined) {
+          for (const p of list) {
+            if (e.value.startsWith(p.prefix)) {
+              node = p.node;
+              break;
+            }
+          }
+        }
+      }
+      node ??= level.any.get(e.key);
+      if (node === undefined) return undefined;
+      level = node.children;
+    }
+    return node;
+  }
+
+  /**
+   * The policy of a limit override sent by Envoy, one per name and limit, at most {@link MAX_OVERRIDES}.
+   *
+   * @returns the policy, or `undefined` for an unknown unit, a zero limit, or a full override table.
+   */
+  overridePolicy(name: string, requestsPerUnit: number, unit: string): Policy | undefined {
+    const seconds = OVERRIDE_UNITS[unit];
+    if (seconds === undefined || !(requestsPerUnit >= 1)) return undefined;
+    const id = `${name}|${requestsPerUnit}|${unit}`;
+    let p = this.#overrides.get(id);
+    if (p === undefined) {
+      if (this.#overrides.size >= MAX_OVERRIDES) return undefined;
+      p = definePolicy({ name, quota: requestsPerUnit, window: seconds, burst: requestsPerUnit });
+      this.#overrides.set(id, p);
+    }
+    return p;
+  }
+
+  /**
+   * The bucket key of a descriptor: the domain and every entry, so each distinct value has its own bucket, with
+   * the configured key prefix. Separators inside keys and values are escaped so no two descriptors share a key.
+   */
+  bucketKey(domain: string, entries: readonly DescriptorEntry[]): string {
+    let k = `${this.#prefix}envoy:${escapePart(domain)}`;
+    for (const e of entries) k += `:${escapePart(e.key)}=${escapePart(e.value)}`;
+    return boundKey(k, MAX_KEY_LENGTH);
+  }
+
+  #level(nodes: readonly EnvoyDescriptorNode[], previous: EnvoyPlan | undefined): CompiledLevel {
+    const exact = new Map<string, CompiledNode>();
+    const prefixes = new Map<string, { prefix: string; node: CompiledNode }[]>();
+    const any = new Map<string, CompiledNode>();
+    for (const n of nodes) {
+      const compiled: CompiledNode = {
+        policy: this.#policy(n, previous),
+        limit: n.rateLimit,
+        children: this.#level(n.descriptors, previous),
+      };
+      if (n.value === undefined) any.set(n.key, compiled);
+      else if (n.value.endsWith('*')) {
+        const list = prefixes.get(n.key) ?? [];
+        list.push({ prefix: n.value.slice(0, -1), node: compiled });
+        list.sort((a, b) => b.prefix.length - a.prefix.length);
+        prefixes.set(n.key, list);
+      } else exact.set(`${n.key}\u0000${n.value}`, compiled);
+    }
+    return { exact, prefixes, any };
+  }
+
+  #policy(n: EnvoyDescriptorNode, previous: EnvoyPlan | undefined): Policy | undefined {
+    const r = n.rateLimit;
+    if (r === undefined || r.unlimited) return undefined;
+    const window = UNIT_SECONDS[r.unit as EnvoyUnit];
+    const shadow = n.shadowMode;
+    // A class named by several nodes is one policy (one bucket per class and key); shadow nodes get their own.
+    const id = `${r.name}|${shadow}`;
+    const mine = this.#policies.get(id);
+    if (mine !== undefined) return mine;
+    const old = previous === undefined ? undefined : previous.#policies.get(id);
+    const p =
+      old !== undefined &&
+      old.quota === r.requestsPerUnit &&
+      old.window === window &&
+      old.burst === r.burst &&
+      old.shadow === shadow
+        ? old
+        : definePolicy({ name: r.name, quota: r.requestsPerUnit, window, burst: r.burst, shadow });
+    this.#policies.set(id, p);
+    return p;
+  }
+}
+
+function escapePart(s: string): string {
+  if (s.indexOf('%') < 0 && s.indexOf(':') < 0 && s.indexOf('=') < 0) return s;
+  return s.replaceAll('%', '%25').replaceAll(':', '%3A').replaceAll('=', '%3D');
+}

@@ -1,0 +1,17 @@
+export {
+  type EnvoyConfig,
+  type EnvoyDescriptorNode,
+  type EnvoyDomain,
+  type EnvoyRateLimit,
+  type EnvoyUnit,
+  resolveEnvoyConfig,
+  UNIT_SECONDS,
+} from './envoy-config.js';
+export { EnvoyPlan } from './envoy-plan.js';
+export { EnvoyRateLimitServer, type EnvoyServerOptions, PROTO_DIR, rateLimitPackage } from './grpc-server.js';
+export {
+  type RateLimitRequestMessage,
+  type RateLimitResponseMessage,
+  RateLimitService,
+  RateLimitServiceError,
+} from './rate-limit-service.js';

@@ -1,0 +1,447 @@
+import { randomUUID } from 'node:crypto';
+import { type Check, type Decision, ErrorCode, type PolicyOutcome, SluiceError } from 'sluice';
+import {
+  formatDecisionHeaders,
+  isValidCorrelationId,
+  PROBLEM_CONTENT_TYPE,
+  rateLimitProblemBody,
+} from 'sluice/http';
+import type { DecisionHost } from '../decision/decide-request.js';
+import type { EnvoyUnit } from './envoy-config.js';
+import { type CompiledNode, type DescriptorEntry, EnvoyPlan } from './envoy-plan.js';
+
+/** A `RateLimitRequest` as proto-loader decodes it (`keepCase`, enums as strings, 64-bit integers as strings). */
+export interface RateLimitRequestMessage {
+  readonly domain?: string;
+  readonly descriptors?: readonly {
+    readonly entries?: readonly { readonly key?: string; readonly value?: string }[];
+    readonly limit?: { readonly requests_per_unit?: number; readonly unit?: string } | null;
+    readonly hits_addend?: { readonly value?: string | number } | null;
+  }[];
+  readonly hits_addend?: number;
+}
+
+/** `RateLimitResponse.Code`. */
+export type ResponseCode = 'OK' | 'OVER_LIMIT';
+
+/** One `DescriptorStatus`. */
+export interface DescriptorStatusMessage {
+  readonly code: ResponseCode;
+  readonly current_limit: {
+    readonly name: string;
+    readonly requests_per_unit: number;
+    readonly unit: string;
+  } | null;
+  readonly limit_remaining: number;
+  readonly duration_until_reset: { readonly seconds: number; readonly nanos: number } | null;
+}
+
+/** A `RateLimitResponse` in the shape proto-loader encodes. */
+export interface RateLimitResponseMessage {
+  readonly overall_code: ResponseCode;
+  readonly statuses: readonly DescriptorStatusMessage[];
+  readonly response_headers_to_add: readonly { readonly key: string; readonly value: string }[];
+  readonly request_headers_to_add: readonly { readonly key: string; readonly value: string }[];
+  readonly raw_body: Buffer;
+}
+
+/**
+ * A request the service refuses to decide, mapped onto a gRPC status by the transport: `ERR_INVALID_RATE_LIMIT_REQUEST`
+ * (INVALID_ARGUMENT) for a malformed request, `ERR_STORE_UNAVAILABLE` (UNAVAILABLE) when the store cannot decide.
+ */
+export class RateLimitServiceError extends SluiceError {
+  /** `invalid_argument` for a malformed request, `unavailable` when the store cannot decide. */
+  readonly kind: 'invalid_argument' | 'unavailable';
+  constructor(kind: 'invalid_argument' | 'unavailable', message: string, options?: ErrorOptions) {
+    super(
+      kind === 'invalid_argument' ? ErrorCode.InvalidRateLimitRequest : ErrorCode.StoreUnavailable,
+      message,
+      {},
+      options,
+    );
+    this.name = 'RateLimitServiceError';
+    this.kind = kind;
+  }
+}
+
+const UNIT_NAMES: Readonly<Record<EnvoyUnit, string>> = Object.freeze({
+  second: 'SECOND',
+  minute: 'MINUTE',
+  hour: 'HOUR',
+  day: 'DAY',
+  month: 'MONTH',
+  year: 'YEAR',
+});
+const WINDOW_UNITS: ReadonlyMap<number, string> = new Map([
+  [1, 'SECOND'],
+  [60, 'MINUTE'],
+  [3600, 'HOUR'],
+  [86_400, 'DAY'],
+  [2_592_000, 'MONTH'],
+  [31_536_000, 'YEAR'],
+]);
+/** The largest hits a descriptor may add; a uint64 beyond it cannot be a real request's weight. */
+const MAX_HITS = 1_000_000_000;
+const MAX_ENTRIES = 32;
+const EMPTY = Buffer.alloc(0);
+
+/** One request descriptor, resolved. */
+interface Resolved {
+  readonly check: Check | undefined;
+  readonly node: CompiledNode | undefined;
+  readonly cost: number;
+}
+
+/**
+ * Envoy's `ShouldRateLimit` over Sluice policies, independent of the transport: descriptors are matched against
+ * the `envoy:` configuration of the gateway in effect (rebuilt on reload, keeping unchanged buckets), each
+ * matched limit is one policy and the descriptor's entries are its bucket key, `hits_addend` is the cost, and all
+ * descriptors are decided at once, all or nothing. Statuses carry `current_limit`, `limit_remaining` (r) and
+ * `duration_until_reset` (t, the seconds until the bucket is full); the answer carries the draft-11 RateLimit
+ * headers (and legacy ones in header mode `both`), Retry-After and a problem body when over limit.
+ *
+ * @example
+ * ```ts
+ * const service = new RateLimitService(gateway);
+ * const answer = await service.shouldRateLimit({ domain: 'edge', descriptors: [{ entries: [{ key: 'remote_address', value: '10.0.0.1' }] }] });
+ * ```
+ */
+export class RateLimitService {
+  readonly #host: DecisionHost;
+  readonly #now: () => number;
+  #plan: EnvoyPlan | undefined;
+
+  /**
+   * @param host - the running gateway (store, metrics, configuration in effect).
+   * @param now - wall-clock milliseconds for reset epochs; default `Date.now`.
+   */
+  constructor(host: DecisionHost, now: () => number = Date.now) {
+    this.#host = host;
+    this.#now = now;
+  }
+
+  /** The plan of the configuration in effect, rebuilt when a reload replaced it. */
+  get plan(): EnvoyPlan {
+    const config = this.#host.runtime.config;
+    let plan = this.#plan;
+    if (plan === undefined || plan.source !== config) {
+      if (config.envoy === undefined) {
+        // A reload removed the section: keep the last plan until the listener is restarted.
+        if (plan !== undefined) return plan;
+        throw new RateLimitServiceError('unavailable', 'no envoy section is configured');
+      }
+      plan = new EnvoyPlan(config, plan);
+      this.#plan = plan;
+    }
+    return plan;
+  }
+
+  /**
+   * Decides one request.
+   *
+   * @param request - the decoded `RateLimitRequest`.
+   * @param requestId - Envoy's `x-request-id`, for the problem body; a new id when absent or unsafe.
+   * @returns the `RateLimitResponse`.
+   * @throws RateLimitServiceError `invalid_argument` for an empty domain, no descriptors, too many, an empty
+   * entry list or key; `unavailable` when the store cannot decide.
+   */
+  async shouldRateLimit(
+    request: RateLimitRequestMessage,
+    requestId?: string,
+  ): Promise<RateLimitResponseMessage> {
+    const plan = this.plan;
+    const host = this.#host;
+    const domain = request.domain ?? '';
+    if (domain === '')
+      throw new RateLimitServiceError('invalid_argument', 'rate limit domain must not be empty');
+    const descriptors = request.descriptors ?? [];
+    if (descriptors.length === 0) {
+      throw new RateLimitServiceError('invalid_argument', 'rate limit descriptor list must not be empty');
+    }
+    if (descriptors.length > plan.config.maxDescriptors) {
+      throw new RateLimitServiceError(
+        'invalid_argument',
+        `at most ${plan.config.maxDescriptors} descriptors per request (envoy.maxDescriptors), got ${descriptors.length}`,
+      );
+    }
+    const hits = request.hits_addend === undefined || request.hits_addend === 0 ? 1 : request.hits_addend;
+    const resolved: Resolved[] = [];
+    for (let i = 0; i < descriptors.length; i++)
+      resolved.push(resolve(plan, domain, descriptors[i], hits, i));
+
+    const decision = await this.#decide(resolved);
+    const shadow = plan.config.shadowMode;
+    const over = !decision.allowed && !shadow;
+    const statuses: DescriptorStatusMessage[] = [];
+    let o = 0;
+    for (const r of resolved) {
+      if (r.check === undefined) {
+        statuses.push({ code: 'OK', current_limit: null, limit_remaining: 0, duration_until_reset: null });
+        continue;
+      }
+      const outcome = decision.outcomes[o++];
+      // No outcome: the store failed and the failure mode admits; nothing is known about the bucket.
+      statuses.push(
+        outcome === undefined
+          ? { code: 'OK', current_limit: null, limit_remaining: 0, duration_until_reset: null }
+          : statusOf(r, outcome),
+      );
+    }
+    const nowMs = this.#now();
+    const mode = host.runtime.config.headers.mode;
+    const shown = over ? decision : admitted(decision);
+    const headers = decision.outcomes.length === 0 ? [] : formatDecisionHeaders(shown, { mode, nowMs });
+    let body = EMPTY;
+    if (over) {
+      headers.push(['Content-Type', PROBLEM_CONTENT_TYPE] as const);
+      const pathEntry = findPath(descriptors);
+      body = Buffer.from(
+        rateLimitProblemBody({
+          decision,
+          path: pathEntry ?? '',
+          correlationId:
+            requestId !== undefined && isValidCorrelationId(requestId) ? requestId : randomUUID(),
+          nowMs,
+          typeOf: host.runtime.problemType,
+        }),
+      );
+    }
+    return {
+      overall_code: over ? 'OVER_LIMIT' : 'OK',
+      statuses,
+      response_headers_to_add: headers.map(([key, value]) => ({ key, value })),
+      request_headers_to_add: [],
+      raw_body: body,
+    };
+  }
+
+  /** All or nothing over every descriptor with a limit; costs that differ are decided per cost, see below. */
+  async #decide(resolved: readonly Resolved[]): Promise<Decision> {
+    const host = this.#host;
+    const limited = resolved.filter((r) => r.check !== undefined);
+    if (limited.length === 0) return NOTHING;
+    const store = host.store;
+    try {
+      let decision: Decision;
+      const cost = limited[0].cost;
+      if (limited.every((r) => r.cost === cost)) {
+        const checks = limited.map((r) => r.check as Check);
+        try {
+          decision = await (cost === 0 ? store.peek(checks, 1) : store.decide(checks, cost));
+          if (cost === 0) decision = { ...plain(decision), cost: 0 };
+        } catch (e) {
+          // A Redis Cluster cannot run one script over keys of different slots: decide each descriptor alone.
+          if (!(e instanceof SluiceError && e.code === ErrorCode.CrossSlot)) throw e;
+          decision = await decideUnits(
+            store,
+            limited.map((r) => [r]),
+          );
+        }
+      } else {
+        const byCost = new Map<number, Resolved[]>();
+        for (const r of limited) byCost.set(r.cost, [...(byCost.get(r.cost) ?? []), r]);
+        decision = await decideUnits(store, [...byCost.values()], limited);
+      }
+      if (decision.reason === 'store_unavailable') {
+        throw new RateLimitServiceError(
+          'unavailable',
+          'the rate-limit store cannot decide (failure mode closed)',
+        );
+      }
+      host.metrics.recordDecision(decision, { store: store.kind });
+      return decision;
+    } catch (e) {
+      if (e instanceof RateLimitServiceError) throw e;
+      host.metrics.recordStoreError(store.kind);
+      host.logger.error({ err: e }, 'rate-limit store failed');
+      const outage = e instanceof SluiceError && e.code !== ErrorCode.CrossSlot;
+      if (outage && host.runtime.config.store.failureMode !== 'closed') return NOTHING;
+      throw new RateLimitServiceError('unavailable', 'the rate-limit store cannot decide', { cause: e });
+    }
+  }
+}
+
+/**
+ * Decides descriptors that cannot share one atomic store call: descriptors with different costs (a store decides
+ * one cost at a time), or keys a Redis Cluster holds in different slots. Each unit (same cost, same call) is first
+ * peeked: if any enforcing limit would deny, nothing is taken; otherwise each unit is decided, and should a
+ * concurrent request have drained a bucket in between, the units already taken are refunded. Outcomes come back in
+ * descriptor order.
+ *
+ * @param units - descriptors decided together; each unit's descriptors share a cost.
+ * @param order - the descriptors in request order (default: the units in order).
+ */
+async function decideUnits(
+  store: DecisionHost['store'],
+  units: readonly (readonly Resolved[])[],
+  order: readonly Resolved[] = units.flat(),
+): Promise<Decision> {
+  const checks = units.map((u) => u.map((r) => r.check as Check));
+  const decisions: Decision[] = [];
+  for (let i = 0; i < units.length; i++)
+    decisions.push(await store.peek(checks[i], Math.max(units[i][0].cost, 1)));
+  let allowed = decisions.every((d) => d.allowed);
+  if (allowed) {
+    for (let i = 0; i < units.length; i++) {
+      const cost = units[i][0].cost;
+      if (cost === 0) continue;
+      const d = await store.decide(checks[i], cost);
+      decisions[i] = d;
+      if (!d.allowed) {
+        allowed = false;
+        for (let j = 0; j < i; j++) if (units[j][0].cost > 0) await store.refund(checks[j], units[j][0].cost);
+        break;
+      }
+    }
+  }
+  const where = new Map<Resolved, PolicyOutcome>();
+  units.forEach((u, i) => {
+    u.forEach((r, k) => {
+      where.set(r, decisions[i].outcomes[k]);
+    });
+  });
+  const outcomes: PolicyOutcome[] = [];
+  const violated: PolicyOutcome[] = [];
+  let retry = 0;
+  let exceeds = false;
+  for (const r of order) {
+    const outcome = where.get(r) as PolicyOutcome;
+    outcomes.push(outcome);
+    if (outcome.limited && !outcome.policy.shadow) {
+      violated.push(outcome);
+      if (outcome.retryAfterSeconds > retry) retry = outcome.retryAfterSeconds;
+      if (r.cost > outcome.policy.burst) exceeds = true;
+    }
+  }
+  const unavailable = decisions.some((d) => d.reason === 'store_unavailable');
+  return {
+    allowed,
+    reason: allowed
+      ? 'allowed'
+      : unavailable
+        ? 'store_unavailable'
+        : exceeds
+          ? 'cost_exceeds_burst'
+          : 'limited',
+    cost: Math.max(...order.map((r) => r.cost)),
+    retryAfterSeconds: allowed ? 0 : Math.max(1, retry),
+    delayMs: 0,
+    outcomes,
+    violated: allowed ? [] : violated,
+  };
+}
+
+function resolve(
+  plan: EnvoyPlan,
+  domain: string,
+  d: NonNullable<RateLimitRequestMessage['descriptors']>[number],
+  hits: number,
+  index: number,
+): Resolved {
+  const raw = d.entries ?? [];
+  if (raw.length === 0 || raw.length > MAX_ENTRIES) {
+    throw new RateLimitServiceError(
+      'invalid_argument',
+      `descriptors[${index}] must have 1 to ${MAX_ENTRIES} entries, got ${raw.length}`,
+    );
+  }
+  const entries: DescriptorEntry[] = [];
+  for (const e of raw) {
+    if (e.key === undefined || e.key === '') {
+      throw new RateLimitServiceError('invalid_argument', `descriptors[${index}] has an entry without a key`);
+    }
+    entries.push({ key: e.key, value: e.value ?? '' });
+  }
+  let cost = hits;
+  if (d.hits_addend !== undefined && d.hits_addend !== null) {
+    const v = Number(d.hits_addend.value ?? 0);
+    if (!Number.isSafeInteger(v) || v < 0 || v > MAX_HITS) {
+      throw new RateLimitServiceError(
+        'invalid_argument',
+        `descriptors[${index}].hits_addend must be from 0 to ${MAX_HITS}`,
+      );
+    }
+    cost = v;
+  }
+  const node = plan.match(domain, entries);
+  const key = plan.bucketKey(domain, entries);
+  const override = d.limit;
+  if (override !== undefined && override !== null && (override.requests_per_unit ?? 0) > 0) {
+    const name = node?.limit?.name ?? `${domain}.${entries.map((e) => e.key).join('.')}`;
+    const policy = plan.overridePolicy(
+      safeName(name),
+      override.requests_per_unit as number,
+      String(override.unit ?? ''),
+    );
+    if (policy !== undefined) return { check: { policy, key }, node, cost };
+  }
+  if (node?.policy === undefined) return { check: undefined, node, cost };
+  return { check: { policy: node.policy, key }, node, cost };
+}
+
+function statusOf(r: Resolved, outcome: PolicyOutcome): DescriptorStatusMessage {
+  const p = outcome.policy;
+  const limit = r.node?.limit;
+  const fromConfig = limit !== undefined && r.node?.policy === p;
+  return {
+    code: outcome.limited && !p.shadow ? 'OVER_LIMIT' : 'OK',
+    current_limit: {
+      name: p.name,
+      requests_per_unit: p.quota,
+      unit: fromConfig ? UNIT_NAMES[limit.unit] : (WINDOW_UNITS.get(p.window) ?? 'UNKNOWN'),
+    },
+    limit_remaining: outcome.remaining,
+    duration_until_reset: { seconds: outcome.resetSeconds, nanos: 0 },
+  };
+}
+
+/** The same decision presented as admitted (global shadow mode): no Retry-After, nothing violated. */
+function admitted(d: Decision): Decision {
+  if (d.allowed) return d;
+  return {
+    allowed: true,
+    reason: 'allowed',
+    cost: d.cost,
+    retryAfterSeconds: 0,
+    delayMs: 0,
+    outcomes: d.outcomes,
+    violated: [],
+  };
+}
+
+/** A copy of a decision as a plain object (a store may answer with a reusable instance). */
+function plain(d: Decision): Decision {
+  return {
+    allowed: d.allowed,
+    reason: d.reason,
+    cost: d.cost,
+    retryAfterSeconds: d.retryAfterSeconds,
+    delayMs: d.delayMs,
+    outcomes: d.outcomes,
+    violated: d.violated,
+  };
+}
+
+function findPath(descriptors: NonNullable<RateLimitRequestMessage['descriptors']>): string | undefined {
+  for (const d of descriptors) {
+    for (const e of d.entries ?? []) {
+      if ((e.key === 'path' || e.key === ':path') && e.value !== undefined && e.value.startsWith('/'))
+        return e.value;
+    }
+  }
+  return undefined;
+}
+
+function safeName(name: string): string {
+  return name.replace(/[^\x21-\x7e]|[{}"]/g, '_');
+}
+
+const NOTHING: Decision = Object.freeze({
+  allowed: true,
+  reason: 'allowed',
+  cost: 1,
+  retryAfterSeconds: 0,
+  delayMs: 0,
+  outcomes: Object.freeze([]),
+  violated: Object.freeze([]),
+}) as Decision;

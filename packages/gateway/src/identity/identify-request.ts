@@ -1,0 +1,113 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import type { GatewayConfig } from '../config/gateway-config.js';
+import { ApiKeyFile } from './api-key-file.js';
+import { ANONYMOUS, type Identity } from './identity.js';
+import { JwtVerifier } from './jwt-verifier.js';
+
+/** The credentials a request presents, found without verifying anything. */
+export interface PresentedCredentials {
+  readonly bearer: string | undefined;
+  readonly apiKey: string | undefined;
+}
+
+/** The outcome of identifying a request. */
+export type IdentifyResult =
+  | { readonly ok: true; readonly identity: Identity }
+  | {
+      readonly ok: false;
+      readonly source: 'jwt' | 'apikey';
+      readonly reason: string;
+      readonly counts: boolean;
+    };
+
+/**
+ * Identifies requests from the configured sources, in order: a bearer JWT, an API key, identity headers (only
+ * when the peer is a trusted proxy), else anonymous. Built once per configuration.
+ */
+export class RequestIdentifier {
+  readonly #jwt: JwtVerifier | undefined;
+  readonly #apiKeys: ApiKeyFile | undefined;
+  readonly #apiKeyHeader: string | undefined;
+  readonly #headers: GatewayConfig['identity']['headers'];
+
+  /**
+   * @param config - the resolved configuration.
+   * @throws SluiceError `ERR_INVALID_CONFIG` when the JWKS or API key file is unusable.
+   */
+  constructor(config: GatewayConfig) {
+    const id = config.identity;
+    this.#jwt = id.jwt === undefined ? undefined : new JwtVerifier(id.jwt);
+    this.#apiKeys = id.apiKeys === undefined ? undefined : new ApiKeyFile(id.apiKeys.file);
+    this.#apiKeyHeader = id.apiKeys?.header;
+    this.#headers = id.headers;
+  }
+
+  /** The header names of identity headers, to strip from requests of untrusted peers. */
+  get identityHeaderNames(): readonly string[] {
+    const h = this.#headers;
+    return h === undefined ? [] : [h.tenant, h.client, h.user, h.tier];
+  }
+
+  /** The credentials this gateway would verify, or `undefined` when there are none. */
+  credentials(headers: IncomingHttpHeaders): PresentedCredentials | undefined {
+    let bearer: string | undefined;
+    if (this.#jwt !== undefined) {
+      const auth = headers.authorization;
+      if (auth !== undefined && auth.length > 7 && auth.slice(0, 7).toLowerCase() === 'bearer ')
+        bearer = auth.slice(7).trim();
+    }
+    let apiKey: string | undefined;
+    if (this.#apiKeyHeader !== undefined) {
+      const v = headers[this.#apiKeyHeader];
+      apiKey = Array.isArray(v) ? v[0] : v;
+      if (apiKey === '') apiKey = undefined;
+    }
+    return bearer === undefined && apiKey === undefined ? undefined : { bearer, apiKey };
+  }
+
+  /**
+   * Verifies presented credentials, or reads identity headers from a trusted peer.
+   *
+   * @param headers - the request headers.
+   * @param presented - from {@link RequestIdentifier.credentials}.
+   * @param trustedPeer - true when the direct peer is in `server.trustedProxies`.
+   */
+  async identify(
+    headers: IncomingHttpHeaders,
+    presented: PresentedCredentials | undefined,
+    trustedPeer: boolean,
+  ): Promise<IdentifyResult> {
+    if (presented?.bearer !== undefined && this.#jwt !== undefined) {
+      const r = await this.#jwt.verify(presented.bearer);
+      return r.ok ? r : { ok: false, source: 'jwt', reason: r.reason, counts: r.counts };
+    }
+    if (presented?.apiKey !== undefined && this.#apiKeys !== undefined) {
+      const identity = this.#apiKeys.identify(presented.apiKey);
+      return identity === undefined
+        ? { ok: false, source: 'apikey', reason: 'unknown_api_key', counts: true }
+        : { ok: true, identity };
+    }
+    const h = this.#headers;
+    if (h !== undefined && trustedPeer) {
+      const tenant = single(headers[h.tenant]);
+      const client = single(headers[h.client]);
+      const user = single(headers[h.user]);
+      const tier = single(headers[h.tier]);
+      if (tenant !== undefined || client !== undefined || user !== undefined || tier !== undefined) {
+        return {
+          ok: true,
+          identity: { source: 'headers', tenant, client, user, tier, apiKeyHash: undefined },
+        };
+      }
+    }
+    return { ok: true, identity: ANONYMOUS };
+  }
+}
+
+function single(v: string | string[] | undefined): string | undefined {
+  const s = Array.isArray(v) ? v[0] : v;
+  if (s === undefined) return undefined;
+  const t = s.trim();
+  // Identity values become bucket keys: keep them short and printable so a header cannot bloat the table.
+  return t === '' || t.length > 256 || !/^[\x21-\x7e]+$/.test(t) ? undefined : t;
+}

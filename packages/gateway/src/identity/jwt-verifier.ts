@@ -1,0 +1,102 @@
+import { readFileSync } from 'node:fs';
+import {
+  createLocalJWKSet,
+  createRemoteJWKSet,
+  type JSONWebKeySet,
+  type JWTPayload,
+  type JWTVerifyGetKey,
+  errors as joseErrors,
+  jwtVerify,
+} from 'jose';
+import { ErrorCode, SluiceError } from 'sluice';
+import type { JwtConfig } from '../config/gateway-config.js';
+import type { Identity } from './identity.js';
+
+/** The outcome of verifying a bearer token. */
+export type JwtResult =
+  | { readonly ok: true; readonly identity: Identity }
+  /** `counts` is false for an expired token: a legitimate client refreshes it, it is no guessing attempt. */
+  | { readonly ok: false; readonly reason: string; readonly counts: boolean };
+
+/**
+ * Verifies bearer JWTs with jose against a JWKS file (read once per configuration) or a JWKS URL (fetched,
+ * cached and refreshed on unknown key ids by jose), checking signature, issuer, audience, expiry and not-before.
+ * The tenant, client, user and tier come from the configured claims.
+ */
+export class JwtVerifier {
+  readonly #keys: JWTVerifyGetKey;
+  readonly #config: JwtConfig;
+
+  /**
+   * @param config - the `identity.jwt` settings.
+   * @throws SluiceError `ERR_INVALID_CONFIG` when the JWKS file cannot be read or is not a JWKS.
+   */
+  constructor(config: JwtConfig) {
+    this.#config = config;
+    if (config.jwksFile !== undefined) {
+      let jwks: JSONWebKeySet;
+      try {
+        jwks = JSON.parse(readFileSync(config.jwksFile, 'utf8')) as JSONWebKeySet;
+        if (!Array.isArray(jwks.keys)) throw new Error('no "keys" list');
+      } catch (cause) {
+        throw new SluiceError(
+          ErrorCode.InvalidConfig,
+          `identity.jwt.jwksFile ${config.jwksFile} is not a JWKS: ${(cause as Error).message}`,
+          { option: 'identity.jwt.jwksFile' },
+          { cause },
+        );
+      }
+      this.#keys = createLocalJWKSet(jwks);
+    } else {
+      this.#keys = createRemoteJWKSet(new URL(config.jwksUrl as string), {
+        timeoutDuration: 5000,
+        cooldownDuration: 30_000,
+      });
+    }
+  }
+
+  /**
+   * Verifies a compact JWT.
+   *
+   * @param token - the token after `Bearer `.
+   * @returns the identity, or why it failed and whether the failure counts against the public-auth bucket.
+   */
+  async verify(token: string): Promise<JwtResult> {
+    const c = this.#config;
+    let payload: JWTPayload;
+    try {
+      ({ payload } = await jwtVerify(token, this.#keys, {
+        issuer: c.issuer,
+        audience: c.audience as string | string[] | undefined,
+        algorithms: c.algorithms as string[] | undefined,
+        clockTolerance: c.clockToleranceSeconds,
+      }));
+    } catch (e) {
+      if (e instanceof joseErrors.JWTExpired) return { ok: false, reason: 'token_expired', counts: false };
+      if (e instanceof joseErrors.JWKSTimeout || e instanceof joseErrors.JWKSInvalid) {
+        return { ok: false, reason: 'jwks_unavailable', counts: false };
+      }
+      if (e instanceof joseErrors.JOSEError) return { ok: false, reason: e.code, counts: true };
+      // A JWKS URL that cannot be fetched is our outage, not the client's guess: it must not drain its bucket.
+      return { ok: false, reason: 'jwks_unavailable', counts: false };
+    }
+    return {
+      ok: true,
+      identity: {
+        source: 'jwt',
+        tenant: claim(payload, c.claims.tenant),
+        client: claim(payload, c.claims.client),
+        user: claim(payload, c.claims.user),
+        tier: claim(payload, c.claims.tier),
+        apiKeyHash: undefined,
+      },
+    };
+  }
+}
+
+function claim(payload: JWTPayload, name: string): string | undefined {
+  const v = payload[name];
+  if (typeof v === 'string' && v !== '') return v;
+  if (typeof v === 'number' && Number.isFinite(v)) return String(v);
+  return undefined;
+}

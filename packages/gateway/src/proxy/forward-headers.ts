@@ -1,0 +1,117 @@
+import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
+
+/** Hop-by-hop fields (RFC 9110 7.6.1): they describe one connection and are never forwarded. */
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+]);
+
+/** Facts about the client connection that the forwarding headers record. */
+export interface ForwardFacts {
+  /** The direct peer's address. */
+  readonly peer: string;
+  /** `http` or `https`, as the client reached the gateway. */
+  readonly proto: string;
+  /** The Host the client asked for. */
+  readonly host: string | undefined;
+  /** The request id, set upstream under `requestIdHeader`. */
+  readonly requestId: string;
+  readonly requestIdHeader: string;
+  /** Headers removed before forwarding (identity headers from an untrusted peer). */
+  readonly strip: readonly string[];
+  /** Keep the client's Host instead of the upstream's. */
+  readonly preserveHost: boolean;
+  /** Keep `upgrade` and `connection: upgrade` (a WebSocket handshake the proxy passes through). */
+  readonly upgrade?: boolean;
+  /** The peer is a trusted proxy: keep the `X-Forwarded-Proto` and `-Host` it set (else they are replaced). */
+  readonly trustedPeer?: boolean;
+}
+
+/**
+ * The request headers sent upstream: hop-by-hop fields and the fields the `Connection` header names removed,
+ * `X-Forwarded-For` and `Forwarded` (RFC 7239) appended with the peer, `X-Forwarded-Proto` and
+ * `X-Forwarded-Host` set (kept only when a trusted proxy sent them), and the request id.
+ *
+ * @param incoming - the client's request headers.
+ * @param facts - the connection facts.
+ * @returns a new header object (the incoming one is not changed).
+ */
+export function upstreamRequestHeaders(
+  incoming: IncomingHttpHeaders,
+  facts: ForwardFacts,
+): OutgoingHttpHeaders {
+  const named = connectionTokens(incoming.connection);
+  const out: OutgoingHttpHeaders = {};
+  for (const name of Object.keys(incoming)) {
+    if (HOP_BY_HOP.has(name) || named.has(name)) continue;
+    if (name === 'host' && !facts.preserveHost) continue;
+    if (facts.strip.includes(name)) continue;
+    out[name] = incoming[name];
+  }
+  const xff = incoming['x-forwarded-for'];
+  const prior = Array.isArray(xff) ? xff.join(', ') : xff;
+  out['x-forwarded-for'] =
+    prior === undefined || prior.trim() === '' ? facts.peer : `${prior}, ${facts.peer}`;
+  const element = `for=${forwardedNode(facts.peer)};proto=${facts.proto}${facts.host === undefined ? '' : `;host=${quoteIfNeeded(facts.host)}`}`;
+  const fwd = incoming.forwarded;
+  out.forwarded = fwd === undefined || fwd.trim() === '' ? element : `${fwd}, ${element}`;
+  // A client's own X-Forwarded-Proto/Host would let it pose as HTTPS or another host; only a trusted proxy's stand.
+  if (facts.trustedPeer !== true || out['x-forwarded-proto'] === undefined)
+    out['x-forwarded-proto'] = facts.proto;
+  if (facts.trustedPeer !== true || out['x-forwarded-host'] === undefined) {
+    if (facts.host === undefined) delete out['x-forwarded-host'];
+    else out['x-forwarded-host'] = facts.host;
+  }
+  out[facts.requestIdHeader] = facts.requestId;
+  if (facts.upgrade === true) {
+    out.connection = 'upgrade';
+    out.upgrade = incoming.upgrade;
+  }
+  return out;
+}
+
+/**
+ * The response headers sent to the client: hop-by-hop fields removed, everything else as the upstream sent it.
+ *
+ * @param upstream - the upstream's response headers.
+ */
+export function clientResponseHeaders(
+  upstream: Record<string, string | string[] | undefined>,
+): OutgoingHttpHeaders {
+  const named = connectionTokens(upstream.connection);
+  const out: OutgoingHttpHeaders = {};
+  for (const [name, value] of Object.entries(upstream)) {
+    if (value === undefined || HOP_BY_HOP.has(name) || named.has(name)) continue;
+    out[name] = value;
+  }
+  return out;
+}
+
+// Most requests name no connection tokens: they share this empty set instead of allocating one each.
+const NO_TOKENS: ReadonlySet<string> = new Set();
+
+function connectionTokens(value: string | string[] | undefined): ReadonlySet<string> {
+  if (value === undefined) return NO_TOKENS;
+  const set = new Set<string>();
+  for (const part of (Array.isArray(value) ? value.join(',') : value).split(',')) {
+    const t = part.trim().toLowerCase();
+    if (t !== '' && t !== 'close' && t !== 'keep-alive') set.add(t);
+  }
+  return set;
+}
+
+/** A `for=` node of RFC 7239: IPv6 in brackets and quotes, IPv4 bare. */
+function forwardedNode(address: string): string {
+  return address.includes(':') ? `"[${address}]"` : address;
+}
+
+function quoteIfNeeded(value: string): string {
+  return /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(value) ? value : `"${value.replace(/["\\]/g, '\\$&')}"`;
+}

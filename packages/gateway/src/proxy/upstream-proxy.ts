@@ -1,0 +1,259 @@
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { type Dispatcher, Pool } from 'undici';
+import { BodyLimit, BodyTooLargeError } from './body-limit.js';
+import { clientResponseHeaders } from './forward-headers.js';
+
+/** Settings of an {@link UpstreamProxy}. */
+export interface UpstreamProxyOptions {
+  /** The upstream base URL; its path, if any, is prefixed to every request path. */
+  readonly url: string;
+  readonly connectTimeoutMs: number;
+  readonly responseTimeoutMs: number;
+  readonly bodyTimeoutMs: number;
+  readonly connections: number;
+}
+
+/** Why a request could not be proxied; the gateway turns it into a problem response. */
+export type ProxyFailure =
+  /** The upstream could not be reached (refused, reset, connect timeout): 502. */
+  | { readonly kind: 'connect'; readonly error: Error }
+  /** The upstream sent no response headers in time: 504. */
+  | { readonly kind: 'timeout'; readonly error: Error }
+  /** The request body exceeded the size limit: 413. */
+  | { readonly kind: 'too_large'; readonly error: Error }
+  /** The client went away; nothing to answer. */
+  | { readonly kind: 'aborted'; readonly error: Error };
+
+/**
+ * Forwards requests to one upstream origin through an undici `Pool` (keep-alive connections, pipelining off).
+ * Bodies stream both ways: the request body is handed to undici as the client's stream, the response body is
+ * piped to the client, so memory stays flat whatever the size.
+ */
+export class UpstreamProxy {
+  readonly options: UpstreamProxyOptions;
+  readonly #pool: Pool;
+  readonly #basePath: string;
+
+  /** @param options - URL, timeouts and connection count. */
+  constructor(options: UpstreamProxyOptions) {
+    this.options = options;
+    const url = new URL(options.url);
+    this.#basePath = url.pathname === '/' ? '' : url.pathname.replace(/\/$/, '');
+    this.#pool = new Pool(url.origin, {
+      connections: options.connections,
+      connect: { timeout: options.connectTimeoutMs },
+      headersTimeout: options.responseTimeoutMs,
+      bodyTimeout: options.bodyTimeoutMs,
+      pipelining: 1,
+    });
+  }
+
+  /**
+   * Forwards one request and streams the response to the client, with `extraHeaders` (the rate-limit headers)
+   * added to the upstream's.
+   *
+   * @param req - the client request; its body is streamed upstream.
+   * @param res - the client response.
+   * @param path - the path and query to request upstream.
+   * @param headers - the upstream request headers (see `upstreamRequestHeaders`).
+   * @param extraHeaders - headers the gateway adds to the response.
+   * @param maxBodyBytes - the request size limit, enforced while streaming.
+   * @returns `undefined` once the response has been sent, or the failure when no response could be started.
+   */
+  forward(
+    req: IncomingMessage,
+    res: ServerResponse,
+    path: string,
+    headers: OutgoingHttpHeaders,
+    extraHeaders: OutgoingHttpHeaders,
+    maxBodyBytes: number,
+  ): Promise<ProxyFailure | undefined> {
+    const hasBody =
+      req.headers['content-length'] !== undefined
+        ? req.headers['content-length'] !== '0'
+        : req.headers['transfer-encoding'] !== undefined;
+    return new Promise((resolve) => {
+      // undici's dispatch API with a handler writing straight into the client response: no intermediate body
+      // stream, no promise per chunk. It measured about 40% more requests per second than request() + pipeline.
+      const state = new ForwardState(res, extraHeaders, resolve);
+      if (hasBody) {
+        const limit = new BodyLimit(maxBodyBytes);
+        req.on('error', (e) => limit.destroy(e));
+        req.pipe(limit);
+        limit.on('error', (e) => state.abort(e));
+        state.body = limit;
+      }
+      this.#pool.dispatch(
+        {
+          path: this.#basePath + path,
+          method: req.method as 'GET',
+          headers: headers as Record<string, string>,
+          body: state.body ?? null,
+        },
+        state,
+      );
+    });
+  }
+
+  /**
+   * Passes a protocol upgrade (WebSocket) through: asks the upstream to switch, answers the client with the
+   * upstream's 101 and the gateway's extra headers, then splices the two sockets together.
+   *
+   * @returns `undefined` once spliced, or the failure when the upstream did not switch.
+   */
+  async upgrade(
+    req: IncomingMessage,
+    client: Duplex,
+    head: Buffer,
+    path: string,
+    headers: OutgoingHttpHeaders,
+    extraHeaders: OutgoingHttpHeaders,
+  ): Promise<ProxyFailure | undefined> {
+    const abort = new AbortController();
+    const onClose = () => abort.abort(new Error('client closed the connection'));
+    client.once('close', onClose);
+    try {
+      const { headers: upHeaders, socket } = await this.#pool.upgrade({
+        path: this.#basePath + path,
+        method: req.method,
+        headers: headers as Record<string, string>,
+        protocol: String(req.headers.upgrade ?? 'websocket'),
+        signal: abort.signal,
+      });
+      client.off('close', onClose);
+      let head101 = 'HTTP/1.1 101 Switching Protocols\r\n';
+      const all: OutgoingHttpHeaders = { ...(upHeaders as OutgoingHttpHeaders), ...extraHeaders };
+      for (const [k, v] of Object.entries(all)) {
+        if (v === undefined) continue;
+        for (const one of Array.isArray(v) ? v : [v]) head101 += `${k}: ${String(one)}\r\n`;
+      }
+      client.write(`${head101}\r\n`);
+      if (head.length > 0) socket.write(head);
+      socket.on('error', () => client.destroy());
+      client.on('error', () => socket.destroy());
+      socket.pipe(client);
+      client.pipe(socket);
+      return undefined;
+    } catch (error) {
+      client.off('close', onClose);
+      return classify(error as Error, abort.signal);
+    }
+  }
+
+  /** Closes idle upstream connections and waits for running requests. */
+  async close(): Promise<void> {
+    await this.#pool.close();
+  }
+
+  /** Tears every upstream connection down at once. */
+  async destroy(): Promise<void> {
+    await this.#pool.destroy();
+  }
+}
+
+function classify(
+  error: Error,
+  signal: { readonly aborted: boolean; readonly reason: unknown },
+): ProxyFailure {
+  const reason = signal.aborted ? signal.reason : undefined;
+  if (reason instanceof BodyTooLargeError || error instanceof BodyTooLargeError) {
+    return { kind: 'too_large', error: reason instanceof Error ? reason : error };
+  }
+  if (signal.aborted) return { kind: 'aborted', error };
+  const code = (error as { code?: string }).code;
+  if (code === 'UND_ERR_HEADERS_TIMEOUT') return { kind: 'timeout', error };
+  return { kind: 'connect', error };
+}
+
+function uncork(res: ServerResponse): void {
+  res.uncork();
+}
+
+/**
+ * One forwarded request as an undici dispatch handler: writes the upstream's status and headers (plus the
+ * gateway's) to the client, the body chunks as they arrive (pausing undici while the client socket is full), and
+ * settles once with `undefined` (a response was sent or cut) or the failure to answer with.
+ */
+class ForwardState implements Dispatcher.DispatchHandler {
+  body: BodyLimit | undefined;
+  #controller: Dispatcher.DispatchController | undefined;
+  #started = false;
+  #settled = false;
+  #aborted: { reason: unknown } | undefined;
+  readonly #res: ServerResponse;
+  readonly #extra: OutgoingHttpHeaders;
+  readonly #resolve: (f: ProxyFailure | undefined) => void;
+  readonly #onClose = () => {
+    if (!this.#res.writableFinished) this.abort(new Error('client closed the connection'));
+  };
+  readonly #onDrain = () => this.#controller?.resume();
+
+  constructor(
+    res: ServerResponse,
+    extra: OutgoingHttpHeaders,
+    resolve: (f: ProxyFailure | undefined) => void,
+  ) {
+    this.#res = res;
+    this.#extra = extra;
+    this.#resolve = resolve;
+    res.once('close', this.#onClose);
+  }
+
+  /** Cancels the upstream request (client gone, body too large). */
+  abort(reason: unknown): void {
+    if (this.#aborted !== undefined) return;
+    this.#aborted = { reason };
+    this.#controller?.abort(reason instanceof Error ? reason : new Error(String(reason)));
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.#controller = controller;
+    if (this.#aborted !== undefined) controller.abort(this.#aborted.reason as Error);
+  }
+
+  onResponseStart(
+    _c: Dispatcher.DispatchController,
+    statusCode: number,
+    headers: Record<string, string | string[] | undefined>,
+  ): void {
+    if (statusCode < 200) return; // 1xx: the final response follows
+    const out = clientResponseHeaders(headers);
+    for (const k in this.#extra) out[k] = this.#extra[k];
+    this.#res.writeHead(statusCode, out);
+    // Headers, the chunks that arrive in the same tick and the end go out in one write instead of two or three
+    // (a small response is usually all of it): a syscall per request saved.
+    this.#res.cork();
+    process.nextTick(uncork, this.#res);
+    this.#started = true;
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (!this.#res.write(chunk)) {
+      controller.pause();
+      this.#res.once('drain', this.#onDrain);
+    }
+  }
+
+  onResponseEnd(): void {
+    this.#res.end();
+    this.#settle(undefined);
+  }
+
+  onResponseError(_c: Dispatcher.DispatchController, error: Error): void {
+    if (this.#started) {
+      // Headers are out: the only honest signal left is to cut the response.
+      this.#res.destroy(error);
+      this.#settle(undefined);
+      return;
+    }
+    this.#settle(classify(error, { aborted: this.#aborted !== undefined, reason: this.#aborted?.reason }));
+  }
+
+  #settle(f: ProxyFailure | undefined): void {
+    if (this.#settled) return;
+    this.#settled = true;
+    this.#res.off('close', this.#onClose);
+    this.#resolve(f);
+  }
+}

@@ -1,0 +1,216 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { GatewayConfig } from '../config/gateway-config.js';
+import type { Dashboard } from '../dashboard/index.js';
+import type { TenantQuota } from '../quota/tenant-quota.js';
+
+/** One bucket of a key, as the admin API shows it. */
+export interface BucketView {
+  readonly policy: string;
+  readonly quota: number;
+  readonly window: number;
+  readonly burst: number;
+  readonly remaining: number;
+  readonly resetSeconds: number;
+}
+
+/** What the admin API needs from the gateway. */
+export interface AdminTarget {
+  readonly config: GatewayConfig;
+  inspect(key: string): Promise<BucketView[]>;
+  resetKey(key: string): Promise<void>;
+  /** Tenant quota tracking, when configured. */
+  readonly quota?: TenantQuota | undefined;
+  /** The keys denied most often, as keyed hashes. */
+  readonly topLimitedKeys?: {
+    top(n: number): readonly { readonly hash: string; readonly policy: string; readonly count: number }[];
+  };
+}
+
+/** Rows of a top list when `?n=` is not given, and the most that may be asked. */
+const TOP_DEFAULT = 10;
+const TOP_MAX = 1000;
+
+/**
+ * The admin listener (127.0.0.1 by default): every request needs `Authorization: Bearer <admin.token>`,
+ * compared in constant time.
+ *
+ * - `GET /keys/<key>`: the key's bucket under every policy (`<key>` URL-encoded, for example `ip%3A203.0.113.9`).
+ * - `DELETE /keys/<key>`: reset the key under every policy (204).
+ * - `GET /config`: the effective configuration, secrets redacted.
+ * - `GET /quota/tenants/<tenant>`: a tenant's usage over the quota window by endpoint category, with its quota
+ *   and ratio (404 when quota tracking is not configured).
+ * - `GET /quota/top?n=10`: the tenants with the most usage over the window, with the alert thresholds.
+ * - `GET /limited-keys/top?n=10`: the keys denied most often, as keyed hashes, with their policy.
+ * - `GET /dashboard/`: the live dashboard page and its bundle (no token: they hold no data; the page asks for
+ *   the token), `GET /dashboard/events` (server-sent events) and `GET /dashboard/state` (token required).
+ */
+export class AdminServer {
+  readonly #server: Server;
+  readonly #token: Buffer;
+
+  /**
+   * @param target - the gateway.
+   * @param token - the bearer token.
+   * @param dashboard - the live dashboard to serve, when wanted.
+   */
+  constructor(
+    readonly target: AdminTarget,
+    token: string,
+    readonly dashboard?: Dashboard,
+  ) {
+    this.#token = digest(token);
+    this.#server = createServer((req, res) => void this.#handle(req, res));
+  }
+
+  /** Listens and returns the port. */
+  listen(host: string, port: number): Promise<number> {
+    return new Promise((resolve, reject) => {
+      this.#server.once('error', reject);
+      this.#server.listen(port, host, () => {
+        this.#server.off('error', reject);
+        resolve((this.#server.address() as AddressInfo).port);
+      });
+    });
+  }
+
+  /** Stops the listener. */
+  close(): Promise<void> {
+    this.dashboard?.close();
+    return new Promise((resolve) => {
+      if (!this.#server.listening) {
+        resolve();
+        return;
+      }
+      this.#server.close(() => resolve());
+      this.#server.closeAllConnections();
+    });
+  }
+
+  async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const send = (status: number, body?: unknown, extra: Record<string, string> = {}) => {
+      const text = body === undefined ? '' : JSON.stringify(body, null, 2);
+      res.writeHead(status, {
+        ...extra,
+        'content-type': 'application/json',
+        'cache-control': 'no-store',
+        'content-length': Buffer.byteLength(text),
+      });
+      res.end(text);
+    };
+    // The page and its bundle hold no data; everything they read goes through the token check below.
+    if (this.dashboard?.serveAsset(req, res)) return;
+    if (!this.#authorized(req.headers.authorization)) {
+      send(
+        401,
+        { error: 'unauthorized', detail: 'send Authorization: Bearer <admin.token>' },
+        { 'www-authenticate': 'Bearer realm="sluice-admin"' },
+      );
+      return;
+    }
+    if (this.dashboard?.serveData(req, res)) return;
+    const url = new URL(req.url ?? '/', 'http://admin');
+    try {
+      if (url.pathname === '/config' && req.method === 'GET') {
+        send(200, redact(this.target.config));
+        return;
+      }
+      if (url.pathname.startsWith('/quota/') || url.pathname === '/limited-keys/top') {
+        if (req.method !== 'GET') {
+          send(405, { error: 'method_not_allowed' }, { allow: 'GET' });
+          return;
+        }
+        const n = topCount(url.searchParams.get('n'));
+        if (n === undefined) {
+          send(400, { error: 'bad_request', detail: `n must be an integer from 1 to ${TOP_MAX}` });
+          return;
+        }
+        if (url.pathname === '/limited-keys/top') {
+          const top = this.target.topLimitedKeys;
+          send(200, { keys: top === undefined ? [] : top.top(n) });
+          return;
+        }
+        const quota = this.target.quota;
+        if (quota === undefined) {
+          send(404, {
+            error: 'quota_not_configured',
+            detail: 'add a quota: section to the configuration to track tenant usage',
+          });
+          return;
+        }
+        const t = quota.tracker;
+        if (url.pathname === '/quota/top') {
+          send(200, {
+            windowSeconds: t.windowSeconds,
+            bucketSeconds: t.bucketSeconds,
+            thresholds: t.thresholds,
+            tenants: await t.topTenants(n),
+          });
+          return;
+        }
+        if (url.pathname.startsWith('/quota/tenants/') && url.pathname.length > 15) {
+          send(200, await t.usage(decodeURIComponent(url.pathname.slice(15))));
+          return;
+        }
+      }
+      if (url.pathname.startsWith('/keys/') && url.pathname.length > 6) {
+        const key = decodeURIComponent(url.pathname.slice(6));
+        if (req.method === 'GET') {
+          send(200, { key, buckets: await this.target.inspect(key) });
+          return;
+        }
+        if (req.method === 'DELETE') {
+          await this.target.resetKey(key);
+          send(204);
+          return;
+        }
+        send(405, { error: 'method_not_allowed' }, { allow: 'GET, DELETE' });
+        return;
+      }
+      send(404, {
+        error: 'not_found',
+        routes: [
+          'GET /config',
+          'GET /keys/<key>',
+          'DELETE /keys/<key>',
+          'GET /quota/tenants/<tenant>',
+          'GET /quota/top?n=10',
+          'GET /limited-keys/top?n=10',
+        ],
+      });
+    } catch (e) {
+      send(500, { error: 'internal_error', detail: (e as Error).message });
+    }
+  }
+
+  #authorized(header: string | undefined): boolean {
+    if (header === undefined || header.slice(0, 7).toLowerCase() !== 'bearer ') return false;
+    // Comparing digests keeps the comparison constant-time whatever the length given.
+    return timingSafeEqual(digest(header.slice(7).trim()), this.#token);
+  }
+}
+
+function topCount(value: string | null): number | undefined {
+  if (value === null) return TOP_DEFAULT;
+  if (!/^[0-9]{1,4}$/.test(value)) return undefined;
+  const n = Number(value);
+  return n >= 1 && n <= TOP_MAX ? n : undefined;
+}
+
+function digest(s: string): Buffer {
+  return createHash('sha256').update(s).digest();
+}
+
+const SECRET_KEYS = new Set(['token', 'password', 'secret']);
+
+/** The configuration with secrets replaced by `[redacted]` and passwords removed from URLs. */
+export function redact(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(redact);
+  if (typeof value === 'string') return value.replace(/^(rediss?:\/\/[^:/@]*:)[^@]*@/, '$1[redacted]@');
+  if (typeof value !== 'object' || value === null) return value;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value))
+    out[k] = SECRET_KEYS.has(k) && v !== undefined ? '[redacted]' : redact(v);
+  return out;
+}

@@ -1,0 +1,79 @@
+import { Cluster, Redis } from 'ioredis';
+import type { Clock, RateLimitStore } from 'sluice';
+import { MemoryStore } from 'sluice/memory';
+import { RedisStore } from 'sluice/redis';
+import type { GatewayConfig } from '../config/gateway-config.js';
+
+/** A store and how to release what was opened for it. */
+export interface OpenedStore {
+  readonly store: RateLimitStore;
+  /** The Redis connection of a Redis store, shared with quota tracking; `undefined` for memory. */
+  readonly redis?: Redis | Cluster;
+  /** Closes the store and the Redis connection the gateway opened. */
+  close(): Promise<void>;
+}
+
+/**
+ * Opens the configured store: a `MemoryStore` bounded by `ratelimit.max_tracked_keys` and swept every
+ * `ratelimit.sweep_interval`, or a `RedisStore` over an ioredis client for a single node (`url`), a Redis
+ * Cluster (`cluster.nodes`) or Sentinel (`sentinel`).
+ *
+ * @param config - the resolved configuration.
+ * @param clock - the time source for the memory store (a `ManualClock` in tests); Redis uses its server clock.
+ */
+export function createStore(config: GatewayConfig, clock?: Clock): OpenedStore {
+  if (config.store.type === 'memory') {
+    const store = new MemoryStore({
+      maxTrackedKeys: config.maxTrackedKeys,
+      sweepIntervalMs: config.sweepIntervalMs,
+      ...(clock === undefined ? {} : { clock }),
+    });
+    return { store, close: async () => store.close() };
+  }
+  const r = config.store.redis;
+  if (r === undefined) throw new Error('store.type redis without connection settings');
+  const common = { lazyConnect: false, maxRetriesPerRequest: 1, enableOfflineQueue: true };
+  let client: Redis | Cluster;
+  if (r.clusterNodes !== undefined) {
+    client = new Cluster(
+      r.clusterNodes.map((u) => {
+        const url = new URL(u);
+        return { host: url.hostname, port: Number(url.port || 6379) };
+      }),
+      { redisOptions: { ...common, password: passwordOf(r.clusterNodes[0]) } },
+    );
+  } else if (r.sentinel !== undefined) {
+    client = new Redis({
+      ...common,
+      name: r.sentinel.name,
+      sentinels: r.sentinel.nodes.map((n) => {
+        const i = n.lastIndexOf(':');
+        return { host: n.slice(0, i), port: Number(n.slice(i + 1)) };
+      }),
+      password: r.sentinel.password,
+    });
+  } else {
+    client = new Redis(r.url as string, common);
+  }
+  // ioredis reports connection trouble as events; the store's failure mode decides what requests see.
+  client.on('error', () => undefined);
+  const store = new RedisStore({
+    client,
+    prefix: config.keys.prefix === '' ? 'rl:' : config.keys.prefix,
+    failureMode: config.store.failureMode,
+    timeoutMs: config.store.timeoutMs,
+  });
+  return {
+    store,
+    redis: client,
+    close: async () => {
+      await store.close();
+      client.disconnect();
+    },
+  };
+}
+
+function passwordOf(url: string): string | undefined {
+  const p = new URL(url).password;
+  return p === '' ? undefined : decodeURIComponent(p);
+}

@@ -1,0 +1,161 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { main } from '../src/cli/main.js';
+import { client, send, startUpstream, type TestUpstream, tempDir } from './support.js';
+
+const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
+const BIN = fileURLToPath(new URL('../src/bin/sluice.ts', import.meta.url));
+const EXAMPLE = fileURLToPath(new URL('../examples/rate-limits.yaml', import.meta.url));
+const tmp = tempDir();
+const agent = client();
+const spawned: ChildProcess[] = [];
+let upstream: TestUpstream;
+
+beforeAll(async () => {
+  upstream = await startUpstream();
+});
+afterAll(async () => {
+  // A failed assertion must not leave a server running.
+  for (const c of spawned) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  await upstream.close();
+  await agent.close();
+  tmp.cleanup();
+});
+
+function io() {
+  const out: string[] = [];
+  const err: string[] = [];
+  return {
+    out,
+    err,
+    io: { out: (t: string) => out.push(t), err: (t: string) => err.push(t), onSignal: () => () => undefined },
+  };
+}
+
+/** Runs the command from source (tsx resolves the workspace like the build does) and collects its output. */
+function spawnSluice(args: string[]): {
+  child: ChildProcess;
+  lines: string[];
+  waitFor: (re: RegExp) => Promise<string>;
+} {
+  const child = spawn(process.execPath, ['--import', 'tsx', BIN, ...args], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  spawned.push(child);
+  const lines: string[] = [];
+  const waiters: { re: RegExp; resolve: (l: string) => void }[] = [];
+  let buf = '';
+  const onData = (d: Buffer) => {
+    buf += d.toString('utf8');
+    let i = buf.indexOf('\n');
+    while (i >= 0) {
+      const line = buf.slice(0, i);
+      buf = buf.slice(i + 1);
+      lines.push(line);
+      for (const w of waiters.splice(0)) {
+        if (w.re.test(line)) w.resolve(line);
+        else waiters.push(w);
+      }
+      i = buf.indexOf('\n');
+    }
+  };
+  child.stdout?.on('data', onData);
+  child.stderr?.on('data', onData);
+  const waitFor = (re: RegExp) =>
+    new Promise<string>((resolve) => {
+      const hit = lines.find((l) => re.test(l));
+      if (hit !== undefined) resolve(hit);
+      else waiters.push({ re, resolve });
+    });
+  return { child, lines, waitFor };
+}
+
+const exited = (child: ChildProcess) =>
+  new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+
+describe('sluice validate and --help', () => {
+  it('prints help', async () => {
+    const o = io();
+    expect(await main(['--help'], o.io)).toBe(0);
+    expect(o.out.join('')).toMatch(/sluice serve --config FILE \[--upstream URL\]/);
+    expect(await main([], o.io)).toBe(2);
+    expect(await main(['bogus'], o.io)).toBe(2);
+    expect(o.err.join('')).toMatch(/unknown command "bogus"/);
+  });
+
+  it('validates the contract example and reports every violation of a bad file with file:line', async () => {
+    const o = io();
+    expect(await main(['validate', EXAMPLE], o.io)).toBe(0);
+    expect(o.out.join('')).toMatch(/valid \(3 tiers, 3 endpoint rules, 0 classes\)/);
+    const bad = join(tmp.dir, 'bad.yaml');
+    writeFileSync(
+      bad,
+      'rateLimiting:\n  defaultTier: gold\n  tiers:\n    free: { requestsPerMinute: 1, burst: 2 }\n',
+    );
+    const e = io();
+    expect(await main(['validate', bad], e.io)).toBe(1);
+    expect(e.err.join('')).toBe(
+      `${bad}:2:16 rateLimiting.defaultTier: tier "gold" is not defined; defined: free\n` +
+        `${bad}:4:35 rateLimiting.tiers.free.burst: unknown key "burst"; known keys: requestsPerMinute, requestsPerHour, burstLimit, unlimited\n` +
+        `${bad}: 2 violations\n`,
+    );
+  });
+
+  it('rejects bad flags', async () => {
+    const o = io();
+    expect(await main(['serve', '--config', EXAMPLE, '--port', 'x'], o.io)).toBe(2);
+    expect(await main(['serve', '--config', EXAMPLE, '--upstream', 'ftp://x'], o.io)).toBe(2);
+    expect(await main(['serve', '--config', EXAMPLE], o.io)).toBe(1);
+    expect(o.err.join('')).toMatch(/no upstream: set upstream.url .* or pass --upstream URL/);
+    expect(await main(['hash-key', 'abc'], o.io)).toBe(0);
+    expect(o.out.join('')).toBe('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad\n');
+  });
+});
+
+describe('sluice serve', () => {
+  it('serves with flags over the file, reloads on SIGHUP and drains on SIGTERM', async () => {
+    const file = join(tmp.dir, 'serve.yaml');
+    writeFileSync(
+      file,
+      'rateLimiting:\n  defaultTier: t\n  tiers:\n    t: { requestsPerMinute: 60, burstLimit: 4 }\nserver: { port: 1 }\nupstream: { url: "http://127.0.0.1:1" }\n',
+    );
+    const p = spawnSluice(['serve', '--config', file, '--upstream', upstream.url, '--port', '0']);
+    const listening = JSON.parse(await p.waitFor(/sluice gateway listening/)) as { url: string };
+    const r = await send(agent, `${listening.url}/x`);
+    expect(r.status).toBe(200);
+    expect(r.headers.ratelimit).toBe('"t";r=3;t=1');
+    writeFileSync(
+      file,
+      'rateLimiting:\n  defaultTier: t\n  tiers:\n    t: { requestsPerMinute: 60, burstLimit: 9 }\n',
+    );
+    p.child.kill('SIGHUP');
+    await p.waitFor(/configuration reloaded/);
+    // The tier's limits changed, so its policy is new and starts full: 9 - 1.
+    expect((await send(agent, `${listening.url}/x`)).headers.ratelimit).toBe('"t";r=8;t=1');
+    p.child.kill('SIGTERM');
+    expect(await exited(p.child)).toBe(0);
+    expect(p.lines.some((l) => l.includes('sluice gateway stopped'))).toBe(true);
+  });
+});
+
+describe('sluice demo', () => {
+  it('serves the contract example in front of the echo upstream and prints a curl line', async () => {
+    const p = spawnSluice(['demo', '--port', '0']);
+    const line = await p.waitFor(/^ {2}gateway: /);
+    const url = line.replace(/^ {2}gateway:\s+/, '').trim();
+    await p.waitFor(/Press Ctrl-C to stop/);
+    expect(
+      p.lines.some((l) => /curl -i http:\/\/127\.0\.0\.1:\d+\/api\/risk\/simulation\/studio\/run/.test(l)),
+    ).toBe(true);
+    const r = await send(agent, `${url}/api/risk/simulation/studio/run`);
+    expect(r.status).toBe(200);
+    expect(r.json()).toMatchObject({ echo: true, url: '/api/risk/simulation/studio/run' });
+    expect(r.headers['x-ratelimit-limit']).toBe('10');
+    p.child.kill('SIGINT');
+    expect(await exited(p.child)).toBe(0);
+  });
+});

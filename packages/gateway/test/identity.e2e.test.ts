@@ -1,0 +1,231 @@
+import { writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { exportJWK, generateKeyPair, type JWK, SignJWT } from 'jose';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { hashApiKey } from '../src/identity/api-key-file.js';
+import {
+  client,
+  send,
+  startGateway,
+  startUpstream,
+  statuses,
+  type TestGateway,
+  type TestUpstream,
+  tempDir,
+} from './support.js';
+
+const tmp = tempDir();
+const agent = client();
+let upstream: TestUpstream;
+let jwksServer: Server;
+let jwksUrl: string;
+let sign: (
+  claims: Record<string, unknown>,
+  opts?: { iss?: string; aud?: string; exp?: number | string },
+) => Promise<string>;
+let foreign: string;
+let running: TestGateway | undefined;
+
+const TIERS = `rateLimiting:
+  defaultTier: free
+  tiers:
+    free: { requestsPerMinute: 60, requestsPerHour: 1000, burstLimit: 3 }
+    enterprise: { requestsPerMinute: 1000, requestsPerHour: 50000, burstLimit: 200 }
+    internal: { unlimited: true }
+ratelimit:
+  rl.public_auth: { per_minute: 6, burst: 3 }
+`;
+
+beforeAll(async () => {
+  upstream = await startUpstream();
+  const { publicKey, privateKey } = await generateKeyPair('ES256');
+  const jwk: JWK = { ...(await exportJWK(publicKey)), kid: 'k1', alg: 'ES256', use: 'sig' };
+  writeFileSync(join(tmp.dir, 'jwks.json'), JSON.stringify({ keys: [jwk] }));
+  jwksServer = createServer((_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ keys: [jwk] }));
+  });
+  await new Promise<void>((r) => jwksServer.listen(0, '127.0.0.1', r));
+  jwksUrl = `http://127.0.0.1:${(jwksServer.address() as AddressInfo).port}/jwks.json`;
+  sign = (claims, o = {}) =>
+    new SignJWT(claims)
+      .setProtectedHeader({ alg: 'ES256', kid: 'k1' })
+      .setIssuer(o.iss ?? 'https://auth.test')
+      .setAudience(o.aud ?? 'sluice-api')
+      .setIssuedAt()
+      .setExpirationTime(o.exp ?? '10m')
+      .sign(privateKey);
+  const other = await generateKeyPair('ES256');
+  foreign = await new SignJWT({ tenant_id: 'acme', client_id: 'x' })
+    .setProtectedHeader({ alg: 'ES256', kid: 'k1' })
+    .setIssuer('https://auth.test')
+    .setAudience('sluice-api')
+    .setExpirationTime('10m')
+    .sign(other.privateKey);
+  writeFileSync(
+    join(tmp.dir, 'keys.yaml'),
+    `keys:
+  - { hash: ${hashApiKey('key-plain')}, name: plain }
+  - { hash: "sha256:${hashApiKey('key-acme')}", tenant: acme, client: billing, tier: enterprise }
+  - { hash: ${hashApiKey('key-internal')}, tier: internal }
+`,
+  );
+});
+afterAll(async () => {
+  await upstream.close();
+  await new Promise<void>((r) => jwksServer.close(() => r()));
+  await agent.close();
+  tmp.cleanup();
+});
+afterEach(async () => {
+  await running?.gateway.close();
+  running = undefined;
+});
+
+async function start(extra: string): Promise<string> {
+  running = await startGateway(join(tmp.dir, 'gw.yaml'), {
+    yaml: TIERS + extra,
+    overrides: { upstream: upstream.url },
+  });
+  return running.gateway.url;
+}
+
+const remaining = async (key: string, policy: string) =>
+  (await running!.gateway.inspect(key)).find((b) => b.policy === policy)?.remaining;
+
+describe('JWT identity', () => {
+  for (const source of ['file', 'url'] as const) {
+    it(`verifies bearer tokens against a JWKS ${source} and keys them tenant:client, then tenant:user`, async () => {
+      const base = await start(`identity:
+  jwt:
+    ${source === 'file' ? 'jwksFile: jwks.json' : `jwksUrl: "${jwksUrl}"`}
+    issuer: https://auth.test
+    audience: sluice-api
+`);
+      const tc = await sign({ tenant_id: 'acme', client_id: 'ci-bot', sub: 'u1', tier: 'enterprise' });
+      const r = await send(agent, `${base}/x`, { headers: { authorization: `Bearer ${tc}` } });
+      expect(r.status).toBe(200);
+      expect(r.headers['x-ratelimit-policy']).toBe('enterprise');
+      expect(await remaining('acme:ci-bot', 'enterprise')).toBe(199);
+      const tu = await sign({ tenant_id: 'acme', sub: 'u:7' });
+      expect(
+        (await send(agent, `${base}/x`, { headers: { authorization: `Bearer ${tu}` } })).headers[
+          'x-ratelimit-policy'
+        ],
+      ).toBe('free');
+      // Values are escaped, so "u:7" cannot pose as another key shape.
+      expect(await remaining('tenant:acme:user:u%3A7', 'free')).toBe(2);
+      // A token with neither tenant nor client falls back to the client IP.
+      const bare = await sign({ sub: 'nobody' });
+      await send(agent, `${base}/x`, { headers: { authorization: `Bearer ${bare}` } });
+      expect(await remaining('ip:127.0.0.1', 'free')).toBe(2);
+      // The upstream still receives the credentials.
+      expect(upstream.seen.at(-1)?.headers.authorization).toBe(`Bearer ${bare}`);
+    });
+  }
+
+  it('rejects wrong issuer, audience, signature and expired tokens with 401 problems', async () => {
+    const base = await start(`identity:
+  jwt: { jwksFile: jwks.json, issuer: https://auth.test, audience: sluice-api }
+`);
+    const cases = [
+      await sign({ tenant_id: 'a', client_id: 'b' }, { iss: 'https://evil.test' }),
+      await sign({ tenant_id: 'a', client_id: 'b' }, { aud: 'other' }),
+      foreign,
+      'not-a-jwt',
+    ];
+    for (const token of cases) {
+      await running!.gateway.resetKey('ip:127.0.0.1'); // each failure takes a public-auth token (burst 3)
+      const r = await send(agent, `${base}/x`, { headers: { authorization: `Bearer ${token}` } });
+      expect(r.status).toBe(401);
+      expect(r.headers['www-authenticate']).toBe('Bearer error="invalid_token"');
+      expect(r.json()).toMatchObject({ status: 401, code: 'invalid_credentials' });
+    }
+    expect(upstream.seen.some((s) => s.headers.authorization === `Bearer ${foreign}`)).toBe(false);
+  });
+});
+
+describe('failed credentials', () => {
+  it('count against the public-auth bucket of the client IP; once empty, credentials get 429 unverified', async () => {
+    const base = await start(`identity:
+  jwt: { jwksFile: jwks.json, issuer: https://auth.test, audience: sluice-api }
+  apiKeys: { file: keys.yaml }
+`);
+    const expired = await sign(
+      { tenant_id: 'acme', client_id: 'c' },
+      { exp: Math.floor(Date.now() / 1000) - 3600 },
+    );
+    // An expired token is refused but does not count: a real client just refreshes it.
+    for (let i = 0; i < 5; i++)
+      expect(
+        (await send(agent, `${base}/x`, { headers: { authorization: `Bearer ${expired}` } })).status,
+      ).toBe(401);
+    expect(await remaining('ip:127.0.0.1', 'rl.public_auth')).toBe(3);
+    expect((await send(agent, `${base}/x`, { headers: { authorization: `Bearer ${foreign}` } })).status).toBe(
+      401,
+    );
+    expect((await send(agent, `${base}/x`, { headers: { 'x-api-key': 'wrong-1' } })).status).toBe(401);
+    expect((await send(agent, `${base}/x`, { headers: { 'x-api-key': 'wrong-2' } })).status).toBe(401);
+    expect(await remaining('ip:127.0.0.1', 'rl.public_auth')).toBe(0);
+    const valid = await sign({ tenant_id: 'acme', client_id: 'ci' });
+    const r = await send(agent, `${base}/x`, { headers: { authorization: `Bearer ${valid}` } });
+    expect(r.status).toBe(429);
+    expect(r.json()).toMatchObject({ 'violated-policies': ['rl.public_auth'], retryAfter: 10 });
+    expect((await send(agent, `${base}/x`, { headers: { 'x-api-key': 'key-acme' } })).status).toBe(429);
+    // Requests without credentials are limited by their own buckets only.
+    expect((await send(agent, `${base}/x`)).status).toBe(200);
+    running!.clock.advance(10_000);
+    expect((await send(agent, `${base}/x`, { headers: { authorization: `Bearer ${valid}` } })).status).toBe(
+      200,
+    );
+  });
+});
+
+describe('API keys', () => {
+  it('identifies hashed keys: apikey:<hash>, or tenant:client and tier from the entry; unlimited tier is exempt', async () => {
+    const base = await start(`identity:
+  apiKeys: { file: keys.yaml }
+`);
+    const plain = await send(agent, `${base}/x`, { headers: { 'x-api-key': 'key-plain' } });
+    expect(plain.headers['x-ratelimit-policy']).toBe('free');
+    expect(await remaining(`apikey:${hashApiKey('key-plain')}`, 'free')).toBe(2);
+    await send(agent, `${base}/x`, { headers: { 'x-api-key': 'key-acme' } });
+    expect(await remaining('acme:billing', 'enterprise')).toBe(199);
+    const codes = await statuses(agent, `${base}/x`, 10, { 'x-api-key': 'key-internal' });
+    expect(codes.every((c) => c === 200)).toBe(true);
+    expect(
+      (await send(agent, `${base}/x`, { headers: { 'x-api-key': 'key-internal' } })).headers.ratelimit,
+    ).toBeUndefined();
+  });
+});
+
+describe('identity headers', () => {
+  const headers = { 'x-tenant-id': 'acme', 'x-client-id': 'portal', 'x-rate-limit-tier': 'enterprise' };
+
+  it('are honoured from a trusted proxy and passed upstream', async () => {
+    const base = await start(`server: { trustedProxies: [loopback] }
+identity:
+  headers: {}
+`);
+    const r = await send(agent, `${base}/x`, { headers: { ...headers, 'x-forwarded-for': '198.51.100.7' } });
+    expect(r.headers['x-ratelimit-policy']).toBe('enterprise');
+    expect(await remaining('acme:portal', 'enterprise')).toBe(199);
+    expect(upstream.seen.at(-1)?.headers['x-tenant-id']).toBe('acme');
+    // Without identity headers, the forwarded client IP is the key.
+    await send(agent, `${base}/x`, { headers: { 'x-forwarded-for': '198.51.100.7' } });
+    expect(await remaining('ip:198.51.100.7', 'free')).toBe(2);
+  });
+
+  it('are ignored and stripped from an untrusted peer, which is keyed by its own address', async () => {
+    const base = await start(`identity:
+  headers: {}
+`);
+    const r = await send(agent, `${base}/x`, { headers: { ...headers, 'x-forwarded-for': '198.51.100.7' } });
+    expect(r.headers['x-ratelimit-policy']).toBe('free');
+    expect(await remaining('ip:127.0.0.1', 'free')).toBe(2);
+    expect(await remaining('acme:portal', 'enterprise')).toBe(200);
+    expect(upstream.seen.at(-1)?.headers['x-tenant-id']).toBeUndefined();
+  });
+});

@@ -1,0 +1,286 @@
+import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { WebSocket, WebSocketServer } from 'ws';
+import {
+  client,
+  echo,
+  send,
+  startGateway,
+  startUpstream,
+  type TestGateway,
+  type TestUpstream,
+  tempDir,
+} from './support.js';
+
+const tmp = tempDir();
+const agent = client();
+let upstream: TestUpstream;
+let running: TestGateway | undefined;
+
+const TIERS = `rateLimiting:
+  defaultTier: free
+  tiers:
+    free: { requestsPerMinute: 60, burstLimit: 3 }
+`;
+
+beforeAll(async () => {
+  upstream = await startUpstream();
+});
+afterAll(async () => {
+  await upstream.close();
+  await agent.close();
+  tmp.cleanup();
+});
+afterEach(async () => {
+  upstream.handler = echo;
+  await running?.gateway.close();
+  running = undefined;
+});
+
+async function start(extra = '', upstreamUrl = upstream.url): Promise<string> {
+  running = await startGateway(join(tmp.dir, 'gw.yaml'), {
+    yaml: TIERS + extra,
+    overrides: { upstream: upstreamUrl },
+  });
+  return running.gateway.url;
+}
+
+/** A raw node:http request, for headers undici refuses to send (Connection tokens). */
+function rawRequest(
+  url: string,
+  headers: Record<string, string>,
+): Promise<{ res: IncomingMessage; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, { headers, agent: false }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => {
+        body += c;
+      });
+      res.on('end', () => resolve({ res, body }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+describe('forwarding', () => {
+  it('removes hop-by-hop headers both ways and appends X-Forwarded-For and Forwarded', async () => {
+    const base = await start();
+    upstream.handler = (req, res) => {
+      req.resume();
+      res.writeHead(200, {
+        connection: 'x-hop',
+        'x-hop': 'secret',
+        'x-upstream': 'yes',
+        'content-type': 'text/plain',
+      });
+      res.end(JSON.stringify(req.headers));
+    };
+    const { res, body } = await rawRequest(`${base}/p?q=1`, {
+      connection: 'keep-alive, x-private',
+      'x-private': 'drop me',
+      te: 'trailers',
+      'proxy-authorization': 'Basic abc',
+      'x-forwarded-for': '192.0.2.1',
+      forwarded: 'for=192.0.2.1;proto=https',
+      'x-forwarded-proto': 'https',
+      'x-request-id': 'abc-123',
+    });
+    const seen = JSON.parse(body) as Record<string, string>;
+    expect(seen['x-private']).toBeUndefined();
+    expect(seen['proxy-authorization']).toBeUndefined();
+    expect(seen.te).toBeUndefined();
+    expect(seen['x-forwarded-for']).toBe('192.0.2.1, 127.0.0.1');
+    const port = new URL(base).port;
+    expect(seen.forwarded).toBe(
+      `for=192.0.2.1;proto=https, for=127.0.0.1;proto=http;host="127.0.0.1:${port}"`,
+    );
+    // The client's own X-Forwarded-Proto is replaced: it is no trusted proxy.
+    expect(seen['x-forwarded-proto']).toBe('http');
+    expect(seen['x-forwarded-host']).toBe(`127.0.0.1:${port}`);
+    expect(seen['x-request-id']).toBe('abc-123');
+    expect(seen.host).toBe(new URL(upstream.url).host);
+    expect(res.headers['x-hop']).toBeUndefined();
+    expect(res.headers['x-upstream']).toBe('yes');
+    expect(res.headers['x-request-id']).toBe('abc-123');
+    expect(res.headers.ratelimit).toBe('"free";r=2;t=1');
+  });
+
+  it('prefixes the upstream base path and keeps the query', async () => {
+    const base = await start('', `${upstream.url}/base/`);
+    const r = await send(agent, `${base}/a/b?c=d&e`);
+    expect(r.json()).toMatchObject({ url: '/base/a/b?c=d&e' });
+  });
+});
+
+describe('malformed input', () => {
+  it('never crashes on odd forwarding, identity or id headers', async () => {
+    const base = await start('server: { trustedProxies: [loopback] }\nidentity:\n  headers: {}\n');
+    const odd: Record<string, string>[] = [
+      { 'x-forwarded-for': 'not-an-ip, , ::::, 999.1.1.1' },
+      { 'x-forwarded-for': `${'1.2.3.4, '.repeat(500)}5.6.7.8` },
+      { forwarded: 'for="[::1', 'x-request-id': '"><script>' },
+      { 'x-tenant-id': 'a'.repeat(4000), 'x-client-id': 'c\u00e9' },
+      { 'x-rate-limit-tier': 'no-such-tier' },
+    ];
+    for (const headers of odd) {
+      const r = await send(agent, `${base}/odd`, { headers });
+      expect([200, 429]).toContain(r.status);
+    }
+    expect((await send(agent, `${base}/health`)).status).toBe(200);
+  });
+});
+
+describe('upstream failures', () => {
+  it('answers 502 problem when the upstream is down', async () => {
+    const port = await new Promise<number>((resolve) => {
+      const s = createServer();
+      s.listen(0, '127.0.0.1', () => {
+        const p = (s.address() as { port: number }).port;
+        s.close(() => resolve(p));
+      });
+    });
+    const base = await start('', `http://127.0.0.1:${port}`);
+    const r = await send(agent, `${base}/x`, { headers: { 'x-request-id': 'down-1' } });
+    expect(r.status).toBe(502);
+    expect(r.headers['content-type']).toBe('application/problem+json');
+    expect(r.json()).toEqual({
+      type: 'about:blank',
+      title: 'Bad Gateway',
+      status: 502,
+      detail: 'The upstream service could not be reached.',
+      instance: '/x',
+      code: 'upstream_unreachable',
+      requestId: 'down-1',
+    });
+    expect(r.headers.ratelimit).toBe('"free";r=2;t=1');
+  });
+
+  it('answers 504 problem when the upstream sends no response headers in time', async () => {
+    const base = await start('upstream: { responseTimeout: 200ms }\n');
+    upstream.handler = () => undefined; // never answers
+    const r = await send(agent, `${base}/slow`);
+    expect(r.status).toBe(504);
+    expect(r.json()).toMatchObject({ status: 504, code: 'upstream_timeout', instance: '/slow' });
+    upstream.server.closeAllConnections();
+  });
+});
+
+describe('bodies', () => {
+  it('streams a large body both ways without buffering it whole', async () => {
+    const base = await start('server: { maxBodySize: 64mb }\n');
+    upstream.handler = (req, res) => {
+      res.writeHead(200, { 'content-type': 'application/octet-stream' });
+      res.flushHeaders();
+      req.on('data', (c: Buffer) => res.write(c));
+      req.on('end', () => res.end());
+    };
+    const chunk = Buffer.alloc(1024 * 1024, 7);
+    const rounds = 16;
+    // Each chunk is sent only after the previous one came back through the gateway: impossible if the gateway
+    // (or undici) waited for the whole request body before forwarding, or for the whole response before sending.
+    const received = await new Promise<number>((resolve, reject) => {
+      const req = httpRequest(
+        `${base}/stream`,
+        { method: 'POST', agent: false, headers: { 'transfer-encoding': 'chunked' } },
+        (res) => {
+          let total = 0;
+          let sent = 1;
+          res.on('data', (c: Buffer) => {
+            total += c.length;
+            if (total === sent * chunk.length) {
+              if (sent === rounds) req.end();
+              else {
+                sent++;
+                req.write(chunk);
+              }
+            }
+          });
+          res.on('end', () => resolve(total));
+          res.on('error', reject);
+        },
+      );
+      req.on('error', reject);
+      req.flushHeaders();
+      req.write(chunk);
+    });
+    expect(received).toBe(rounds * chunk.length);
+  });
+
+  it('refuses bodies over the size limit with 413, by Content-Length and while streaming', async () => {
+    const base = await start('server: { maxBodySize: 1kb }\n');
+    const big = await send(agent, `${base}/up`, { method: 'POST', body: Buffer.alloc(2048) });
+    expect(big.status).toBe(413);
+    expect(big.json()).toMatchObject({
+      code: 'body_too_large',
+      detail: 'The request body is larger than 1024 bytes.',
+    });
+    const seenBefore = upstream.seen.length;
+    const chunked = await new Promise<number>((resolve, reject) => {
+      const req = httpRequest(
+        `${base}/up`,
+        { method: 'POST', agent: false, headers: { 'transfer-encoding': 'chunked' } },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        },
+      );
+      req.on('error', reject);
+      req.write(Buffer.alloc(800));
+      req.write(Buffer.alloc(800));
+      req.end();
+    });
+    expect(chunked).toBe(413);
+    expect(upstream.seen.length - seenBefore).toBeLessThanOrEqual(1);
+    const ok = await send(agent, `${base}/up`, { method: 'POST', body: Buffer.alloc(1024) });
+    expect(ok.json()).toMatchObject({ bytes: 1024 });
+  });
+});
+
+describe('WebSocket', () => {
+  it('passes upgrades through and limits them at connect', async () => {
+    const wss = new WebSocketServer({ server: upstream.server });
+    wss.on('connection', (ws, req) => {
+      ws.send(`hello ${req.headers['x-forwarded-for']}`);
+      ws.on('message', (m) => ws.send(`echo:${m.toString()}`));
+    });
+    try {
+      const base = (await start()).replace('http', 'ws');
+      const open = () =>
+        new Promise<{ ws: WebSocket; first: string; headers: Record<string, unknown> }>((resolve, reject) => {
+          const ws = new WebSocket(`${base}/socket?room=1`);
+          let headers: Record<string, unknown> = {};
+          ws.once('upgrade', (res) => {
+            headers = res.headers;
+          });
+          ws.once('message', (m) => resolve({ ws, first: m.toString(), headers }));
+          ws.once('unexpected-response', (_req, res) =>
+            reject(Object.assign(new Error('refused'), { status: res.statusCode, headers: res.headers })),
+          );
+          ws.once('error', reject);
+        });
+      const a = await open();
+      expect(a.first).toBe('hello 127.0.0.1');
+      expect(a.headers.ratelimit).toBe('"free";r=2;t=1');
+      const reply = await new Promise<string>((resolve) => {
+        a.ws.once('message', (m) => resolve(m.toString()));
+        a.ws.send('ping');
+      });
+      expect(reply).toBe('echo:ping');
+      // Messages on an open socket are not limited; connections are.
+      for (let i = 0; i < 10; i++) a.ws.send(`m${i}`);
+      const b = await open();
+      const c = await open();
+      const refused = await open().catch((e: { status: number; headers: Record<string, string> }) => e);
+      expect(refused).toMatchObject({ status: 429 });
+      expect((refused as { headers: Record<string, string> }).headers['retry-after']).toBe('1');
+      for (const s of [a, b, c]) s.ws.close();
+    } finally {
+      for (const ws of wss.clients) ws.terminate();
+      wss.close();
+    }
+  });
+});

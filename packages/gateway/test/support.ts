@@ -1,0 +1,251 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { ManualClock } from 'sluice';
+import { Agent, request } from 'undici';
+import { type LoadConfigOptions, loadConfigFile } from '../src/config/load-config.js';
+import { createLogger } from '../src/log/create-logger.js';
+import { Gateway } from '../src/server/gateway.js';
+
+/** A temporary folder removed by `cleanup`. */
+export function tempDir(): { dir: string; cleanup: () => void } {
+  const dir = mkdtempSync(join(tmpdir(), 'sluice-gw-'));
+  return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** A local upstream whose behaviour each test sets; records what it received. */
+export interface TestUpstream {
+  readonly url: string;
+  readonly server: Server;
+  readonly seen: IncomingMessage[];
+  handler: (req: IncomingMessage, res: ServerResponse) => void;
+  close(): Promise<void>;
+}
+
+/** The default upstream answer: 200 with a JSON echo of method, url and headers. */
+export function echo(req: IncomingMessage, res: ServerResponse): void {
+  let bytes = 0;
+  req.on('data', (c: Buffer) => {
+    bytes += c.length;
+  });
+  req.on('end', () => {
+    const body = JSON.stringify({ method: req.method, url: req.url, headers: req.headers, bytes });
+    res.writeHead(200, {
+      'content-type': 'application/json',
+      connection: 'keep-alive',
+      'x-upstream': 'yes',
+      'keep-alive': 'timeout=5',
+    });
+    res.end(body);
+  });
+}
+
+export async function startUpstream(): Promise<TestUpstream> {
+  const seen: IncomingMessage[] = [];
+  const u: TestUpstream = {
+    url: '',
+    server: createServer((req, res) => {
+      seen.push(req);
+      u.handler(req, res);
+    }),
+    seen,
+    handler: echo,
+    close: () =>
+      new Promise<void>((r) => {
+        u.server.closeAllConnections();
+        u.server.close(() => r());
+      }),
+  };
+  await new Promise<void>((r) => u.server.listen(0, '127.0.0.1', r));
+  (u as { url: string }).url = `http://127.0.0.1:${(u.server.address() as AddressInfo).port}`;
+  return u;
+}
+
+/** Log lines a gateway wrote, parsed. */
+export class LogCapture extends Writable {
+  readonly lines: Record<string, unknown>[] = [];
+  override _write(chunk: Buffer, _e: BufferEncoding, cb: () => void): void {
+    for (const line of chunk.toString('utf8').split('\n'))
+      if (line.trim() !== '') this.lines.push(JSON.parse(line));
+    cb();
+  }
+}
+
+/** A started gateway over a configuration file, with its clock, logs and wall clock. */
+export interface TestGateway {
+  readonly gateway: Gateway;
+  readonly clock: ManualClock;
+  readonly logs: LogCapture;
+  readonly file: string;
+  /** Wall-clock milliseconds the gateway reads; fixed so that reset epochs are exact. */
+  readonly nowMs: number;
+}
+
+export const WALL_MS = 1_701_936_000_000;
+
+/**
+ * Writes `yaml` to `file` (when given), loads it with the overrides and starts a gateway on port 0 with a
+ * ManualClock and a fixed wall clock (`now` replaces it where Redis expiry needs the real time).
+ */
+export async function startGateway(
+  file: string,
+  options: LoadConfigOptions & { yaml?: string; watch?: boolean; now?: () => number } = {},
+): Promise<TestGateway> {
+  if (options.yaml !== undefined) writeFileSync(file, options.yaml);
+  const overrides = { port: 0, host: '127.0.0.1', ...options.overrides };
+  const loaded = loadConfigFile(file, { env: options.env, overrides });
+  if (!loaded.ok) throw new Error(`test config invalid: ${JSON.stringify(loaded.violations)}`);
+  const clock = new ManualClock(1_000_000);
+  const logs = new LogCapture();
+  const gateway = await Gateway.start({
+    config: loaded.config,
+    configFile: file,
+    overrides,
+    env: options.env,
+    clock,
+    now: options.now ?? (() => WALL_MS),
+    logger: createLogger('info', logs),
+    watch: options.watch ?? false,
+  });
+  return { gateway, clock, logs, file, nowMs: WALL_MS };
+}
+
+/** One HTTP client for a test file; `close()` it in afterAll. */
+export function client(connect?: Record<string, unknown>): Agent {
+  return new Agent({ connect: connect as never, keepAliveTimeout: 1000 });
+}
+
+export interface Reply {
+  readonly status: number;
+  readonly headers: Record<string, string | string[] | undefined>;
+  readonly text: string;
+  json<T = Record<string, unknown>>(): T;
+}
+
+/** Sends a request and reads the whole answer. */
+export async function send(
+  agent: Agent,
+  url: string,
+  init: {
+    method?: string;
+    headers?: Record<string, string>;
+    body?: string | Buffer | NodeJS.ReadableStream;
+  } = {},
+): Promise<Reply> {
+  const r = await request(url, {
+    dispatcher: agent,
+    method: (init.method ?? 'GET') as 'GET',
+    headers: init.headers,
+    body: init.body as never,
+  });
+  const text = await r.body.text();
+  return {
+    status: r.statusCode,
+    headers: r.headers as Record<string, string | string[] | undefined>,
+    text,
+    json: <T>() => JSON.parse(text) as T,
+  };
+}
+
+/** Sends `n` requests one after another; returns the statuses. */
+export async function statuses(
+  agent: Agent,
+  url: string,
+  n: number,
+  headers?: Record<string, string>,
+): Promise<number[]> {
+  const out: number[] = [];
+  for (let i = 0; i < n; i++) out.push((await send(agent, url, { headers })).status);
+  return out;
+}
+
+/**
+ * Test certificates made with openssl: a CA, a server certificate for 127.0.0.1, client certificates signed by
+ * the CA (`billing` allowed, `intruder` not), and a self-signed `billing` the CA never signed.
+ */
+export function makeCertificates(dir: string): Record<string, string> {
+  const run = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
+  const f = (n: string) => join(dir, n);
+  run(
+    'req',
+    '-x509',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-keyout',
+    'ca.key',
+    '-out',
+    'ca.pem',
+    '-days',
+    '2',
+    '-subj',
+    '/CN=Sluice Test CA',
+  );
+  writeFileSync(f('server.ext'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\n');
+  const leaf = (name: string, subject: string, ext?: string) => {
+    run(
+      'req',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-keyout',
+      `${name}.key`,
+      '-out',
+      `${name}.csr`,
+      '-subj',
+      subject,
+    );
+    run(
+      'x509',
+      '-req',
+      '-in',
+      `${name}.csr`,
+      '-CA',
+      'ca.pem',
+      '-CAkey',
+      'ca.key',
+      '-CAcreateserial',
+      '-out',
+      `${name}.pem`,
+      '-days',
+      '2',
+      ...(ext ? ['-extfile', ext] : []),
+    );
+  };
+  leaf('server', '/CN=localhost', 'server.ext');
+  leaf('billing', '/CN=billing/O=internal');
+  leaf('intruder', '/CN=intruder/O=elsewhere');
+  run(
+    'req',
+    '-x509',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-keyout',
+    'rogue.key',
+    '-out',
+    'rogue.pem',
+    '-days',
+    '2',
+    '-subj',
+    '/CN=billing/O=internal',
+  );
+  const out: Record<string, string> = {};
+  for (const n of [
+    'ca.pem',
+    'server.pem',
+    'server.key',
+    'billing.pem',
+    'billing.key',
+    'intruder.pem',
+    'intruder.key',
+    'rogue.pem',
+    'rogue.key',
+  ])
+    out[n] = f(n);
+  return out;
+}

@@ -1,0 +1,61 @@
+import { createServer } from 'node:http';
+import express from 'express';
+import { afterEach, describe, expect, it } from 'vitest';
+import { fixture, listen } from '../../test/support/adapter-fixtures.js';
+import { rateLimit } from './express-adapter.js';
+
+const closers: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  await Promise.all(closers.splice(0).map((c) => c()));
+});
+
+describe('Express adapter', () => {
+  it('decides path rules globally and operation rules on the route, each once', async () => {
+    const { http } = fixture();
+    const app = express();
+    app.use(rateLimit(http));
+    let calls = 0;
+    app.post('/api/items', rateLimit(http, { operation: 'rl.write' }), (_req, res) => {
+      calls++;
+      res.status(201).end();
+    });
+    const s = await listen(createServer(app));
+    closers.push(s.close);
+    const post = () => fetch(`${s.url}/api/items`, { method: 'POST' });
+    const first = await post();
+    expect(first.status).toBe(201);
+    expect(first.headers.get('ratelimit')).toBe('"rl.read";r=2;t=1, "rl.write";r=1;t=1');
+    expect((await post()).status).toBe(201);
+    const third = await post();
+    expect(third.status).toBe(429);
+    expect(third.headers.get('ratelimit')).toBe('"rl.read";r=0;t=1, "rl.write";r=0;t=1');
+    expect(calls).toBe(2);
+  });
+
+  it('passes a store failure to the error handler', async () => {
+    const { http } = fixture('failing');
+    const app = express();
+    app.use(rateLimit(http));
+    app.get('/api/x', (_req, res) => res.end('never'));
+    app.use(
+      (err: { code?: string }, _req: express.Request, res: express.Response, _next: express.NextFunction) => {
+        res.status(503).json({ code: err.code });
+      },
+    );
+    const s = await listen(createServer(app));
+    closers.push(s.close);
+    const r = await fetch(`${s.url}/api/x`);
+    expect(r.status).toBe(503);
+    expect(await r.json()).toEqual({ code: 'ERR_STORE_UNAVAILABLE' });
+  });
+
+  it('works with an asynchronous store', async () => {
+    const { http } = fixture('async');
+    const app = express();
+    app.use(rateLimit(http));
+    app.get('/api/x', (_req, res) => res.end('ok'));
+    const s = await listen(createServer(app));
+    closers.push(s.close);
+    expect((await fetch(`${s.url}/api/x`)).headers.get('ratelimit')).toBe('"rl.read";r=2;t=1');
+  });
+});

@@ -1,0 +1,106 @@
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import {
+  type HttpLimiter,
+  type HttpRequestInfo,
+  type Identity,
+  isPromiseLike,
+  type Verdict,
+} from '../http/index.js';
+
+/** Per-request facts an application supplies to the Express adapter. */
+export interface ExpressRateLimitOptions {
+  /** The verified caller (for example from `req.user` set by your authentication middleware). */
+  readonly identify?: (req: Request) => Identity | undefined;
+  /**
+   * The operation class, for rules with `operation`: a constant when the middleware is mounted on one route
+   * (`app.post('/items', rateLimit(http, { operation: 'rl.write' }), handler)`), or a function.
+   */
+  readonly operation?: string | ((req: Request) => string | undefined);
+  /** Whole tokens this request costs; default the rules' cost. */
+  readonly cost?: (req: Request) => number | undefined;
+}
+
+/**
+ * The framework-neutral view of an Express request. The peer address is the socket's, never `req.ip`: the
+ * limiter applies its own trusted-proxy list, independent of Express's `trust proxy` setting.
+ *
+ * @param req - the Express request.
+ * @param options - identity, operation and cost functions.
+ */
+export function expressRequestInfo(req: Request, options: ExpressRateLimitOptions = {}): HttpRequestInfo {
+  const op = options.operation;
+  return {
+    method: req.method,
+    path: req.originalUrl,
+    headers: req.headers,
+    remoteAddress: req.socket.remoteAddress,
+    identity: options.identify?.(req),
+    operation: typeof op === 'function' ? op(req) : op,
+    params: req.params as Record<string, string>,
+    cost: options.cost?.(req),
+  };
+}
+
+/** Marks a request as decided by a limiter, so a route-level middleware decides only operation rules. */
+const DECIDED = Symbol('sluice.decided');
+
+function apply(v: Verdict, res: Response, next: NextFunction, again: boolean): void {
+  const h = v.headers;
+  for (let i = 0; i < h.length; i++) {
+    const [name, value] = h[i];
+    // A second decision on the request adds its draft-11 items as further field lines of the same lists.
+    if (again && (name === 'RateLimit' || name === 'RateLimit-Policy') && res.hasHeader(name))
+      res.append(name, value);
+    else res.setHeader(name, value);
+  }
+  if (v.action !== 'deny') {
+    next();
+    return;
+  }
+  // res.end, not res.send: send would add a charset and an ETag and the answer would differ from the other
+  // adapters (the conformance suite holds them byte for byte).
+  const body = v.body ?? '';
+  res.statusCode = v.status;
+  res.setHeader('Content-Length', Buffer.byteLength(body));
+  res.end(body);
+}
+
+/**
+ * Express 5 middleware: sets the rate-limit headers and continues, or answers 429 (503) with the problem body.
+ * Mount it before your routes (`app.use(rateLimit(http))`) for path rules, or on a route with `operation` for
+ * operation-class rules; a store error the failure mode surfaces goes to Express's error handling.
+ *
+ * @param limiter - from `createHttpLimiter` (`sluice/http`).
+ * @param options - identity, operation and cost.
+ *
+ * @example
+ * ```ts
+ * app.use(rateLimit(http, { identify: (req) => (req.user ? { principal: req.user.id } : undefined) }));
+ * ```
+ */
+export function rateLimit(limiter: HttpLimiter, options: ExpressRateLimitOptions = {}): RequestHandler {
+  return (req, res, next) => {
+    let v: ReturnType<HttpLimiter['evaluate']>;
+    let again = false;
+    try {
+      let info = expressRequestInfo(req, options);
+      const marked = req as Request & { [DECIDED]?: HttpLimiter };
+      if (marked[DECIDED] === limiter) {
+        // Mounted globally and on the route: the global pass decided path rules; decide operation rules only.
+        if (info.operation === undefined) {
+          next();
+          return;
+        }
+        info = { ...info, operationRulesOnly: true };
+        again = true;
+      }
+      marked[DECIDED] = limiter;
+      v = limiter.evaluate(info);
+    } catch (error) {
+      next(error);
+      return;
+    }
+    if (isPromiseLike(v)) v.then((r) => apply(r, res, next, again), next);
+    else apply(v, res, next, again);
+  };
+}

@@ -1,0 +1,1 @@
+export { type ExpressRateLimitOptions, expressRequestInfo, rateLimit } from './express-adapter.js';

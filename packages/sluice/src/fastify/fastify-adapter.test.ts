@@ -1,0 +1,76 @@
+import Fastify from 'fastify';
+import { afterEach, describe, expect, it } from 'vitest';
+import { fixture } from '../../test/support/adapter-fixtures.js';
+import { sluiceFastify } from './fastify-adapter.js';
+
+const apps: { close(): Promise<unknown> }[] = [];
+afterEach(async () => {
+  await Promise.all(apps.splice(0).map((a) => a.close()));
+});
+
+describe('Fastify adapter', () => {
+  it('takes operation and cost from per-route config and exempts routes with rateLimit: false', async () => {
+    const { http } = fixture();
+    const app = Fastify();
+    apps.push(app);
+    await app.register(sluiceFastify, { limiter: http });
+    app.post('/api/items', { config: { rateLimit: { operation: 'rl.write', cost: 2 } } }, async () => 'ok');
+    app.get('/api/free', { config: { rateLimit: false } }, async () => 'ok');
+    const post = await app.inject({ method: 'POST', url: '/api/items' });
+    expect(post.statusCode).toBe(200);
+    expect(post.headers.ratelimit).toBe('"rl.read";r=1;t=1, "rl.write";r=0;t=1');
+    const free = await app.inject({ method: 'GET', url: '/api/free' });
+    expect(free.statusCode).toBe(200);
+    expect(free.headers.ratelimit).toBeUndefined();
+  });
+
+  it('works with an asynchronous store and surfaces store failures as errors', async () => {
+    const ok = Fastify();
+    apps.push(ok);
+    await ok.register(sluiceFastify, { limiter: fixture('async').http });
+    ok.get('/api/x', async () => 'ok');
+    expect((await ok.inject({ url: '/api/x' })).headers.ratelimit).toBe('"rl.read";r=2;t=1');
+    const down = Fastify();
+    apps.push(down);
+    await down.register(sluiceFastify, { limiter: fixture('failing').http });
+    down.get('/api/x', async () => 'never');
+    expect((await down.inject({ url: '/api/x' })).statusCode).toBe(500);
+  });
+
+  it('decides in another hook when asked, and rejects bad options', async () => {
+    const app = Fastify();
+    apps.push(app);
+    await app.register(sluiceFastify, { limiter: fixture().http, hook: 'preHandler' });
+    app.get('/api/x', async () => 'ok');
+    expect((await app.inject({ url: '/api/x' })).headers.ratelimit).toBe('"rl.read";r=2;t=1');
+    const bad = Fastify();
+    apps.push(bad);
+    await expect(bad.register(sluiceFastify, { limiter: {} as never })).rejects.toThrow(/HttpLimiter/);
+    const badHook = Fastify();
+    apps.push(badHook);
+    await expect(
+      badHook.register(sluiceFastify, { limiter: fixture().http, hook: 'onSend' as never }),
+    ).rejects.toThrow(/options\.hook/);
+  });
+});
+
+describe('Fastify adapter coverage', () => {
+  it('limits requests that match no route, and keeps route hooks of the application', async () => {
+    const app = Fastify();
+    apps.push(app);
+    await app.register(sluiceFastify, { limiter: fixture().http });
+    let own = 0;
+    const count = (_req: unknown, _reply: unknown, done: () => void) => {
+      own++;
+      done();
+    };
+    app.get('/api/own', { onRequest: [count] }, async () => 'ok');
+    app.get('/api/single', { onRequest: count }, async () => 'ok');
+    expect((await app.inject({ url: '/api/nowhere' })).headers.ratelimit).toBe('"rl.read";r=2;t=1');
+    expect((await app.inject({ url: '/api/own' })).headers.ratelimit).toBe('"rl.read";r=1;t=1');
+    expect((await app.inject({ url: '/api/single' })).headers.ratelimit).toBe('"rl.read";r=0;t=1');
+    expect(own).toBe(2);
+    expect((await app.inject({ url: '/api/own' })).statusCode).toBe(429);
+    expect(own).toBe(2); // the limiter runs first and answers before the route's own hooks
+  });
+});

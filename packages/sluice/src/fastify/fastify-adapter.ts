@@ -1,0 +1,157 @@
+import type {
+  FastifyInstance,
+  FastifyPluginCallback,
+  FastifyReply,
+  FastifyRequest,
+  HookHandlerDoneFunction,
+} from 'fastify';
+import fp from 'fastify-plugin';
+import {
+  type HttpLimiter,
+  type HttpRequestInfo,
+  type Identity,
+  isPromiseLike,
+  type Verdict,
+} from '../http/index.js';
+
+/** Per-route settings, under `config.rateLimit` of a route. */
+export interface FastifyRouteRateLimit {
+  /** The operation class of the route, for rules with `operation`. */
+  readonly operation?: string;
+  /** Whole tokens a request to this route costs. */
+  readonly cost?: number;
+}
+
+/** Options of the {@link sluiceFastify} plugin. */
+export interface SluiceFastifyOptions {
+  /** From `createHttpLimiter` (`sluice/http`). */
+  readonly limiter: HttpLimiter;
+  /** The verified caller; use hook `preHandler` when it comes from an authentication hook. */
+  readonly identify?: (request: FastifyRequest) => Identity | undefined;
+  /**
+   * The hook that decides: `onRequest` (default: the earliest, before the body is read, so a flood costs
+   * least) or `preValidation`/`preHandler` when identity is set by an earlier hook.
+   */
+  readonly hook?: 'onRequest' | 'preValidation' | 'preHandler';
+}
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Sluice per-route settings; `false` exempts the route from every rule. */
+    rateLimit?: FastifyRouteRateLimit | false;
+  }
+}
+
+/**
+ * The framework-neutral view of a Fastify request (route params included, since routing is done by then). For
+ * authentication code that reports failed credentials; the plugin itself builds the view from settings it read
+ * once per route, since `request.routeOptions` builds a new object on every access.
+ *
+ * @param request - the Fastify request.
+ * @param identify - the identity function, if any.
+ */
+export function fastifyRequestInfo(
+  request: FastifyRequest,
+  identify?: (request: FastifyRequest) => Identity | undefined,
+): HttpRequestInfo {
+  const route = request.routeOptions.config?.rateLimit;
+  return requestInfo(request, identify, route || undefined);
+}
+
+function requestInfo(
+  request: FastifyRequest,
+  identify: ((request: FastifyRequest) => Identity | undefined) | undefined,
+  route: FastifyRouteRateLimit | undefined,
+): HttpRequestInfo {
+  return {
+    method: request.method,
+    path: request.url,
+    headers: request.headers,
+    remoteAddress: request.raw.socket.remoteAddress,
+    identity: identify?.(request),
+    operation: route?.operation,
+    params: request.params as Record<string, string>,
+    cost: route?.cost,
+  };
+}
+
+function apply(v: Verdict, reply: FastifyReply, done: HookHandlerDoneFunction): void {
+  const h = v.headers;
+  for (let i = 0; i < h.length; i++) reply.header(h[i][0], h[i][1]);
+  if (v.action !== 'deny') {
+    done();
+    return;
+  }
+  // A Buffer, so Fastify sends the content type as set; a string would get a charset appended and the answer
+  // would differ from the other adapters.
+  reply.code(v.status).send(Buffer.from(v.body ?? ''));
+}
+
+type Hook = (request: FastifyRequest, reply: FastifyReply, next: HookHandlerDoneFunction) => void;
+const HOOKS = ['onRequest', 'preValidation', 'preHandler'] as const;
+
+const plugin: FastifyPluginCallback<SluiceFastifyOptions> = (fastify: FastifyInstance, options, done) => {
+  const limiter = options.limiter;
+  if (typeof limiter?.evaluate !== 'function') {
+    done(
+      new TypeError('sluice fastify plugin: options.limiter must be an HttpLimiter from createHttpLimiter'),
+    );
+    return;
+  }
+  const name = options.hook ?? 'onRequest';
+  if (!HOOKS.includes(name)) {
+    done(new TypeError(`sluice fastify plugin: options.hook must be onRequest, preValidation or preHandler`));
+    return;
+  }
+  const identify = options.identify;
+  const decide = (
+    route: FastifyRouteRateLimit | undefined,
+    request: FastifyRequest,
+    reply: FastifyReply,
+    next: HookHandlerDoneFunction,
+  ): void => {
+    let v: ReturnType<HttpLimiter['evaluate']>;
+    try {
+      v = limiter.evaluate(requestInfo(request, identify, route));
+    } catch (error) {
+      next(error as Error);
+      return;
+    }
+    if (isPromiseLike(v)) v.then((r) => apply(r, reply, next), next);
+    else apply(v, reply, next);
+  };
+  // Each route gets its own hook with its settings read once here (as @fastify/rate-limit does); routes must
+  // therefore be registered after the plugin. Requests that match no route are decided by the instance-wide
+  // hook, which passes every other request straight on.
+  fastify.addHook('onRoute', (routeOptions) => {
+    const route = routeOptions.config?.rateLimit;
+    if (route === false) return;
+    const settings =
+      route === undefined ? undefined : Object.freeze({ operation: route.operation, cost: route.cost });
+    const hook: Hook = (request, reply, next) => decide(settings, request, reply, next);
+    const existing = routeOptions[name] as Hook | Hook[] | undefined;
+    (routeOptions as unknown as Record<string, unknown>)[name] =
+      existing === undefined ? [hook] : Array.isArray(existing) ? [hook, ...existing] : [hook, existing];
+  });
+  fastify.addHook(
+    name as 'onRequest',
+    (request: FastifyRequest, reply: FastifyReply, next: HookHandlerDoneFunction) => {
+      if (request.is404) decide(undefined, request, reply, next);
+      else next();
+    },
+  );
+  done();
+};
+
+/**
+ * The Fastify 5 plugin (wrapped with fastify-plugin, so it covers every route of the instance registered after
+ * it, and requests that match no route). Per route, `config: { rateLimit: { operation: 'rl.write', cost: 2 } }`
+ * sets the operation class and cost, and `config: { rateLimit: false }` exempts the route.
+ *
+ * @example
+ * ```ts
+ * await app.register(sluiceFastify, { limiter: http });
+ * app.post('/items', { config: { rateLimit: { operation: 'rl.write' } } }, handler);
+ * ```
+ */
+export const sluiceFastify = fp(plugin, { fastify: '5.x', name: 'sluice' });

@@ -1,0 +1,6 @@
+export {
+  type FastifyRouteRateLimit,
+  fastifyRequestInfo,
+  type SluiceFastifyOptions,
+  sluiceFastify,
+} from './fastify-adapter.js';

@@ -1,0 +1,1 @@
+export { type HonoRateLimitOptions, honoRequestInfo, rateLimit } from './hono-adapter.js';

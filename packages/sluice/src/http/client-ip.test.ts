@@ -1,0 +1,116 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { createClientIpResolver } from './client-ip.js';
+import { forwardedForHops, forwardedHops } from './forwarded.js';
+import { ipKeyOf, normalizeIp } from './ip-address.js';
+
+describe('normalizeIp and ipKeyOf', () => {
+  it.each([
+    ['192.0.2.1', '192.0.2.1', '192.0.2.1'],
+    ['::ffff:192.0.2.1', '192.0.2.1', '192.0.2.1'],
+    ['::FFFF:192.0.2.1', '192.0.2.1', '192.0.2.1'],
+    ['2001:DB8:1:2:3:4:5:6', '2001:db8:1:2:3:4:5:6', '2001:db8:1:2::/64'],
+    ['2001:db8::1', '2001:db8::1', '2001:db8::/64'],
+    ['fe80::1%eth0', 'fe80::1', 'fe80::/64'],
+    ['::1', '::1', '::/64'],
+  ])('%s is %s, keyed %s', (input, canonical, key) => {
+    expect(normalizeIp(input)).toBe(canonical);
+    expect(ipKeyOf(input)).toBe(key);
+  });
+
+  it.each(['', 'x', '01.2.3.4', '0x7f.0.0.1', '1.2.3', '[::1]', '1.2.3.4:80', '999.1.1.1'])(
+    'rejects %j',
+    (v) => {
+      expect(normalizeIp(v)).toBeUndefined();
+      expect(ipKeyOf(v)).toBeUndefined();
+    },
+  );
+});
+
+describe('forwarding header readers', () => {
+  it('read X-Forwarded-For right to left with ports and brackets stripped', () => {
+    expect(forwardedForHops('198.51.100.7, 10.0.0.1:8080 ,[2001:db8::1]:443')).toEqual([
+      '2001:db8::1',
+      '10.0.0.1',
+      '198.51.100.7',
+    ]);
+    expect(forwardedForHops('a,,b')).toEqual(['b', '', 'a']);
+  });
+
+  it('read RFC 7239 Forwarded for= nodes right to left', () => {
+    expect(
+      forwardedHops(
+        'for=192.0.2.43, for="[2001:db8:cafe::17]:4711";proto=https, proto=http;For=198.51.100.17;by=x',
+      ),
+    ).toEqual(['198.51.100.17', '2001:db8:cafe::17', '192.0.2.43']);
+    expect(forwardedHops('for=unknown, for="_hidden"')).toEqual(['_hidden', 'unknown']);
+    expect(forwardedHops('for="\\"x";by=1')).toEqual(['"x']);
+    expect(forwardedHops('for="unterminated')).toEqual(['']);
+    expect(forwardedHops('proto=https')).toEqual(['']);
+  });
+
+  it('never throw on arbitrary input', () => {
+    fc.assert(
+      fc.property(fc.string({ maxLength: 200 }), (s) => {
+        expect(Array.isArray(forwardedHops(s))).toBe(true);
+        expect(Array.isArray(forwardedForHops(s))).toBe(true);
+      }),
+    );
+  });
+});
+
+describe('createClientIpResolver', () => {
+  it('ignores forwarding headers without trusted proxies', () => {
+    const ip = createClientIpResolver();
+    expect(ip('203.0.113.9', { 'x-forwarded-for': '198.51.100.7' })).toBe('203.0.113.9');
+    expect(ip('::ffff:203.0.113.9', {})).toBe('203.0.113.9');
+    expect(ip(undefined, {})).toBeUndefined();
+  });
+
+  it('ignores forwarding headers from an untrusted peer', () => {
+    const ip = createClientIpResolver({ trustedProxies: ['10.0.0.0/8'] });
+    expect(ip('203.0.113.9', { 'x-forwarded-for': '198.51.100.7' })).toBe('203.0.113.9');
+  });
+
+  it('skips trusted hops from the right and stops at the first untrusted one', () => {
+    const ip = createClientIpResolver({ trustedProxies: ['10.0.0.0/8', '2001:db8:ffff::/48'] });
+    const h = { 'x-forwarded-for': '6.6.6.6, 198.51.100.7, 10.1.1.1, 10.2.2.2' };
+    expect(ip('10.0.0.5', h)).toBe('198.51.100.7');
+    expect(ip('::ffff:10.0.0.5', h)).toBe('198.51.100.7');
+    expect(ip('2001:db8:ffff::1', { 'x-forwarded-for': '2001:db8:1::9' })).toBe('2001:db8:1::9');
+    expect(ip('10.0.0.5', { 'x-forwarded-for': '10.0.0.6, 10.0.0.7' })).toBe('10.0.0.6');
+    expect(ip('10.0.0.5', { 'x-forwarded-for': ['198.51.100.1', '198.51.100.2'] })).toBe('198.51.100.2');
+    expect(ip('10.0.0.5', { 'x-forwarded-for': '198.51.100.1, garbage' })).toBe('10.0.0.5');
+    expect(ip('10.0.0.5', {})).toBe('10.0.0.5');
+  });
+
+  it('reads only the configured header', () => {
+    const xff = createClientIpResolver({ trustedProxies: ['loopback'] });
+    const fwd = createClientIpResolver({ trustedProxies: ['loopback'], proxyHeader: 'forwarded' });
+    const h = { 'x-forwarded-for': '198.51.100.1', forwarded: 'for="[2001:db8::5]:80"' };
+    expect(xff('127.0.0.1', h)).toBe('198.51.100.1');
+    expect(fwd('127.0.0.1', h)).toBe('2001:db8::5');
+    expect(fwd('::1', { forwarded: 'for=unknown' })).toBe('::1');
+  });
+
+  it('reads Fetch Headers objects', () => {
+    const ip = createClientIpResolver({ trustedProxies: ['uniquelocal'] });
+    expect(ip('192.168.1.1', new Headers({ 'X-Forwarded-For': '198.51.100.3' }))).toBe('198.51.100.3');
+  });
+
+  it('rejects invalid options', () => {
+    expect(() => createClientIpResolver({ trustedProxies: ['nope'] })).toThrow(/trustedProxies\[0\]/);
+    expect(() => createClientIpResolver({ trustedProxies: 'loopback' as never })).toThrow(/trustedProxies/);
+    expect(() => createClientIpResolver({ proxyHeader: 'x-real-ip' as never })).toThrow(/proxyHeader/);
+  });
+
+  it('never throws and returns a valid address or undefined for any header', () => {
+    const ip = createClientIpResolver({ trustedProxies: ['0.0.0.0/0', '::/0'] });
+    fc.assert(
+      fc.property(fc.string({ maxLength: 100 }), fc.constantFrom('10.0.0.1', '::1', 'x'), (h, peer) => {
+        const r = ip(peer, { 'x-forwarded-for': h });
+        expect(r === undefined || normalizeIp(r) === r).toBe(true);
+      }),
+    );
+  });
+});

@@ -1,0 +1,129 @@
+import { isIP } from 'node:net';
+import ipaddr from 'ipaddr.js';
+
+/*
+ * Addresses are validated by node:net (strict: no octal, hex or short IPv4 forms, which ipaddr.js would accept)
+ * and parsed by ipaddr.js for IPv6 parts and CIDR matching. Results are cached in a small map because a server
+ * sees the same few peers (its proxies, its load balancer) on almost every request.
+ */
+
+const CACHE_LIMIT = 4096;
+const normalized = new Map<string, string | null>();
+const keyed = new Map<string, string>();
+
+function remember<V>(map: Map<string, V>, k: string, v: V): V {
+  // Clearing all at the cap is cheaper than LRU bookkeeping and bounds memory under a flood of distinct values.
+  if (map.size >= CACHE_LIMIT) map.clear();
+  map.set(k, v);
+  return v;
+}
+
+/**
+ * Validates and canonicalizes an IP address: IPv4 stays as given (node:net admits only dotted decimal), IPv6 is
+ * compressed and lower-cased with any zone id dropped, and an IPv4-mapped IPv6 address (`::ffff:192.0.2.1`) is
+ * unmapped to its IPv4 form so that one client never has two identities.
+ *
+ * @param value - an address without brackets or port.
+ * @returns the canonical address, or `undefined` when the value is not an IP address (never throws).
+ *
+ * @example
+ * ```ts
+ * normalizeIp('::FFFF:192.0.2.1'); // '192.0.2.1'
+ * normalizeIp('2001:DB8::1');      // '2001:db8::1'
+ * normalizeIp('not an ip');        // undefined
+ * ```
+ */
+export function normalizeIp(value: string): string | undefined {
+  const hit = normalized.get(value);
+  if (hit !== undefined) return hit ?? undefined;
+  const kind = isIP(value);
+  if (kind === 4) return remember<string | null>(normalized, value, value) as string;
+  if (kind !== 6) {
+    remember<string | null>(normalized, value, null);
+    return undefined;
+  }
+  const v6 = ipaddr.IPv6.parse(value);
+  const out = v6.isIPv4MappedAddress() ? v6.toIPv4Address().toString() : withoutZone(v6);
+  remember<string | null>(normalized, value, out);
+  return out;
+}
+
+function withoutZone(v6: ipaddr.IPv6): string {
+  v6.zoneId = undefined;
+  return v6.toString();
+}
+
+/**
+ * The bucket identity of a client address: an IPv4 address as it is, an IPv6 address by its /64 prefix (one
+ * subscriber usually holds a whole /64, so keying single addresses would give it 2^64 buckets), an IPv4-mapped
+ * address as its IPv4 form.
+ *
+ * @param ip - any IP address string.
+ * @returns for example `192.0.2.1` or `2001:db8:1:2::/64`; `undefined` for a value that is not an IP address.
+ */
+export function ipKeyOf(ip: string): string | undefined {
+  const hit = keyed.get(ip);
+  if (hit !== undefined) return hit;
+  const canonical = normalizeIp(ip);
+  if (canonical === undefined) return undefined;
+  if (isIP(canonical) === 4) return remember(keyed, ip, canonical);
+  const p = ipaddr.IPv6.parse(canonical).parts;
+  const prefix = new ipaddr.IPv6([p[0], p[1], p[2], p[3], 0, 0, 0, 0]).toString();
+  return remember(keyed, ip, `${prefix}/64`);
+}
+
+/** A parsed CIDR range of one address family. */
+export interface IpRange {
+  readonly kind: 'ipv4' | 'ipv6';
+  readonly text: string;
+  readonly address: ipaddr.IPv4 | ipaddr.IPv6;
+  readonly bits: number;
+}
+
+/** Named ranges accepted in a trusted-proxy list (the same names as the `proxy-addr` package Express uses). */
+export const NAMED_RANGES: Readonly<Record<string, readonly string[]>> = Object.freeze({
+  loopback: ['127.0.0.0/8', '::1/128'],
+  linklocal: ['169.254.0.0/16', 'fe80::/10'],
+  uniquelocal: ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', 'fc00::/7'],
+});
+
+/**
+ * Parses one range: a CIDR (`10.0.0.0/8`, `2001:db8::/32`) or a single address (a /32 or /128). IPv4-mapped
+ * IPv6 ranges are converted to IPv4 ranges, since addresses are unmapped before matching.
+ *
+ * @returns the range, or `undefined` when the text is neither.
+ */
+export function parseIpRange(text: string): IpRange | undefined {
+  const slash = text.indexOf('/');
+  const addr = slash < 0 ? text : text.slice(0, slash);
+  const kind = isIP(addr);
+  if (kind === 0) return undefined;
+  let bits = kind === 4 ? 32 : 128;
+  if (slash >= 0) {
+    const b = text.slice(slash + 1);
+    if (!/^\d{1,3}$/.test(b) || Number(b) > bits) return undefined;
+    bits = Number(b);
+  }
+  let address: ipaddr.IPv4 | ipaddr.IPv6 = kind === 4 ? ipaddr.IPv4.parse(addr) : ipaddr.IPv6.parse(addr);
+  if (address.kind() === 'ipv6' && (address as ipaddr.IPv6).isIPv4MappedAddress() && bits >= 96) {
+    address = (address as ipaddr.IPv6).toIPv4Address();
+    bits -= 96;
+  }
+  return Object.freeze({ kind: address.kind(), text, address, bits });
+}
+
+/**
+ * Tests a canonical address (from {@link normalizeIp}) against ranges.
+ *
+ * @param ip - a canonical address.
+ * @param ranges - parsed ranges.
+ */
+export function inRanges(ip: string, ranges: readonly IpRange[]): boolean {
+  if (ranges.length === 0) return false;
+  const kind = isIP(ip) === 4 ? 'ipv4' : 'ipv6';
+  const parsed = kind === 'ipv4' ? ipaddr.IPv4.parse(ip) : ipaddr.IPv6.parse(ip);
+  for (const r of ranges) {
+    if (r.kind === kind && (parsed as ipaddr.IPv4).match(r.address as ipaddr.IPv4, r.bits)) return true;
+  }
+  return false;
+}

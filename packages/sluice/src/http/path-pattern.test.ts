@@ -1,0 +1,79 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { compileEndpoint, compilePathPattern } from './path-pattern.js';
+
+describe('path patterns', () => {
+  it.each([
+    ['/health', '/health', true],
+    ['/health', '/HEALTH', true],
+    ['/health', '/health/', true],
+    ['/health', '/health?verbose=1', true],
+    ['/health', '/healthz', false],
+    ['/health', '/health/x', false],
+    ['/', '/', true],
+    ['/', '/a', false],
+    ['/.well-known/*', '/.well-known/openid-configuration', true],
+    ['/.well-known/*', '/.well-known/acme-challenge/x', true],
+    ['/.well-known/*', '/.well-known', false],
+    ['/.well-known/*', '/.well-known/', false],
+    ['/api/*/items', '/api/v1/items', true],
+    ['/api/*/items', '/api/v1/v2/items', false],
+    ['/api/*/items', '/api//items', false],
+    ['/hooks/:webhook_id', '/hooks/abc', true],
+    ['/hooks/:webhook_id', '/hooks', false],
+    ['/hooks/:webhook_id', '/hooks/abc/def', false],
+  ])('%s on %s is %s', (pattern, path, expected) => {
+    expect(compilePathPattern(pattern).match(path)).toBe(expected);
+  });
+
+  it('captures parameters', () => {
+    const p = compilePathPattern('/orgs/:org/hooks/:webhook_id');
+    expect(p.params).toEqual(['org', 'webhook_id']);
+    expect(p.capture('/orgs/o1/hooks/h2?x')).toEqual({ org: 'o1', webhook_id: 'h2' });
+    expect(p.capture('/orgs/o1')).toBeUndefined();
+  });
+
+  it.each(['api', '/a//b', '/a*', '/:', '/a:b', '/:a:b'])('rejects %j', (bad) => {
+    expect(() => compilePathPattern(bad)).toThrow(/pattern/);
+  });
+
+  it('agrees with a reference split-and-compare matcher on random paths', () => {
+    const seg = fc.constantFrom('a', 'b', 'A', 'api', '', 'x.y');
+    const pat = fc.array(fc.constantFrom('a', 'b', 'api', 'x.y', '*', ':p'), { minLength: 0, maxLength: 4 });
+    fc.assert(
+      fc.property(pat, fc.array(seg, { maxLength: 5 }), fc.boolean(), (parts, pathParts, slash) => {
+        const source = `/${parts.join('/')}`;
+        const path = `/${pathParts.join('/')}${slash && pathParts.length > 0 ? '/' : ''}`;
+        const got = compilePathPattern(source).match(path);
+        // One trailing slash is insignificant; the root pattern matches only "/" itself.
+        const trimmed = path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path;
+        const segs = trimmed === '/' ? [] : trimmed.slice(1).split('/');
+        let want: boolean;
+        if (parts.length === 0) want = path === '/';
+        else {
+          const rest = parts[parts.length - 1] === '*';
+          const fixed = rest ? parts.slice(0, -1) : parts;
+          want = rest ? segs.length > fixed.length : segs.length === fixed.length;
+          for (let i = 0; want && i < fixed.length; i++) {
+            const s = segs[i];
+            want = s !== '' && (fixed[i] === '*' || fixed[i] === ':p' || fixed[i] === s.toLowerCase());
+          }
+          if (want && rest) want = segs.slice(fixed.length).join('/') !== '' && segs[fixed.length] !== '';
+        }
+        expect(got).toBe(want);
+      }),
+      { numRuns: 500 },
+    );
+  });
+});
+
+describe('endpoints', () => {
+  it('parse methods and let GET cover HEAD', () => {
+    const e = compileEndpoint('GET /health');
+    expect(e.match('GET', '/health')).toBe(true);
+    expect(e.match('head', '/health')).toBe(true);
+    expect(e.match('POST', '/health')).toBe(false);
+    expect(compileEndpoint('/metrics').match('DELETE', '/metrics')).toBe(true);
+    expect(compileEndpoint('PUT,PATCH /x').methods).toEqual(['PUT', 'PATCH']);
+  });
+});

@@ -1,0 +1,194 @@
+import { invalidOption } from '../core/index.js';
+
+/*
+ * Path patterns, compiled once into a list of segments and matched by walking the path with indexOf: no regular
+ * expression, so matching is linear in the path's length whatever the pattern or the input (no backtracking).
+ *
+ * Syntax (docs/DECISIONS.md, "Path patterns"):
+ *   /health               literal segments, compared ASCII case-insensitively (Express routes that way)
+ *   /hooks/:webhook_id    `:name` matches one non-empty segment and captures it as a route parameter
+ *   /api/* /items         `*` in the middle matches exactly one non-empty segment
+ *   /.well-known/*        `*` as the last segment matches one or more remaining segments
+ * A query string is ignored; one trailing slash is insignificant (`/health/` is `/health`).
+ */
+
+const Kind = { Literal: 0, Param: 1, One: 2, Rest: 3 } as const;
+type Kind = (typeof Kind)[keyof typeof Kind];
+
+interface Segment {
+  readonly kind: Kind;
+  /** Literal text, lower case; or the parameter name. */
+  readonly text: string;
+}
+
+/** A compiled path pattern. */
+export interface PathPattern {
+  /** The pattern as written. */
+  readonly source: string;
+  /** Names of `:name` captures, in order. */
+  readonly params: readonly string[];
+  /** True when the path (query and one trailing slash ignored) matches. */
+  match(path: string): boolean;
+  /** The captured parameters of a path that {@link PathPattern.match}es; `undefined` when it does not. */
+  capture(path: string): Record<string, string> | undefined;
+}
+
+/**
+ * Compiles a path pattern.
+ *
+ * @param source - the pattern, starting with `/`.
+ * @param option - the option path for error messages.
+ * @throws SluiceError `ERR_INVALID_OPTION` for a pattern not starting with `/`, an empty segment, a `*` or `:`
+ * inside a segment, or a parameter without a name.
+ *
+ * @example
+ * ```ts
+ * const p = compilePathPattern('/hooks/:webhook_id');
+ * p.match('/hooks/abc?x=1'); // true
+ * p.capture('/hooks/abc');   // { webhook_id: 'abc' }
+ * ```
+ */
+export function compilePathPattern(source: string, option = 'pattern'): PathPattern {
+  if (typeof source !== 'string' || source.charCodeAt(0) !== 47 /* / */) {
+    throw invalidOption(option, 'a path pattern starting with "/"', source);
+  }
+  const raw = trimPath(source);
+  const segments: Segment[] = [];
+  const params: string[] = [];
+  if (raw !== '/') {
+    const parts = raw.slice(1).split('/');
+    parts.forEach((part, i) => {
+      if (part === '') throw invalidOption(option, 'a path pattern without empty segments ("//")', source);
+      if (part === '*') {
+        segments.push({ kind: i === parts.length - 1 ? Kind.Rest : Kind.One, text: '' });
+      } else if (part.charCodeAt(0) === 58 /* : */) {
+        const name = part.slice(1);
+        if (name === '' || name.includes(':') || name.includes('*')) {
+          throw invalidOption(option, 'a parameter segment of the form ":name"', source);
+        }
+        params.push(name);
+        segments.push({ kind: Kind.Param, text: name });
+      } else if (part.includes('*') || part.includes(':')) {
+        throw invalidOption(option, '"*" and ":name" only as whole segments', source);
+      } else {
+        segments.push({ kind: Kind.Literal, text: part.toLowerCase() });
+      }
+    });
+  }
+  const frozen = Object.freeze(segments);
+  return Object.freeze({
+    source,
+    params: Object.freeze(params),
+    match: (path: string) => walk(frozen, path, undefined),
+    capture(path: string) {
+      const out: Record<string, string> = {};
+      return walk(frozen, path, out) ? out : undefined;
+    },
+  });
+}
+
+/** The path without query string and without one trailing slash (the root stays `/`). */
+function trimPath(path: string): string {
+  const q = path.indexOf('?');
+  let end = q < 0 ? path.length : q;
+  if (end > 1 && path.charCodeAt(end - 1) === 47) end--;
+  return end === path.length ? path : path.slice(0, end);
+}
+
+function walk(segments: readonly Segment[], path: string, out: Record<string, string> | undefined): boolean {
+  if (path.charCodeAt(0) !== 47) return false;
+  const q = path.indexOf('?');
+  let end = q < 0 ? path.length : q;
+  if (segments.length === 0) return end === 1;
+  if (end > 1 && path.charCodeAt(end - 1) === 47) end--;
+  let pos = 1; // after the leading '/'
+  for (let i = 0; i < segments.length; i++) {
+    const seg = segments[i];
+    if (pos > end) return false;
+    if (seg.kind === Kind.Rest) return pos < end && path.charCodeAt(pos) !== 47; // one or more segments remain
+    let slash = path.indexOf('/', pos);
+    if (slash < 0 || slash > end) slash = end;
+    const len = slash - pos;
+    if (len === 0) return false;
+    if (seg.kind === Kind.Literal) {
+      if (len !== seg.text.length || !equalsLower(path, pos, seg.text)) return false;
+    } else if (seg.kind === Kind.Param && out !== undefined) {
+      out[seg.text] = path.slice(pos, slash);
+    }
+    pos = slash + 1;
+  }
+  return pos > end;
+}
+
+/** ASCII case-insensitive comparison of `path[pos..]` with a lower-case literal, without allocating. */
+function equalsLower(path: string, pos: number, lower: string): boolean {
+  for (let i = 0; i < lower.length; i++) {
+    let c = path.charCodeAt(pos + i);
+    if (c >= 65 && c <= 90) c += 32;
+    if (c !== lower.charCodeAt(i)) return false;
+  }
+  return true;
+}
+
+/** A method and path pattern: `GET /health` or `/metrics` (any method). */
+export interface EndpointPattern {
+  /** Upper-case methods; empty means any. `GET` also matches `HEAD`, as routers do. */
+  readonly methods: readonly string[];
+  readonly pattern: PathPattern;
+  /** True when method and path match. */
+  match(method: string, path: string): boolean;
+}
+
+/**
+ * Compiles an endpoint such as `GET /health`, `GET,HEAD /ready` or `/.well-known/*`.
+ *
+ * @throws SluiceError `ERR_INVALID_OPTION` for an invalid method list or pattern.
+ */
+export function compileEndpoint(text: string, option = 'endpoint'): EndpointPattern {
+  if (typeof text !== 'string') throw invalidOption(option, 'a string such as "GET /health"', text);
+  const trimmed = text.trim();
+  const space = trimmed.indexOf(' ');
+  const methods = space < 0 ? [] : parseMethods(trimmed.slice(0, space), option);
+  return endpoint(methods, compilePathPattern(space < 0 ? trimmed : trimmed.slice(space + 1).trim(), option));
+}
+
+/**
+ * Builds an endpoint from methods and a compiled pattern.
+ */
+export function endpoint(methods: readonly string[], pattern: PathPattern): EndpointPattern {
+  const set = new Set(methods);
+  if (set.has('GET')) set.add('HEAD');
+  const any = set.size === 0;
+  return Object.freeze({
+    methods: Object.freeze([...set]),
+    pattern,
+    match: (method: string, path: string) =>
+      (any || set.has(method) || set.has(method.toUpperCase())) && pattern.match(path),
+  });
+}
+
+/** Set membership of a method, upper-casing only a method that is not upper case already (rare). */
+export function hasMethod(set: ReadonlySet<string>, method: string): boolean {
+  if (set.has(method)) return true;
+  for (let i = 0; i < method.length; i++) {
+    const c = method.charCodeAt(i);
+    if (c >= 97 && c <= 122) return set.has(method.toUpperCase());
+  }
+  return false;
+}
+
+/**
+ * Parses a method list (`GET`, `GET,POST`, or an array).
+ *
+ * @throws SluiceError `ERR_INVALID_OPTION` for an empty list or a method that is not an HTTP token.
+ */
+export function parseMethods(given: string | readonly string[], option: string): string[] {
+  const list = typeof given === 'string' ? given.split(',') : given;
+  if (!Array.isArray(list) || list.length === 0)
+    throw invalidOption(option, 'one or more HTTP methods', given);
+  return list.map((m: unknown) => {
+    const s = typeof m === 'string' ? m.trim().toUpperCase() : '';
+    if (!/^[A-Z]+$/.test(s)) throw invalidOption(option, 'HTTP methods such as GET or POST', m);
+    return s;
+  });
+}

@@ -1,0 +1,71 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { type Decision, Limiter, ManualClock } from '../core/index.js';
+import { MemoryStore } from '../memory/index.js';
+import { problemTypeResolver, rateLimitProblem, rateLimitProblemBody, windowPhrase } from './problem.js';
+
+describe('problem details', () => {
+  it('name the window in words where there is one', () => {
+    expect([1, 60, 3600, 86400, 90].map(windowPhrase)).toEqual([
+      'second',
+      'minute',
+      'hour',
+      'day',
+      '90 seconds',
+    ]);
+  });
+
+  it('join the type base with or without a trailing slash', () => {
+    expect(problemTypeResolver('https://e.example/p')?.('x')).toBe('https://e.example/p/x');
+    expect(problemTypeResolver('https://e.example/p/')?.('x')).toBe('https://e.example/p/x');
+    expect(problemTypeResolver(undefined)).toBeUndefined();
+  });
+
+  it('explain a cost above the burst', () => {
+    const limiter = new Limiter({
+      policies: [{ name: 'p', quota: 10, window: 60, burst: 3 }],
+      store: new MemoryStore({ sweepIntervalMs: 0 }),
+    });
+    const d = limiter.check('p', 'k', 5) as Decision;
+    expect(rateLimitProblem({ decision: d, path: '/', correlationId: 'c', nowMs: 0 }).detail).toBe(
+      'This request costs 5 requests, more than the burst of 3 that policy "p" allows.',
+    );
+  });
+
+  it('assembles the body exactly as JSON.stringify of the problem, for any decision and path', () => {
+    fc.assert(
+      fc.property(
+        fc.array(
+          fc.record({ quota: fc.integer({ min: 1, max: 1000 }), burst: fc.integer({ min: 1, max: 5 }) }),
+          {
+            minLength: 1,
+            maxLength: 3,
+          },
+        ),
+        fc.integer({ min: 1, max: 8 }),
+        fc.string(),
+        fc.option(fc.constantFrom('https://e.example/problems/', 'urn:x:')),
+        (specs, cost, path, base) => {
+          const clock = new ManualClock(0);
+          const limiter = new Limiter({
+            policies: specs.map((s, i) => ({ name: `p${i}`, quota: s.quota, window: 60, burst: s.burst })),
+            store: new MemoryStore({ clock, sweepIntervalMs: 0 }),
+          });
+          const checks = specs.map((_, i) => ({ policy: `p${i}`, key: 'k' }));
+          for (let i = 0; i < 6; i++) {
+            const d = limiter.decide(checks, cost) as Decision;
+            if (d.allowed) continue;
+            const input = {
+              decision: d,
+              path: `/${path}`,
+              correlationId: 'id-1',
+              nowMs: 1_700_000_000_123,
+              typeOf: problemTypeResolver(base ?? undefined),
+            };
+            expect(rateLimitProblemBody(input)).toBe(JSON.stringify(rateLimitProblem(input)));
+          }
+        },
+      ),
+    );
+  });
+});

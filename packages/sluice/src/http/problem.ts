@@ -1,0 +1,179 @@
+import type { Decision } from '../core/index.js';
+import { invalidOption } from '../core/index.js';
+import { mostRestrictive, resetEpochSeconds } from './rate-limit-headers.js';
+
+/** The media type of RFC 9457 problem details. */
+export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
+
+/** Stable `code` values of the problem bodies this layer writes. */
+export const ProblemCode = Object.freeze({
+  /** A policy lacked the tokens (429). */
+  RateLimited: 'rate_limited',
+  /** The store could not decide and the failure mode is closed (503). */
+  Unavailable: 'rate_limiter_unavailable',
+});
+
+/** The RFC 9457 body of a rate-limit denial, with the contract's extension members. */
+export interface RateLimitProblem {
+  readonly type: string;
+  readonly title: string;
+  readonly status: 429 | 503;
+  readonly detail: string;
+  /** The request path (without query string). */
+  readonly instance: string;
+  readonly code: string;
+  /** Quota per window of the most restrictive violated policy. */
+  readonly limit?: number;
+  readonly remaining?: number;
+  /** Epoch second at which that policy's bucket is full again. */
+  readonly reset?: number;
+  /** Seconds, as in `Retry-After`. */
+  readonly retryAfter: number;
+  readonly 'violated-policies': readonly string[];
+  readonly correlation_id: string;
+}
+
+/**
+ * Validates the problem type base URI option and returns the function that builds a type URI from a slug. With
+ * no base the type is `about:blank` (RFC 9457, 4.2.1), which is why the default title then is the status phrase.
+ *
+ * @param base - an absolute URI such as `https://errors.example.com/problems/`, or `undefined`.
+ * @throws SluiceError `ERR_INVALID_OPTION` when the base is not an absolute URI.
+ */
+export function problemTypeResolver(base: unknown): ((slug: string) => string) | undefined {
+  if (base === undefined) return undefined;
+  if (typeof base !== 'string' || !URL.canParse(base)) {
+    throw invalidOption(
+      'problemTypeBase',
+      'an absolute URI such as "https://errors.example.com/problems/"',
+      base,
+    );
+  }
+  const joined = base.endsWith('/') || base.endsWith('#') ? base : `${base}/`;
+  return (slug) => `${joined}${slug}`;
+}
+
+/** "minute" for 60, "hour" for 3600, and so on; otherwise "N seconds". */
+export function windowPhrase(seconds: number): string {
+  switch (seconds) {
+    case 1:
+      return 'second';
+    case 60:
+      return 'minute';
+    case 3600:
+      return 'hour';
+    case 86400:
+      return 'day';
+    default:
+      return `${seconds} seconds`;
+  }
+}
+
+/** Inputs of {@link rateLimitProblem}. */
+export interface ProblemInput {
+  /** The denying decision. */
+  readonly decision: Decision;
+  /** The request path; a query string is cut off (it may carry secrets and is not the resource). */
+  readonly path: string;
+  /** From {@link correlationIdOf}. */
+  readonly correlationId: string;
+  /** Wall-clock milliseconds for `reset`; default `Date.now()`. */
+  readonly nowMs?: number;
+  /** From {@link problemTypeResolver}; `undefined` gives `about:blank`. */
+  readonly typeOf?: (slug: string) => string;
+}
+
+/**
+ * Builds the RFC 9457 problem of a denial: 429 `rate_limited` for a limited decision, 503
+ * `rate_limiter_unavailable` when the store could not decide. The body names policies and numbers only, never the
+ * bucket key, so it leaks neither the client's address nor whether a resource exists.
+ *
+ * @returns the problem object; `JSON.stringify` it for the body (see {@link rateLimitProblemBody}).
+ *
+ * @example
+ * ```ts
+ * rateLimitProblem({ decision, path: '/api/risk/simulation', correlationId: 'abc' }).detail;
+ * // 'You have exceeded your rate limit of 300 requests per minute.'
+ * ```
+ */
+export function rateLimitProblem(input: ProblemInput): RateLimitProblem {
+  const { decision, correlationId, typeOf } = input;
+  const q = input.path.indexOf('?');
+  const instance = q < 0 ? input.path : input.path.slice(0, q);
+  const retryAfter = Math.max(1, decision.retryAfterSeconds);
+  if (decision.reason === 'store_unavailable') {
+    return {
+      type: typeOf ? typeOf('rate-limiter-unavailable') : 'about:blank',
+      title: typeOf ? 'Rate Limiter Unavailable' : 'Service Unavailable',
+      status: 503,
+      detail: 'The rate limiter cannot decide right now; try again shortly.',
+      instance,
+      code: ProblemCode.Unavailable,
+      retryAfter,
+      'violated-policies': [],
+      correlation_id: correlationId,
+    };
+  }
+  const o = mostRestrictive(decision);
+  const p = o?.policy;
+  let detail = 'You have exceeded your rate limit.';
+  if (p !== undefined) {
+    detail =
+      decision.reason === 'cost_exceeds_burst'
+        ? `This request costs ${decision.cost} requests, more than the burst of ${p.burst} that policy "${p.name}" allows.`
+        : `You have exceeded your rate limit of ${p.quota} requests per ${windowPhrase(p.window)}.`;
+  }
+  const violated: string[] = [];
+  for (const v of decision.violated) violated.push(v.policy.name);
+  return {
+    type: typeOf ? typeOf('rate-limit-exceeded') : 'about:blank',
+    title: typeOf ? 'Rate Limit Exceeded' : 'Too Many Requests',
+    status: 429,
+    detail,
+    instance,
+    code: ProblemCode.RateLimited,
+    limit: p?.quota,
+    remaining: o?.remaining,
+    reset: o === undefined ? undefined : resetEpochSeconds(input.nowMs ?? Date.now(), o.resetSeconds),
+    retryAfter,
+    'violated-policies': violated,
+    correlation_id: correlationId,
+  };
+}
+
+const detailCache = new WeakMap<object, string>();
+const violatedCache = new WeakMap<object, string>();
+
+/**
+ * {@link rateLimitProblem} serialized as the response body, byte for byte what `JSON.stringify` gives (a test
+ * holds it to that), but assembled from cached pieces: the detail and the violated list of a policy are constant,
+ * so a flood of denials does not pay for building and stringifying an object each time.
+ */
+export function rateLimitProblemBody(input: ProblemInput): string {
+  const d = input.decision;
+  if (d.reason === 'store_unavailable' || d.reason === 'cost_exceeds_burst' || d.violated.length !== 1) {
+    return JSON.stringify(rateLimitProblem(input));
+  }
+  const o = d.violated[0];
+  const p = o.policy;
+  let detail = detailCache.get(p);
+  if (detail === undefined) {
+    detail = JSON.stringify(
+      `You have exceeded your rate limit of ${p.quota} requests per ${windowPhrase(p.window)}.`,
+    );
+    detailCache.set(p, detail);
+  }
+  let violated = violatedCache.get(p);
+  if (violated === undefined) {
+    violated = JSON.stringify([p.name]);
+    violatedCache.set(p, violated);
+  }
+  const typeOf = input.typeOf;
+  const type = typeOf ? JSON.stringify(typeOf('rate-limit-exceeded')) : '"about:blank"';
+  const title = typeOf ? '"Rate Limit Exceeded"' : '"Too Many Requests"';
+  const q = input.path.indexOf('?');
+  const instance = JSON.stringify(q < 0 ? input.path : input.path.slice(0, q));
+  const reset = resetEpochSeconds(input.nowMs ?? Date.now(), o.resetSeconds);
+  const retryAfter = Math.max(d.retryAfterSeconds, 1);
+  return `{"type":${type},"title":${title},"status":429,"detail":${detail},"instance":${instance},"code":"rate_limited","limit":${p.quota},"remaining":${o.remaining},"reset":${reset},"retryAfter":${retryAfter},"violated-policies":${violated},"correlation_id":${JSON.stringify(input.correlationId)}}`;
+}

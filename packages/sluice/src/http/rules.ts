@@ -1,0 +1,125 @@
+import {
+  integerOption,
+  invalidOption,
+  type Limiter,
+  objectOption,
+  type Policy,
+  rejectUnknownKeys,
+} from '../core/index.js';
+import { compileKey, type KeyDeriver, type KeySpec } from './keys.js';
+import {
+  compilePathPattern,
+  type EndpointPattern,
+  endpoint,
+  hasMethod,
+  parseMethods,
+} from './path-pattern.js';
+import type { HttpRequestInfo } from './types.js';
+
+/**
+ * Which policies apply to which requests, and how their buckets are keyed. A rule matches a request when every
+ * condition it names holds (`path` and `methods`, `operation`); a rule naming none matches every request that is
+ * not exempt. Every matching rule applies, in the order given, so a global tier policy and an endpoint policy
+ * are decided together, all or nothing; when two matching rules name the same policy, the first one keys it.
+ */
+export interface RuleOptions {
+  /** A label for errors and docs. */
+  readonly name?: string;
+  /** A path pattern (`/api/risk/simulation/*`, `/hooks/:webhook_id`); see README "Path patterns". */
+  readonly path?: string;
+  /** Methods (`POST`, `['PUT', 'PATCH']`, `'GET,POST'`); absent means any. `GET` also matches `HEAD`. */
+  readonly methods?: string | readonly string[];
+  /** Operation classes (`rl.write`); matches requests whose `operation` is one of them. */
+  readonly operation?: string | readonly string[];
+  /** Names of policies of the limiter, decided together. */
+  readonly policies: readonly string[];
+  /** How to key the buckets; default `ip`. */
+  readonly key?: KeySpec;
+  /** Whole tokens per request, or a function of the request; default 1. The request's own `cost` wins. */
+  readonly cost?: number | ((request: HttpRequestInfo) => number);
+}
+
+/** A rule compiled once: matchers, policies and key deriver. */
+export interface CompiledRule {
+  readonly name: string;
+  readonly endpoint: EndpointPattern | undefined;
+  readonly methods: ReadonlySet<string> | undefined;
+  readonly operations: ReadonlySet<string> | undefined;
+  readonly policies: readonly Policy[];
+  readonly key: KeyDeriver;
+  readonly cost: number | ((request: HttpRequestInfo) => number);
+  /** True when the rule's path pattern captures parameters. */
+  readonly captures: boolean;
+  /** True when method, path and operation conditions hold. */
+  match(request: HttpRequestInfo): boolean;
+}
+
+const KNOWN = ['name', 'path', 'methods', 'operation', 'policies', 'key', 'cost'];
+
+/**
+ * Validates and compiles one rule.
+ *
+ * @param options - the rule.
+ * @param limiter - the engine limiter whose policies the rule names.
+ * @param path - the option path for errors, for example `rules[2]`.
+ * @throws SluiceError `ERR_INVALID_OPTION` for an invalid field, `ERR_UNKNOWN_POLICY` for a policy the limiter
+ * does not have.
+ */
+export function compileRule(options: RuleOptions, limiter: Limiter, path: string): CompiledRule {
+  const o = objectOption(path, options);
+  rejectUnknownKeys(path, o, KNOWN);
+  const name = o.name === undefined ? path : String(o.name);
+  if (!Array.isArray(o.policies) || o.policies.length === 0) {
+    throw invalidOption(`${path}.policies`, 'a non-empty array of policy names', o.policies);
+  }
+  const policies = o.policies.map((n: unknown, i: number) => {
+    if (typeof n !== 'string') throw invalidOption(`${path}.policies[${i}]`, 'a policy name', n);
+    return limiter.policy(n);
+  });
+  const methods = o.methods === undefined ? undefined : parseMethods(o.methods as string, `${path}.methods`);
+  const ep =
+    o.path === undefined
+      ? undefined
+      : endpoint(methods ?? [], compilePathPattern(o.path as string, `${path}.path`));
+  const methodSet = ep === undefined && methods !== undefined ? withHead(methods) : undefined;
+  let operations: Set<string> | undefined;
+  if (o.operation !== undefined) {
+    const list = typeof o.operation === 'string' ? [o.operation] : o.operation;
+    if (!Array.isArray(list) || list.length === 0 || list.some((x) => typeof x !== 'string' || x === '')) {
+      throw invalidOption(
+        `${path}.operation`,
+        'an operation class or a non-empty array of them',
+        o.operation,
+      );
+    }
+    operations = new Set(list as string[]);
+  }
+  let cost: number | ((request: HttpRequestInfo) => number) = 1;
+  if (typeof o.cost === 'function') cost = o.cost as (request: HttpRequestInfo) => number;
+  else cost = integerOption(`${path}.cost`, o.cost, 1, Number.MAX_SAFE_INTEGER, 1);
+  const key = compileKey((o.key ?? 'ip') as KeySpec, `${path}.key`);
+  const match = (req: HttpRequestInfo): boolean => {
+    if (operations !== undefined && (req.operation === undefined || !operations.has(req.operation)))
+      return false;
+    if (ep !== undefined) return ep.match(req.method, req.path);
+    if (methodSet !== undefined) return hasMethod(methodSet, req.method);
+    return true;
+  };
+  return Object.freeze({
+    name,
+    endpoint: ep,
+    methods: methodSet,
+    operations,
+    policies: Object.freeze(policies),
+    key,
+    cost,
+    captures: ep !== undefined && ep.pattern.params.length > 0,
+    match,
+  });
+}
+
+function withHead(methods: readonly string[]): Set<string> {
+  const s = new Set(methods);
+  if (s.has('GET')) s.add('HEAD');
+  return s;
+}

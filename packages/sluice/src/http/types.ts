@@ -1,0 +1,104 @@
+import type { Decision, MaybePromise } from '../core/index.js';
+
+/**
+ * Request headers as the HTTP layer reads them: a plain object of lower-case names (Node's `IncomingHttpHeaders`,
+ * Fastify's `request.headers`) or anything with a `get(name)` method (the Fetch `Headers` of Hono, undici,
+ * Workers). Only the few headers the limiter needs are ever read, so no adapter copies the whole set.
+ */
+export type HeaderSource =
+  | Readonly<Record<string, string | readonly string[] | undefined>>
+  | { get(name: string): string | null | undefined };
+
+/**
+ * Who is calling, as established by the application's authentication before the limiter runs. Every field is
+ * optional; a key kind whose field is missing falls back to the client IP (the anonymous fallback). Values must
+ * come from verified credentials: a value the client can choose freely would let it pick a fresh bucket per
+ * request.
+ */
+export interface Identity {
+  /** The authenticated actor (user, service account): key kind `principal`. */
+  readonly principal?: string;
+  /** The tenant: with `client` for key kind `tenant-client`, with `user` for `tenant-user`. */
+  readonly tenant?: string;
+  /** The OAuth client or application id within the tenant. */
+  readonly client?: string;
+  /** The end user within the tenant. */
+  readonly user?: string;
+  /** The raw API key; only its SHA-256 hash ever reaches a bucket key, a log or a header. */
+  readonly apiKey?: string;
+  /** A device id: key kind `device` (the ticket's "device or token"; `token` is used when it is absent). */
+  readonly device?: string;
+  /** An API token id (not the secret): the fallback of key kind `device`. */
+  readonly token?: string;
+  /** A connection id (for example a WebSocket connection): key kind `connection`. */
+  readonly connection?: string;
+  /** An agent actor id: key kind `agent`. */
+  readonly agent?: string;
+  /** A human operator behind a terminal session: key kind `human`. */
+  readonly human?: string;
+  /** A managed host or machine id: key kind `host`. */
+  readonly host?: string;
+  /** Any further facts an exemption predicate or a custom key function wants (tier, mTLS subject...). */
+  readonly [extra: string]: unknown;
+}
+
+/**
+ * The framework-neutral view of one request that {@link HttpLimiter.evaluate} decides. Adapters build it from
+ * their framework's request; the gateway builds it from the proxied request.
+ */
+export interface HttpRequestInfo {
+  /** The method, upper case (`GET`); compared case-insensitively. */
+  readonly method: string;
+  /** The request target's path; a query string (`?...`) is ignored. */
+  readonly path: string;
+  /** The request headers. */
+  readonly headers: HeaderSource;
+  /** The connecting peer's address as the socket reports it (`::ffff:127.0.0.1`, `203.0.113.9`). */
+  readonly remoteAddress: string | undefined;
+  /** Route parameters known to the caller (for key kind `param`); a path pattern's `:name` captures add to them. */
+  readonly params?: Readonly<Record<string, string | undefined>>;
+  /** The verified caller; absent or partial for anonymous requests. */
+  readonly identity?: Identity;
+  /** The operation class of the matched route (for rules with `operation`), for example `rl.write`. */
+  readonly operation?: string;
+  /** Whole tokens this request costs; overrides the rules' cost. Integer >= 1. */
+  readonly cost?: number;
+  /**
+   * Decide only rules that name an `operation` (no path rules, no failed-credentials gate). Adapters set it when
+   * a route-level middleware runs on a request that a global one already decided, so that path rules are never
+   * charged twice.
+   */
+  readonly operationRulesOnly?: boolean;
+}
+
+/** A response header to set: `[name, value]`, the name in its canonical case. */
+export type HeaderPair = readonly [name: string, value: string];
+
+/** What to do with a request. */
+export type VerdictAction =
+  /** Proceed; set `headers` on whatever response the handler writes. */
+  | 'allow'
+  /** Answer now with `status`, `headers` and `body`; never call the handler. */
+  | 'deny'
+  /** No limit applies (exempt endpoint, exempt client, or no rule matched); proceed, set nothing. */
+  | 'exempt';
+
+/**
+ * The answer of {@link HttpLimiter.evaluate}: everything an adapter needs to respond, already formatted.
+ */
+export interface Verdict {
+  readonly action: VerdictAction;
+  /** 200 for allow and exempt, 429 when limited, 503 when the store is down and the failure mode is closed. */
+  readonly status: 200 | 429 | 503;
+  /** Headers to set on the response, in order: rate-limit headers, and on a denial the problem headers. */
+  readonly headers: readonly HeaderPair[];
+  /** The `application/problem+json` body of a denial (RFC 9457); absent otherwise. */
+  readonly body?: string;
+  /** The engine's decision; absent for exempt requests. */
+  readonly decision?: Decision;
+  /** The resolved client IP (unmapped, not yet truncated to /64); absent when it was not needed. */
+  readonly clientIp?: string;
+}
+
+/** A verdict now (memory store) or later (remote stores). */
+export type MaybeVerdict = MaybePromise<Verdict>;

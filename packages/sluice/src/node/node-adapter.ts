@@ -1,0 +1,208 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import {
+  type HeaderPair,
+  type HttpLimiter,
+  type HttpRequestInfo,
+  type Identity,
+  isPromiseLike,
+  type Verdict,
+} from '../http/index.js';
+
+/** Per-request facts an application supplies to the node:http adapter. */
+export interface NodeRateLimitOptions {
+  /** The verified caller, from your authentication (for principal, tenant, API-key keys). */
+  readonly identify?: (req: IncomingMessage) => Identity | undefined;
+  /** The operation class of the request, for rules with `operation`. */
+  readonly operation?: string | ((req: IncomingMessage) => string | undefined);
+  /** Route parameters, for `{ param }` and `webhook` keys. */
+  readonly params?: (req: IncomingMessage) => Readonly<Record<string, string | undefined>> | undefined;
+  /** Whole tokens this request costs; default the rules' cost. */
+  readonly cost?: (req: IncomingMessage) => number | undefined;
+}
+
+/**
+ * The framework-neutral view of a node:http request. Exported so that authentication code can pass the same
+ * view to {@link HttpLimiter.recordFailedCredentials}.
+ *
+ * @param req - the incoming request.
+ * @param options - identity, operation, params and cost functions.
+ */
+export function nodeRequestInfo(req: IncomingMessage, options: NodeRateLimitOptions = {}): HttpRequestInfo {
+  const op = options.operation;
+  return {
+    method: req.method ?? 'GET',
+    path: req.url ?? '/',
+    headers: req.headers,
+    remoteAddress: req.socket.remoteAddress,
+    identity: options.identify?.(req),
+    operation: typeof op === 'function' ? op(req) : op,
+    params: options.params?.(req),
+    cost: options.cost?.(req),
+  };
+}
+
+/**
+ * Sets every header of a verdict on the response; `setHeader` keeps them through a later `writeHead`. With
+ * `append`, the draft-11 list fields are added as further field lines (a second, route-level decision on the same
+ * request), which HTTP combines into one list.
+ */
+export function applyHeaders(res: ServerResponse, headers: readonly HeaderPair[], append = false): void {
+  for (let i = 0; i < headers.length; i++) {
+    const [name, value] = headers[i];
+    if (append && (name === 'RateLimit' || name === 'RateLimit-Policy') && res.hasHeader(name)) {
+      res.appendHeader(name, value);
+    } else res.setHeader(name, value);
+  }
+}
+
+/** Marks a request as decided by a limiter, so a second middleware on it decides only operation rules. */
+const DECIDED = Symbol('sluice.decided');
+
+/**
+ * The request view for this invocation, or `undefined` when there is nothing left to decide: a request that
+ * this limiter already decided is decided again only for operation rules, and only when an operation is known.
+ */
+function requestFor(
+  limiter: HttpLimiter,
+  req: IncomingMessage,
+  options: NodeRateLimitOptions,
+): HttpRequestInfo | undefined {
+  const marked = req as IncomingMessage & { [DECIDED]?: HttpLimiter };
+  const info = nodeRequestInfo(req, options);
+  if (marked[DECIDED] !== limiter) {
+    marked[DECIDED] = limiter;
+    return info;
+  }
+  return info.operation === undefined ? undefined : { ...info, operationRulesOnly: true };
+}
+
+/**
+ * Answers a denied request with the verdict's status, headers and problem body, and ends the response.
+ */
+export function sendDenial(res: ServerResponse, verdict: Verdict): void {
+  const body = verdict.body ?? '';
+  if (res.getHeaderNames().length > 0) {
+    // Headers set earlier (by other middleware) must survive: merge through setHeader.
+    applyHeaders(res, verdict.headers);
+    res.statusCode = verdict.status;
+    res.setHeader('Content-Length', Buffer.byteLength(body));
+    res.end(body);
+    return;
+  }
+  // The common case: one writeHead with a flat list, the cheapest way to send a flood of denials.
+  const h = verdict.headers;
+  const flat: string[] = new Array(h.length * 2 + 2);
+  for (let i = 0; i < h.length; i++) {
+    flat[2 * i] = h[i][0];
+    flat[2 * i + 1] = h[i][1];
+  }
+  flat[2 * h.length] = 'Content-Length';
+  flat[2 * h.length + 1] = String(Buffer.byteLength(body));
+  res.writeHead(verdict.status, flat);
+  res.end(body);
+}
+
+/** A `(req, res, next)` function in the style of Connect. */
+export type NodeMiddleware = (
+  req: IncomingMessage,
+  res: ServerResponse,
+  next: (error?: unknown) => void,
+) => void;
+
+/**
+ * A `(req, res, next)` rate-limit function for node:http servers and Connect-style stacks: on allow it sets the
+ * rate-limit headers and calls `next()`; on deny it writes the 429 (or 503) problem and never calls `next`;
+ * a store error that the store's failure mode surfaces goes to `next(error)`.
+ *
+ * @param limiter - from `createHttpLimiter` (`sluice/http`).
+ * @param options - identity, operation, params and cost functions.
+ *
+ * @example
+ * ```ts
+ * const limit = rateLimitMiddleware(httpLimiter);
+ * createServer((req, res) => limit(req, res, (err) => (err ? fail(res, err) : handle(req, res))));
+ * ```
+ */
+export function rateLimitMiddleware(
+  limiter: HttpLimiter,
+  options: NodeRateLimitOptions = {},
+): NodeMiddleware {
+  const apply = (v: Verdict, res: ServerResponse, next: (error?: unknown) => void, again: boolean): void => {
+    if (v.action === 'deny') {
+      sendDenial(res, v);
+      return;
+    }
+    applyHeaders(res, v.headers, again);
+    next();
+  };
+  return (req, res, next) => {
+    let v: ReturnType<HttpLimiter['evaluate']>;
+    let info: HttpRequestInfo | undefined;
+    try {
+      info = requestFor(limiter, req, options);
+      if (info === undefined) {
+        next();
+        return;
+      }
+      v = limiter.evaluate(info);
+    } catch (error) {
+      next(error);
+      return;
+    }
+    const again = info.operationRulesOnly === true;
+    if (isPromiseLike(v)) v.then((r) => apply(r, res, next, again), next);
+    else apply(v, res, next, again);
+  };
+}
+
+/**
+ * Wraps a node:http request handler: the handler runs only for allowed and exempt requests. A store error that
+ * surfaces is answered with a plain 500, since a bare handler has no error stack to pass it to.
+ *
+ * @param limiter - from `createHttpLimiter`.
+ * @param handler - your `(req, res)` handler.
+ * @param options - identity, operation, params and cost functions.
+ *
+ * @example
+ * ```ts
+ * createServer(withRateLimit(httpLimiter, (req, res) => res.end('hello'))).listen(3000, '127.0.0.1');
+ * ```
+ */
+export function withRateLimit(
+  limiter: HttpLimiter,
+  handler: (req: IncomingMessage, res: ServerResponse) => void,
+  options: NodeRateLimitOptions = {},
+): (req: IncomingMessage, res: ServerResponse) => void {
+  // A wrapper decides each request exactly once, so it needs no mark on the request (which would cost a shape
+  // change of every IncomingMessage) and no `next` closure per request.
+  const fail = (res: ServerResponse): void => {
+    if (!res.headersSent) {
+      res.statusCode = 500;
+      res.setHeader('Content-Type', 'text/plain; charset=utf-8');
+    }
+    res.end('Internal Server Error');
+  };
+  const finish = (v: Verdict, req: IncomingMessage, res: ServerResponse): void => {
+    if (v.action === 'deny') {
+      sendDenial(res, v);
+      return;
+    }
+    applyHeaders(res, v.headers);
+    handler(req, res);
+  };
+  return (req, res) => {
+    let v: ReturnType<HttpLimiter['evaluate']>;
+    try {
+      v = limiter.evaluate(nodeRequestInfo(req, options));
+    } catch {
+      fail(res);
+      return;
+    }
+    if (isPromiseLike(v))
+      v.then(
+        (r) => finish(r, req, res),
+        () => fail(res),
+      );
+    else finish(v, req, res);
+  };
+}

@@ -1,0 +1,462 @@
+import { Counter, collectDefaultMetrics, Gauge, Registry } from 'prom-client';
+import { booleanOption, type Decision, invalidOption, objectOption, SingleDecision } from '../core/index.js';
+import {
+  boundedRatios,
+  ChildCache,
+  type DecisionLabels,
+  type ExemptLabels,
+  FAILURE_MODES,
+  type FailureMode,
+  type LabelOptions,
+  type LimiterMetrics,
+  METRIC_OUTCOMES,
+  MetricLabels,
+  metricOutcome,
+  OTHER_LABEL,
+  OUTCOME_INDEX,
+  outcomeOf,
+  rejectUnknownSinkKeys,
+  type StoreStatsSource,
+  type WebhookResult,
+} from '../metrics/index.js';
+import { CellHistogram, DEFAULT_LATENCY_BUCKETS } from './cell-histogram.js';
+
+/** Options of {@link PrometheusMetrics}. */
+export interface PrometheusMetricsOptions extends LabelOptions {
+  /** Metric name prefix (white label): `<prefix>_rate_limit_exceeded_total`. Default `sluice`. */
+  readonly prefix?: string;
+  /** The registry to register in; default a new one (never prom-client's global registry). */
+  readonly registry?: Registry;
+  /** Upper bounds, in seconds, of the decision latency histogram; ascending, finite, positive. */
+  readonly latencyBuckets?: readonly number[];
+  /** Also collect prom-client's process metrics (CPU, memory, event loop) with the same prefix. Default false. */
+  readonly processMetrics?: boolean;
+}
+
+/** The names of the metrics of a {@link PrometheusMetrics}, by role. */
+export interface PrometheusMetricNames {
+  readonly decisions: string;
+  readonly exceeded: string;
+  readonly latency: string;
+  readonly exempt: string;
+  readonly trackedKeys: string;
+  readonly evictions: string;
+  readonly storeErrors: string;
+  readonly failoverSwitches: string;
+  readonly failoverActive: string;
+  readonly denyCacheHits: string;
+  readonly quotaUsage: string;
+  readonly quotaAlerts: string;
+  readonly webhook: string;
+}
+
+const PREFIX = /^[a-zA-Z_][a-zA-Z0-9_]*$/;
+
+/**
+ * The metric names for a prefix. The names are part of the public contract (dashboards and alert rules use them);
+ * docs/DECISIONS.md lists them.
+ *
+ * @throws SluiceError `ERR_INVALID_OPTION` when the prefix is not a valid metric name start.
+ */
+export function prometheusMetricNames(prefix = 'sluice'): PrometheusMetricNames {
+  if (typeof prefix !== 'string' || !PREFIX.test(prefix)) {
+    throw invalidOption('prefix', 'a metric name prefix matching [a-zA-Z_][a-zA-Z0-9_]*', prefix);
+  }
+  return Object.freeze({
+    decisions: `${prefix}_decisions_total`,
+    exceeded: `${prefix}_rate_limit_exceeded_total`,
+    latency: `${prefix}_decision_duration_seconds`,
+    exempt: `${prefix}_exempt_total`,
+    trackedKeys: `${prefix}_tracked_keys`,
+    evictions: `${prefix}_evictions_total`,
+    storeErrors: `${prefix}_store_errors_total`,
+    failoverSwitches: `${prefix}_store_failure_mode_switches_total`,
+    failoverActive: `${prefix}_store_failure_mode_active`,
+    denyCacheHits: `${prefix}_deny_cache_hits_total`,
+    quotaUsage: `${prefix}_quota_usage_ratio`,
+    quotaAlerts: `${prefix}_quota_alerts_total`,
+    webhook: `${prefix}_quota_webhook_deliveries_total`,
+  });
+}
+
+/** A running value with its frozen label set; counting into it allocates nothing. */
+interface Cell {
+  readonly labels: Readonly<Record<string, string>>;
+  value: number;
+}
+
+/**
+ * {@link LimiterMetrics} as Prometheus series through prom-client, in a registry you mount in any server (or serve
+ * with {@link metricsHandler}).
+ *
+ * Recording only adds to plain numbers cached per label combination; the prom-client metrics read them when
+ * scraped. So a decision allocates nothing once its label combination has been seen, and scraping costs one pass
+ * over the series. Every label goes through a closed set (allow-lists, or the first `maxLabelValues` values, then
+ * `other`): a key, IP address or token is never a label, and a flood of distinct keys adds no series.
+ *
+ * @example
+ * ```ts
+ * const metrics = new PrometheusMetrics({ prefix: 'acme', tiers: ['free', 'standard', 'enterprise'] });
+ * metrics.observeStore(store); // tracked keys and evictions of a MemoryStore, read at scrape time
+ * http.createServer(metricsHandler(metrics.registry)).listen(9464, '127.0.0.1');
+ * ```
+ */
+export class PrometheusMetrics implements LimiterMetrics {
+  /** The registry holding every metric of this sink. */
+  readonly registry: Registry;
+  /** The metric names in use. */
+  readonly names: PrometheusMetricNames;
+  readonly #labels: MetricLabels;
+  readonly #decisions = new ChildCache<Cell>(METRIC_OUTCOMES.length);
+  readonly #exceeded = new ChildCache<Cell>(1);
+  readonly #exempt = new ChildCache<Cell>(1);
+  readonly #denyCache = new ChildCache<Cell>(1);
+  readonly #byStore = new Map<string, Cell>();
+  readonly #latency: CellHistogram;
+  readonly #sources: StoreStatsSource[] = [];
+  readonly #sourceEvictions = new Map<StoreStatsSource, number>();
+  readonly #trackedKeys = new Map<string, number>();
+  readonly #evictions = new Map<string, number>();
+  readonly #failover = new Map<
+    string,
+    { switches: number; active: number; labels: Record<string, string> }
+  >();
+  readonly #alerts = new Map<string, number>();
+  readonly #webhook = new Map<string, number>();
+  readonly #usage: Gauge<string>;
+  readonly #maxTenants: number;
+
+  /**
+   * @param options - prefix, registry, label allow-lists and bounds, latency buckets.
+   * @throws SluiceError `ERR_INVALID_OPTION` for an invalid option.
+   */
+  constructor(options: PrometheusMetricsOptions = {}) {
+    const o = objectOption('PrometheusMetrics options', options) as PrometheusMetricsOptions;
+    rejectUnknownSinkKeys('PrometheusMetrics options', o, [
+      'prefix',
+      'registry',
+      'latencyBuckets',
+      'processMetrics',
+    ]);
+    this.names = prometheusMetricNames(o.prefix ?? 'sluice');
+    if (o.registry !== undefined && !(o.registry instanceof Registry)) {
+      throw invalidOption('registry', 'a prom-client Registry', o.registry);
+    }
+    this.registry = o.registry ?? new Registry();
+    this.#labels = new MetricLabels(o, 'PrometheusMetrics options');
+    this.#maxTenants = this.#labels.maxTenantSeries;
+    const n = this.names;
+    const r = [this.registry];
+    cellCounter(
+      n.decisions,
+      'Rate limit decisions by policy and outcome.',
+      ['policy', 'tier', 'rule', 'outcome'],
+      r,
+      this.#decisions,
+    );
+    cellCounter(
+      n.exceeded,
+      'Requests denied by a policy (rate limit exceeded), by policy, tier and endpoint rule.',
+      ['policy', 'tier', 'rule'],
+      r,
+      this.#exceeded,
+    );
+    cellCounter(
+      n.exempt,
+      'Requests exempt from rate limiting, by reason.',
+      ['reason', 'tier', 'rule'],
+      r,
+      this.#exempt,
+    );
+    cellCounter(
+      n.denyCacheHits,
+      'Denials answered by the local deny cache without a store call.',
+      ['policy', 'tier', 'rule'],
+      r,
+      this.#denyCache,
+    );
+    this.#latency = new CellHistogram(
+      n.latency,
+      'Time taken by a rate limit decision, in seconds.',
+      'store',
+      bucketsOption(o.latencyBuckets),
+    );
+    this.registry.registerMetric(this.#latency.asMetric());
+    const byStore = this.#byStore;
+    new Counter({
+      name: n.storeErrors,
+      help: 'Store calls that failed (timeout, connection lost, script error).',
+      labelNames: ['store'],
+      registers: r,
+      collect() {
+        this.reset();
+        for (const [store, cell] of byStore) this.inc({ store }, cell.value);
+      },
+    });
+    const sources = this.#sources;
+    const tracked = this.#trackedKeys;
+    const labels = this.#labels;
+    const trackedGauge: Gauge<string> = new Gauge({
+      name: n.trackedKeys,
+      help: 'Buckets held by a store now.',
+      labelNames: ['store'],
+      registers: r,
+      collect: () => {
+        const g = trackedGauge;
+        g.reset();
+        const sums = new Map(tracked);
+        for (const s of sources) {
+          const store = labels.store.value(s.kind);
+          sums.set(store, (sums.get(store) ?? 0) + s.stats().trackedKeys);
+        }
+        for (const [store, v] of sums) g.set({ store }, v);
+      },
+    });
+    const evictions = this.#evictions;
+    const evictionCounter: Counter<string> = new Counter({
+      name: n.evictions,
+      help: 'Buckets evicted to make room before they were full (each may change a later decision).',
+      labelNames: ['store'],
+      registers: r,
+      collect: () => {
+        this.#pullEvictions();
+        const c = evictionCounter;
+        c.reset();
+        for (const [store, v] of evictions) c.inc({ store }, v);
+      },
+    });
+    const failover = this.#failover;
+    new Counter({
+      name: n.failoverSwitches,
+      help: 'Times a store entered its failure mode (could not answer, so open or closed applied).',
+      labelNames: ['store', 'mode'],
+      registers: r,
+      collect() {
+        this.reset();
+        for (const f of failover.values()) this.inc(f.labels, f.switches);
+      },
+    });
+    new Gauge({
+      name: n.failoverActive,
+      help: '1 while a store is in its failure mode, else 0.',
+      labelNames: ['store', 'mode'],
+      registers: r,
+      collect() {
+        this.reset();
+        for (const f of failover.values()) this.set(f.labels, f.active);
+      },
+    });
+    this.#usage = new Gauge({
+      name: n.quotaUsage,
+      help: "A tenant's usage over the quota window divided by its quota (1 means the quota is used up).",
+      labelNames: ['tenant'],
+      registers: r,
+    });
+    const alerts = this.#alerts;
+    new Counter({
+      name: n.quotaAlerts,
+      help: 'Quota alerts raised, by threshold crossed (a ratio of the quota).',
+      labelNames: ['threshold'],
+      registers: r,
+      collect() {
+        this.reset();
+        for (const [threshold, v] of alerts) this.inc({ threshold }, v);
+      },
+    });
+    const webhook = this.#webhook;
+    new Counter({
+      name: n.webhook,
+      help: 'Quota webhook outcomes: delivered, retried (an attempt failed), failed (gave up), dropped (queue full).',
+      labelNames: ['result'],
+      registers: r,
+      collect() {
+        this.reset();
+        for (const [result, v] of webhook) this.inc({ result }, v);
+      },
+    });
+    if (booleanOption('processMetrics', o.processMetrics, false)) {
+      collectDefaultMetrics({ register: this.registry, prefix: `${o.prefix ?? 'sluice'}_` });
+    }
+  }
+
+  /**
+   * Reads a store's counters (tracked keys, evictions) at every scrape, for example a `MemoryStore`. The decision
+   * path is untouched.
+   */
+  observeStore(source: StoreStatsSource): this {
+    if (typeof source !== 'object' || source === null || typeof source.stats !== 'function') {
+      throw invalidOption('observeStore source', 'a store with kind and stats()', source);
+    }
+    this.#sources.push(source);
+    this.#sourceEvictions.set(source, source.stats().evictions);
+    return this;
+  }
+
+  /** The exposition text of every metric, as a scrape would return it. */
+  metrics(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  recordDecision(decision: Decision, labels?: DecisionLabels, durationSeconds?: number): void {
+    const g = this.#labels;
+    const tier = g.tier.value(labels?.tier ?? '');
+    const rule = g.rule.value(labels?.rule ?? '');
+    if (decision instanceof SingleDecision) {
+      // The common one-policy case: read the policy off the decision, so its outcome list is never built.
+      const p = decision.policy;
+      const policy = g.policy.value(p.name);
+      this.#count(
+        this.#decisions,
+        policy,
+        tier,
+        rule,
+        OUTCOME_INDEX[outcomeOf(decision, p.shadow, decision.limited)],
+      );
+      if (decision.limited && !p.shadow) this.#count(this.#exceeded, policy, tier, rule, 0);
+      if (durationSeconds !== undefined && durationSeconds >= 0) {
+        this.#latency.observe(g.store.value(labels?.store ?? ''), durationSeconds);
+      }
+      return;
+    }
+    const outcomes = decision.outcomes;
+    if (outcomes.length === 0) {
+      this.#count(this.#decisions, '', tier, rule, OUTCOME_INDEX[failedOutcome(decision)]);
+    }
+    for (let i = 0; i < outcomes.length; i++) {
+      const policy = g.policy.value(outcomes[i].policy.name);
+      this.#count(this.#decisions, policy, tier, rule, OUTCOME_INDEX[metricOutcome(decision, i)]);
+    }
+    const violated = decision.violated;
+    for (let i = 0; i < violated.length; i++) {
+      this.#count(this.#exceeded, g.policy.value(violated[i].policy.name), tier, rule, 0);
+    }
+    if (durationSeconds !== undefined && durationSeconds >= 0) {
+      this.#latency.observe(g.store.value(labels?.store ?? ''), durationSeconds);
+    }
+  }
+
+  recordExempt(labels: ExemptLabels): void {
+    const g = this.#labels;
+    const tier = g.tier.value(labels.tier ?? '');
+    const rule = g.rule.value(labels.rule ?? '');
+    this.#count(this.#exempt, g.reason.value(labels.reason), tier, rule, 0);
+    this.#count(this.#decisions, '', tier, rule, OUTCOME_INDEX.exempt);
+  }
+
+  recordStoreError(store: string): void {
+    const s = this.#labels.store.value(store);
+    let cell = this.#byStore.get(s);
+    if (cell === undefined) {
+      cell = { labels: Object.freeze({ store: s }), value: 0 };
+      this.#byStore.set(s, cell);
+    }
+    cell.value++;
+  }
+
+  recordFailover(store: string, mode: FailureMode, active: boolean): void {
+    const s = this.#labels.store.value(store);
+    const m = FAILURE_MODES.includes(mode) ? mode : OTHER_LABEL;
+    const key = `${s}\u0000${m}`;
+    let f = this.#failover.get(key);
+    if (f === undefined) {
+      f = { switches: 0, active: 0, labels: { store: s, mode: m } };
+      this.#failover.set(key, f);
+    }
+    if (active && f.active === 0) f.switches++;
+    f.active = active ? 1 : 0;
+  }
+
+  recordDenyCacheHit(policy: string, labels?: DecisionLabels): void {
+    const g = this.#labels;
+    this.#count(
+      this.#denyCache,
+      g.policy.value(policy),
+      g.tier.value(labels?.tier ?? ''),
+      g.rule.value(labels?.rule ?? ''),
+      0,
+    );
+  }
+
+  setTrackedKeys(store: string, count: number): void {
+    this.#trackedKeys.set(this.#labels.store.value(store), count);
+  }
+
+  recordEvictions(store: string, count: number): void {
+    const s = this.#labels.store.value(store);
+    this.#evictions.set(s, (this.#evictions.get(s) ?? 0) + count);
+  }
+
+  setQuotaUsage(ratios: ReadonlyMap<string, number>): void {
+    this.#usage.reset();
+    for (const [tenant, ratio] of boundedRatios(ratios, this.#maxTenants)) this.#usage.set({ tenant }, ratio);
+  }
+
+  recordQuotaAlert(threshold: number): void {
+    const t = String(threshold);
+    this.#alerts.set(t, (this.#alerts.get(t) ?? 0) + 1);
+  }
+
+  recordWebhook(result: WebhookResult): void {
+    this.#webhook.set(result, (this.#webhook.get(result) ?? 0) + 1);
+  }
+
+  #count(cache: ChildCache<Cell>, a: string, tier: string, rule: string, slot: number): void {
+    let cell = cache.find(a, tier, rule, slot);
+    if (cell === undefined) cell = cache.store(a, tier, rule, slot, this.#cell(cache, a, tier, rule, slot));
+    cell.value++;
+  }
+
+  #cell(cache: ChildCache<Cell>, a: string, tier: string, rule: string, slot: number): Cell {
+    if (cache === this.#decisions) {
+      return { labels: Object.freeze({ policy: a, tier, rule, outcome: METRIC_OUTCOMES[slot] }), value: 0 };
+    }
+    if (cache === this.#exempt) return { labels: Object.freeze({ reason: a, tier, rule }), value: 0 };
+    return { labels: Object.freeze({ policy: a, tier, rule }), value: 0 };
+  }
+
+  #pullEvictions(): void {
+    for (const s of this.#sources) {
+      const now = s.stats().evictions;
+      const before = this.#sourceEvictions.get(s) ?? 0;
+      if (now > before) this.recordEvictions(s.kind, now - before);
+      this.#sourceEvictions.set(s, now);
+    }
+  }
+}
+
+function failedOutcome(decision: Decision): 'failed_open' | 'failed_closed' {
+  return decision.allowed ? 'failed_open' : 'failed_closed';
+}
+
+function cellCounter(
+  name: string,
+  help: string,
+  labelNames: string[],
+  registers: Registry[],
+  cells: ChildCache<Cell>,
+): Counter<string> {
+  return new Counter({
+    name,
+    help,
+    labelNames,
+    registers,
+    collect() {
+      this.reset();
+      for (const cell of cells.values) this.inc(cell.labels, cell.value);
+    },
+  });
+}
+
+function bucketsOption(value: unknown): readonly number[] {
+  if (value === undefined) return DEFAULT_LATENCY_BUCKETS;
+  if (
+    !Array.isArray(value) ||
+    value.length === 0 ||
+    value.some(
+      (v, i) => typeof v !== 'number' || !Number.isFinite(v) || v <= 0 || (i > 0 && v <= value[i - 1]),
+    )
+  ) {
+    throw invalidOption('latencyBuckets', 'a non-empty ascending array of finite positive numbers', value);
+  }
+  return Object.freeze([...value]);
+}

@@ -1,0 +1,120 @@
+import { type Check, type Decision, type EvaluateMode, evaluate, msUntil, refill } from '../core/index.js';
+
+interface Snapshot {
+  /** Units the bucket held when Redis last answered a denial for it. */
+  units: number;
+  /** Local time of that answer, in whole milliseconds. */
+  at: number;
+  /** Local time after which the snapshot is not trusted any more: the denial's retry time. */
+  until: number;
+}
+
+/**
+ * Remembers buckets that Redis just denied, so the same key is denied again locally until its retry time,
+ * without a round trip.
+ *
+ * A snapshot is an upper bound of the bucket: other nodes only take tokens from it, so its true level is at most
+ * the snapshot refilled to now. The cache therefore only ever denies, and only when that upper bound denies
+ * (through the shared `evaluate`, so the headers are the ones Redis would have produced for this node alone);
+ * whenever the bound would admit, the call goes to Redis. A refund or reset on another node becomes visible
+ * here at the latest at the retry time. Entries are bounded (oldest dropped first) and need no timer.
+ */
+export class DenyCache {
+  readonly #entries = new Map<string, Snapshot>();
+  readonly #max: number;
+  #units = new Float64Array(4);
+
+  /** @param maxEntries - the most buckets remembered. */
+  constructor(maxEntries: number) {
+    this.#max = maxEntries;
+  }
+
+  /** Buckets remembered now. */
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  /**
+   * The denial for these checks when every bucket has a live snapshot and the snapshots deny; otherwise
+   * undefined (ask Redis).
+   */
+  lookup(
+    checks: readonly Check[],
+    keys: readonly string[],
+    cost: number,
+    mode: EvaluateMode,
+    now: number,
+  ): Decision | undefined {
+    const n = checks.length;
+    if (n > this.#units.length) this.#units = new Float64Array(n * 2);
+    const units = this.#units;
+    for (let i = 0; i < n; i++) {
+      const s = this.#entries.get(keys[i]);
+      if (s === undefined) return undefined;
+      if (now >= s.until) {
+        this.#entries.delete(keys[i]);
+        return undefined;
+      }
+      units[i] = refill(checks[i].policy, s.units, now - s.at);
+    }
+    const decision = evaluate(checks, n === units.length ? units : units.subarray(0, n), cost, mode);
+    return decision.allowed ? undefined : decision;
+  }
+
+  /**
+   * Records a denial Redis answered.
+   *
+   * @param before - each check's units at the decision (after refill), as the script returned them.
+   */
+  remember(
+    checks: readonly Check[],
+    keys: readonly string[],
+    before: Float64Array,
+    decision: Decision,
+    now: number,
+  ): void {
+    if (decision.reason !== 'limited') return;
+    let wait = 0;
+    for (const o of decision.violated) {
+      const i = decision.outcomes.indexOf(o);
+      const w = msUntil(o.policy, before[i], decision.cost * o.policy.unitsPerToken);
+      if (w > wait) wait = w;
+    }
+    if (wait <= 0) return;
+    for (let i = 0; i < checks.length; i++) {
+      if (this.#entries.size >= this.#max && !this.#entries.has(keys[i])) {
+        const oldest = this.#entries.keys().next().value as string;
+        this.#entries.delete(oldest);
+      }
+      this.#entries.delete(keys[i]);
+      this.#entries.set(keys[i], { units: before[i], at: now, until: now + wait });
+    }
+  }
+
+  /**
+   * Brings remembered buckets up to date with a later answer from Redis (this node took tokens from them since
+   * they were denied), so a later local denial reports their levels as Redis last knew them.
+   *
+   * @param after - each check's units after that decision.
+   */
+  refresh(keys: readonly string[], after: Float64Array, now: number): void {
+    if (this.#entries.size === 0) return;
+    for (let i = 0; i < keys.length; i++) {
+      const s = this.#entries.get(keys[i]);
+      if (s !== undefined) {
+        s.units = after[i];
+        s.at = now;
+      }
+    }
+  }
+
+  /** Forgets buckets whose level changed upwards here (refund, reset). */
+  forget(keys: readonly string[]): void {
+    for (const k of keys) this.#entries.delete(k);
+  }
+
+  /** Forgets everything. */
+  clear(): void {
+    this.#entries.clear();
+  }
+}

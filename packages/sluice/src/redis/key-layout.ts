@@ -1,0 +1,63 @@
+import { invalidOption, type Policy } from '../core/index.js';
+
+/**
+ * Derives the Cluster hash tag from a bucket key. All checks of one call must yield the same tag on a Cluster;
+ * the default uses the key itself.
+ */
+export type HashTagFunction = (key: string) => string;
+
+/**
+ * Names Redis keys for buckets.
+ *
+ * Default layout: `<prefix><policy>:{<key>}`. The hash tag is the bucket key between the braces, so every
+ * policy of one key lands in the same Cluster slot and a request whose checks share a key (the usual case:
+ * per-minute, per-hour and burst limits of one client) runs as one script call. With a `hashTag` function the
+ * layout is `<prefix><policy>:{<tag>}:<key>`, for requests that mix keys (a tenant limit beside a user limit:
+ * tag by tenant). Prefix and policy names contain no brace, so the first `{` is always the tag's: names stay
+ * unambiguous whatever the key holds.
+ */
+export class KeyLayout {
+  /** The white-label prefix. */
+  readonly prefix: string;
+  /** The tag function, or undefined for the key itself. */
+  readonly hashTag: HashTagFunction | undefined;
+  readonly #heads = new WeakMap<Policy, string>();
+
+  /**
+   * @param prefix - the white-label prefix, without braces.
+   * @param hashTag - optional tag function.
+   * @throws SluiceError `ERR_INVALID_OPTION` when the prefix holds a brace.
+   */
+  constructor(prefix: string, hashTag?: HashTagFunction) {
+    if (/[{}]/.test(prefix)) throw invalidOption('prefix', 'a string without { or }', prefix);
+    this.prefix = prefix;
+    this.hashTag = hashTag;
+  }
+
+  /**
+   * The Redis key of a bucket.
+   *
+   * @throws SluiceError `ERR_INVALID_OPTION` when the policy name holds a brace, or when the hash tag function
+   * returns an empty string or one with `}`.
+   */
+  key(policy: Policy, key: string): string {
+    let head = this.#heads.get(policy);
+    if (head === undefined) {
+      if (/[{}]/.test(policy.name)) {
+        throw invalidOption(
+          `policy "${policy.name}" name`,
+          'free of { and } for the Redis store',
+          policy.name,
+        );
+      }
+      head = `${this.prefix}${policy.name}:{`;
+      this.#heads.set(policy, head);
+    }
+    if (this.hashTag === undefined) return `${head}${key}}`;
+    const tag = this.hashTag(key);
+    if (typeof tag !== 'string' || tag.length === 0 || tag.includes('}')) {
+      throw invalidOption('hashTag(key)', 'a non-empty string without }', tag);
+    }
+    return `${head}${tag}}:${key}`;
+  }
+}

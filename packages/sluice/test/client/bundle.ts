@@ -1,0 +1,21 @@
+import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
+
+/**
+ * Bundles a browser entry with esbuild for the `browser` platform: a Node built-in anywhere in the client's import
+ * graph fails the build, so the bundle doubles as a portability check.
+ *
+ * @returns the IIFE source.
+ */
+export async function bundleForBrowser(entry: URL): Promise<string> {
+  const result = await build({
+    entryPoints: [fileURLToPath(entry)],
+    bundle: true,
+    format: 'iife',
+    platform: 'browser',
+    target: 'chrome120',
+    write: false,
+    logLevel: 'silent',
+  });
+  return result.outputFiles[0].text;
+}
