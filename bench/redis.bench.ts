@@ -2,7 +2,7 @@
  * Redis store benchmark: decisions per second at concurrency 1, 64 and 256 over 10k keys against one local
  * redis-server, for Sluice's RedisStore and, in the same process and run, rate-limiter-flexible's RateLimiterRedis
  * and rate-limit-redis (each on its own ioredis connection); rounds interleaved A B C, then C B A. Server commands
- * per decision come from INFO commandstats around each run. The ceiling is redis-benchmark (C client, pipelined)
+ * per decision come from INFO commandstats around each run, client CPU per decision from process.cpuUsage. The ceiling is redis-benchmark (C client, pipelined)
  * running Sluice's own script, one decision per call and 16 per call, beside bare INCR. Prints Markdown.
  *
  * Run: npx tsx bench/redis.bench.ts [rounds=3] [secondsPerRun=1]
@@ -115,8 +115,9 @@ const keys = Array.from({ length: KEYS }, (_, i) => `user:${i}`);
 async function measure(
   c: Contender,
   concurrency: number,
-): Promise<{ rate: number; commands: Map<string, number>; n: number }> {
+): Promise<{ rate: number; commands: Map<string, number>; n: number; cpuUs: number }> {
   const before = await commandStats();
+  const cpu = process.cpuUsage();
   let n = 0;
   let next = (Math.random() * KEYS) | 0;
   const end = performance.now() + seconds * 1000;
@@ -131,7 +132,13 @@ async function measure(
     }),
   );
   const elapsed = (performance.now() - start) / 1000;
-  return { rate: n / elapsed, commands: diff(await commandStats(), before), n };
+  const used = process.cpuUsage(cpu);
+  return {
+    rate: n / elapsed,
+    commands: diff(await commandStats(), before),
+    n,
+    cpuUs: used.user + used.system,
+  };
 }
 
 // Warm up: JIT, connections, script cache.
@@ -140,6 +147,7 @@ for (const c of contenders) await measure(c, 64);
 const rates = new Map<string, number[]>();
 const perDecision = new Map<string, Map<string, number>>();
 const serverUsec = new Map<string, number>();
+const clientUsec = new Map<string, number>();
 for (const conc of CONCURRENCY) {
   for (let r = 0; r < rounds; r++) {
     const order = r % 2 === 0 ? contenders : [...contenders].reverse();
@@ -150,6 +158,7 @@ for (const conc of CONCURRENCY) {
       if (conc === 256 && r === 0) {
         perDecision.set(c.name, new Map([...m.commands].map(([cmd, v]) => [cmd, v / m.n])));
         serverUsec.set(c.name, scriptUsec(m.commands) / m.n);
+        clientUsec.set(c.name, m.cpuUs / m.n);
       }
       process.stderr.write(`  c=${String(conc).padEnd(4)} ${c.name.padEnd(40)} ${rate(m.rate)}/s\n`);
     }
@@ -176,8 +185,8 @@ await denyClient.quit();
 
 // The ceiling: redis-benchmark (pipelined C client) running Sluice's own script.
 const policyArgs = [String(policy.quota), String(policy.unitsPerToken), String(policy.burst), '0', '0', '0'];
-// One policy (index 1); an entry: decide, cost 1, server time, one check of policy 1.
-const entry = ['d', '1', '', '1', '1'];
+// One policy (index 1); a run of entries: decide, cost 1, server time, one check of policy 1, then its length.
+const run1 = ['d', '1', '', '1', '1'];
 async function redisBenchmark(args: string[]): Promise<{ rate: number; usec: number }> {
   await redisCli(server.port, 'CONFIG', 'RESETSTAT');
   const { stdout } = await run(
@@ -216,11 +225,11 @@ const single = await redisBenchmark([
   SCRIPT_SHA,
   '1',
   'bench:rb:{__rand_int__}',
-  '1',
   '0',
   '1',
   ...policyArgs,
-  ...entry,
+  ...run1,
+  '1',
 ]);
 const BATCH = 16;
 const batched = await redisBenchmark([
@@ -228,11 +237,11 @@ const batched = await redisBenchmark([
   SCRIPT_SHA,
   String(BATCH),
   ...Array.from({ length: BATCH }, (_, i) => `bench:rb${i}:{__rand_int__}`),
-  String(BATCH),
   '0',
   '1',
   ...policyArgs,
-  ...Array.from({ length: BATCH }, () => entry).flat(),
+  ...run1,
+  String(BATCH),
 ]);
 
 for (const c of contenders) await c.close();
@@ -254,11 +263,17 @@ console.log(
   ),
 );
 console.log(
-  '\n### Redis commands and server CPU per decision (INFO commandstats, concurrency 256, first run)\n',
+  '\n### Redis commands, server and client CPU per decision (INFO commandstats, process.cpuUsage; c=256, first run)\n',
 );
 console.log(
   table(
-    ['contender', 'commands per decision', 'script CPU us per decision', 'by command'],
+    [
+      'contender',
+      'commands per decision',
+      'script CPU us per decision',
+      'client CPU us per decision',
+      'by command',
+    ],
     contenders.map((c) => {
       const m = perDecision.get(c.name) ?? new Map();
       const calls = [...m].filter(([k]) => !k.startsWith('usec:'));
@@ -267,6 +282,7 @@ console.log(
         c.name,
         total.toFixed(3),
         (serverUsec.get(c.name) ?? Number.NaN).toFixed(2),
+        (clientUsec.get(c.name) ?? Number.NaN).toFixed(2),
         calls
           .sort((x, y) => y[1] - x[1])
           .map(([k, v]) => `${k} ${v.toFixed(3)}`)

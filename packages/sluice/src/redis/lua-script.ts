@@ -5,41 +5,63 @@
  * It computes exactly the engine's fixed-point arithmetic (core/bucket-math.ts, core/evaluate.ts): integer
  * units of 1 / (window x 1000) token, refill of `quota` units per millisecond, elapsed time capped at fillMs and
  * clamped at 0, capacity `burst x unitsPerToken`, queue debt `queue.limit x unitsPerToken`. Every operand stays an
- * integer below 2^53, so Lua doubles and JavaScript doubles agree bit for bit; units are printed with `%.0f`
- * (never `tostring`, whose 14 significant digits would round them) and returned as strings.
+ * integer below 2^53, so Lua doubles and JavaScript doubles agree bit for bit; units are printed with `%d` (a
+ * cast to a 64-bit integer, exact for every integer below 2^53, and about twice as fast as `%.0f`; never
+ * `tostring`, whose 14 significant digits would round them) and returned as strings.
  *
  * Bucket value: the string `<units>:<last ms>`. A bucket that is full after an entry is deleted (it decides
- * like a missing one), every other bucket gets PX at its time to full, so Redis memory stays bounded.
+ * like a missing one), every bucket whose units changed gets PX at its time to full, so Redis memory stays
+ * bounded. A bucket whose units did not change (a denial, a peek) is not written at all: its stored units and
+ * time refill to the same level at any later time, and its expiry, set when it was written, is still its time
+ * to full (see D-R06).
+ *
+ * Server work per bucket: one share of an MGET (all buckets of the batch are read by one command per 1,000 keys)
+ * and one SET with PX when it changed.
  *
  * KEYS: every bucket key of every entry, in order.
- * ARGV[1]: number of entries. ARGV[2]: extra TTL milliseconds (non-zero only with an injected clock).
- * ARGV[3]: number of policies m, then m x (quota, unitsPerToken, burst, shadow 0/1, queue limit (0: none), queue
- * maxWaitMs): each policy of the call once, so an entry names its policies by index (fewer arguments to encode,
- * send and parse per decision).
- * Then per entry: op (d decide, r reserve, p peek, f refund, x reset), cost, now (empty: server TIME), n checks,
- * and per check the policy's index (1-based).
+ * ARGV[1]: extra TTL milliseconds (non-zero only with an injected clock).
+ * ARGV[2]: number of policies m, then m x (quota, unitsPerToken, burst, shadow 0/1, queue limit (0: none), queue
+ * maxWaitMs): each policy of the call once, so entries name their policies by index.
+ * Then runs of entries that share everything but their keys, until the end of ARGV: op (d decide, r reserve,
+ * p peek, f refund, x reset), cost, now (empty: server TIME), n checks, per check the policy's index (1-based),
+ * and the number of entries in the run (each takes the next n KEYS). Concurrent calls of one limiter usually
+ * share their shape, so a batch of 64 decisions sends about 6 arguments besides its keys.
  * Reply: per decide/reserve/peek entry the flag 1/0 (allowed) then each check's units after refill and before
  * the decision; per refund/reset entry the flag 1.
  */
 export const SCRIPT = `
 if redis.replicate_commands then redis.replicate_commands() end
 -- Locals, not globals: every global lookup goes through the protected global table of the scripting engine.
-local ARGV, KEYS, tonumber, call = ARGV, KEYS, tonumber, redis.call
+local ARGV, KEYS, tonumber, call, unpack = ARGV, KEYS, tonumber, redis.call, unpack
 local fmt, floor, ceil, find, sub = string.format, math.floor, math.ceil, string.find, string.sub
-local entries = tonumber(ARGV[1])
-local slack = tonumber(ARGV[2])
+local slack = tonumber(ARGV[1])
 local serverNow
-local cache = {}
-local out = {}
 local PQ, PP, PB, PS, PL, PW, PC, PF = {}, {}, {}, {}, {}, {}, {}, {}
-local a, k = 4, 1
-for j = 1, tonumber(ARGV[3]) do
+local a = 3
+for j = 1, tonumber(ARGV[2]) do
   local quota, upt, burst = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
   PQ[j], PP[j], PB[j], PS[j] = quota, upt, burst, ARGV[a + 3] == '1'
   PL[j], PW[j] = tonumber(ARGV[a + 4]) * upt, tonumber(ARGV[a + 5])
   PC[j] = burst * upt
   PF[j] = ceil((PC[j] + PL[j]) / quota)
   a = a + 6
+end
+
+-- One MGET per 1,000 keys instead of a GET per bucket (unpack is bounded by the Lua stack).
+local nkeys = #KEYS
+local raw
+if nkeys == 0 then
+  raw = {}
+elseif nkeys <= 1000 then
+  raw = call('MGET', unpack(KEYS))
+else
+  raw = {}
+  for i = 1, nkeys, 1000 do
+    local last = i + 999
+    if last > nkeys then last = nkeys end
+    local part = call('MGET', unpack(KEYS, i, last))
+    for j = 1, #part do raw[i + j - 1] = part[j] end
+  end
 end
 
 local function clockNow(s)
@@ -51,105 +73,128 @@ local function clockNow(s)
   return serverNow
 end
 
-local function load(key)
-  local b = cache[key]
-  if b then return b end
-  b = {}
-  local v = call('GET', key)
+-- Buckets of the batch, by slot: key, units (nil: missing, a full bucket), last time, stored in Redis, dirty,
+-- capacity and TTL to write. Parallel arrays rather than a table per bucket.
+local slotOf, SK, SU, ST, SS, SD, SC, SX = {}, {}, {}, {}, {}, {}, {}, {}
+local ns = 0
+local function load(k)
+  local key = KEYS[k]
+  local s = slotOf[key]
+  if s then return s end
+  ns = ns + 1
+  s = ns
+  slotOf[key], SK[s], SD[s] = s, key, false
+  local v = raw[k]
   if v then
     local i = find(v, ':', 1, true)
-    b.u = tonumber(sub(v, 1, i - 1))
-    b.t = tonumber(sub(v, i + 1))
-    b.stored = true
+    SU[s], ST[s], SS[s] = tonumber(sub(v, 1, i - 1)), tonumber(sub(v, i + 1)), true
+  else
+    SS[s] = false
   end
-  cache[key] = b
-  return b
+  return s
 end
 
 -- Units held now: a missing bucket is full; time that went backwards adds nothing.
-local function current(b, now, quota, cap, fill)
-  if b.u == nil then return cap end
-  local e = now - b.t
-  if e <= 0 then return b.u end
+local function current(s, now, quota, cap, fill)
+  local u = SU[s]
+  if u == nil then return cap end
+  local e = now - ST[s]
+  if e <= 0 then return u end
   if e > fill then e = fill end
-  local nx = b.u + e * quota
+  local nx = u + e * quota
   if nx < cap then return nx end
   return cap
 end
 
-local function keep(b, units, now, quota, cap)
-  if b.u == nil and units >= cap then return end
+local function keep(s, units, now, quota, cap)
+  if SU[s] == nil and units >= cap then return end
   local last = now
-  if b.t ~= nil and b.t > now then last = b.t end
-  b.u, b.t, b.cap, b.dirty = units, last, cap, true
-  b.ttl = (last - now) + ceil((cap - units) / quota) + slack
+  if ST[s] ~= nil and ST[s] > now then last = ST[s] end
+  SU[s], ST[s], SC[s], SD[s] = units, last, cap, true
+  SX[s] = (last - now) + ceil((cap - units) / quota) + slack
 end
 
+local out, o, k = {}, 0, 1
 local U, Q, P, B, S, L, W, C, F, BK = {}, {}, {}, {}, {}, {}, {}, {}, {}, {}
-for _ = 1, entries do
+local nargs = #ARGV
+while a <= nargs do
   local op, cost, now, n = ARGV[a], tonumber(ARGV[a + 1]), clockNow(ARGV[a + 2]), tonumber(ARGV[a + 3])
   a = a + 4
   for i = 1, n do
     local j = tonumber(ARGV[a])
     Q[i], P[i], B[i], S[i], L[i], W[i], C[i], F[i] = PQ[j], PP[j], PB[j], PS[j], PL[j], PW[j], PC[j], PF[j]
     a = a + 1
-    if op == 'x' then
-      cache[KEYS[k]] = { dirty = true, stored = true }
-    else
-      BK[i] = load(KEYS[k])
-      U[i] = current(BK[i], now, Q[i], C[i], F[i])
-    end
-    k = k + 1
   end
-  if op == 'f' then
+  local count = tonumber(ARGV[a])
+  a = a + 1
+  for _ = 1, count do
     for i = 1, n do
-      if BK[i].u ~= nil then
-        local u = U[i] + cost * P[i]
-        if u > C[i] then u = C[i] end
-        keep(BK[i], u, now, Q[i], C[i])
-      end
-    end
-    out[#out + 1] = '1'
-  elseif op == 'x' then
-    out[#out + 1] = '1'
-  else
-    local blocked, exceeds = false, false
-    for i = 1, n do
-      if cost > B[i] then
-        if not S[i] then exceeds = true end
+      local s = load(k)
+      if op == 'x' then
+        SU[s], ST[s], SD[s] = nil, nil, true
       else
-        local after = U[i] - cost * P[i]
-        if after < 0 then
-          local queued = op == 'r' and L[i] > 0 and -after <= L[i] and ceil(-after / Q[i]) <= W[i]
-          if not queued and not S[i] then blocked = true end
+        BK[i] = s
+        U[i] = current(s, now, Q[i], C[i], F[i])
+      end
+      k = k + 1
+    end
+    if op == 'f' then
+      for i = 1, n do
+        if SU[BK[i]] ~= nil then
+          local u = U[i] + cost * P[i]
+          if u > C[i] then u = C[i] end
+          keep(BK[i], u, now, Q[i], C[i])
         end
       end
-    end
-    local allowed = not blocked and not exceeds
-    out[#out + 1] = allowed and '1' or '0'
-    for i = 1, n do out[#out + 1] = fmt('%.0f', U[i]) end
-    if op ~= 'p' then
+      o = o + 1
+      out[o] = '1'
+    elseif op == 'x' then
+      o = o + 1
+      out[o] = '1'
+    else
+      local blocked, exceeds = false, false
       for i = 1, n do
-        local need = cost * P[i]
-        local limited
-        if cost > B[i] then limited = true
-        elseif U[i] >= need then limited = false
-        elseif op == 'r' and L[i] > 0 and need - U[i] <= L[i] then limited = ceil((need - U[i]) / Q[i]) > W[i]
-        else limited = true end
-        local u = U[i]
-        if allowed and not limited then u = u - need end
-        if u ~= U[i] or BK[i].t == nil or now > BK[i].t then keep(BK[i], u, now, Q[i], C[i]) end
+        if cost > B[i] then
+          if not S[i] then exceeds = true end
+        else
+          local after = U[i] - cost * P[i]
+          if after < 0 then
+            local queued = op == 'r' and L[i] > 0 and -after <= L[i] and ceil(-after / Q[i]) <= W[i]
+            if not queued and not S[i] then blocked = true end
+          end
+        end
+      end
+      local allowed = not blocked and not exceeds
+      o = o + 1
+      out[o] = allowed and '1' or '0'
+      for i = 1, n do
+        o = o + 1
+        out[o] = fmt('%d', U[i])
+      end
+      if op ~= 'p' and allowed then
+        for i = 1, n do
+          local need = cost * P[i]
+          local limited
+          if cost > B[i] then limited = true
+          elseif U[i] >= need then limited = false
+          elseif op == 'r' and L[i] > 0 and need - U[i] <= L[i] then limited = ceil((need - U[i]) / Q[i]) > W[i]
+          else limited = true end
+          -- Only a bucket that gave units is written: one whose level did not change refills from its stored
+          -- value to the same level as it would from a rewritten one, and keeps the same time to full.
+          if not limited and need > 0 then keep(BK[i], U[i] - need, now, Q[i], C[i]) end
+        end
       end
     end
   end
 end
 
-for key, b in pairs(cache) do
-  if b.dirty then
-    if b.u == nil or b.u >= b.cap then
-      if b.stored then call('DEL', key) end
+for s = 1, ns do
+  if SD[s] then
+    local u = SU[s]
+    if u == nil or u >= SC[s] then
+      if SS[s] then call('DEL', SK[s]) end
     else
-      call('SET', key, fmt('%.0f:%.0f', b.u, b.t), 'PX', fmt('%.0f', b.ttl))
+      call('SET', SK[s], fmt('%d:%d', u, ST[s]), 'PX', fmt('%d', SX[s]))
     end
   end
 end
@@ -161,4 +206,4 @@ return out
  * Node module; redis-store.test.ts fails when the script changes and this is not updated (a stale value would cost
  * a NOSCRIPT round trip on every call, never a wrong decision).
  */
-export const SCRIPT_SHA = '7544dc22f9b58ee5b797882da2f405fde178bed7';
+export const SCRIPT_SHA = '7c69c5da5d1a38dbf03c840515d013780861fd1b';

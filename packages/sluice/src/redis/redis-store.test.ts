@@ -232,6 +232,114 @@ describe('RedisStore: batching, script cache and deny cache', () => {
     expect(s.stats().scriptCalls).toBe(5);
   });
 
+  it('decides a batch of mixed calls (ops, costs, policies, repeated keys) like the reference model in order', async () => {
+    // Calls of one tick share script calls; the script packs runs of calls of one shape, so mixed shapes,
+    // repeated keys and resets between takes must still come out exactly as if decided one by one.
+    const queued = definePolicy({
+      name: 'rl.queued',
+      quota: 2,
+      window: 1,
+      burst: 3,
+      queue: { limit: 2, maxWaitMs: 2_000 },
+    });
+    const shadow = definePolicy({ name: 'rl.shadow', quota: 1, window: 1, burst: 2, shadow: true });
+    const policies = [write, hour, queued, shadow];
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(
+          fc.array(
+            fc.record({
+              kind: fc.constantFrom('decide', 'decide', 'reserve', 'peek', 'refund', 'reset'),
+              cost: fc.integer({ min: 1, max: 4 }),
+              key: fc.integer({ min: 0, max: 2 }),
+              which: fc.subarray([0, 1, 2, 3], { minLength: 1 }),
+            }),
+            { minLength: 1, maxLength: 40 },
+          ),
+          { minLength: 1, maxLength: 4 },
+        ),
+        fc.integer({ min: 1, max: 70 }),
+        async (ticks, maxEntries) => {
+          const { store: s, clock } = store({ denyCache: false, batch: { maxEntries, maxInFlight: 3 } });
+          const oracle = new ReferenceStore(clock);
+          const keys = [fresh('mix'), fresh('mix'), fresh('mix')];
+          for (const calls of ticks) {
+            clock.advance(700);
+            const want: unknown[] = [];
+            const got = await Promise.all(
+              calls.map((c) => {
+                const checks = c.which.map((i) => ({ policy: policies[i], key: keys[c.key] }));
+                if (c.kind === 'reset') {
+                  want.push(undefined);
+                  oracle.reset(checks);
+                  return s.reset(checks);
+                }
+                if (c.kind === 'refund') {
+                  want.push(undefined);
+                  oracle.refund(checks, c.cost);
+                  return s.refund(checks, c.cost);
+                }
+                const kind = c.kind as 'decide';
+                want.push(oracle[kind](checks, c.cost));
+                return s[kind](checks, c.cost);
+              }),
+            );
+            const plain = (d: unknown) =>
+              d === undefined
+                ? d
+                : {
+                    ...(d as object),
+                    outcomes: (d as { outcomes: object[] }).outcomes.map((x) => ({ ...x })),
+                  };
+            expect(got.map(plain)).toEqual(want.map(plain));
+          }
+          expect(s.stats().fallbackDecisions).toBe(0);
+          s.close();
+        },
+      ),
+      { numRuns: 25 },
+    );
+  });
+
+  it('answers a call without checks from Redis, like the memory store (no MGET of nothing)', async () => {
+    const { store: s } = store({ denyCache: false });
+    expect(await s.decide([], 1)).toMatchObject({ allowed: true, reason: 'allowed', outcomes: [] });
+    await s.refund([], 1);
+    await s.reset([]);
+    expect(s.stats()).toMatchObject({ redisDecisions: 1, fallbackDecisions: 0, errors: 0 });
+  });
+
+  it('reads more than 1,000 buckets of one script call in parts', async () => {
+    const { store: s } = store({ denyCache: false, batch: { maxEntries: 1_500, maxInFlight: 1 } });
+    const keys = Array.from({ length: 1_200 }, () => fresh('wide'));
+    // Twice each key in one tick: the second call must see the first one's token gone.
+    const decisions = await Promise.all(
+      [...keys, ...keys].map((key) => s.decide([{ policy: write, key }], 10)),
+    );
+    expect(s.stats().scriptCalls).toBe(2);
+    expect(decisions.slice(0, 1_200).every((d) => d.outcomes[0].remaining === 20)).toBe(true);
+    expect(decisions.slice(1_200).every((d) => d.outcomes[0].remaining === 10)).toBe(true);
+    expect(await redis.get(s.keyOf(write, keys[1_199]))).toBe(`${10 * 60_000}:${START}`);
+  });
+
+  it('writes nothing for a call that takes nothing: the stored value and its expiry stay', async () => {
+    const { store: s, clock } = store({ denyCache: false });
+    const key = fresh('still');
+    const name = s.keyOf(write, key);
+    await s.decide([{ policy: write, key }], 30);
+    const stored = await redis.get(name);
+    const ttl = await redis.pttl(name);
+    clock.advance(500);
+    // A denial and a peek leave the bucket as it was: it refills from the stored value to the same level.
+    expect((await s.decide([{ policy: write, key }], 2)).allowed).toBe(false);
+    expect((await s.peek([{ policy: write, key }], 1)).allowed).toBe(true);
+    expect(await redis.get(name)).toBe(stored);
+    expect(await redis.pttl(name)).toBeLessThanOrEqual(ttl);
+    // 500 ms refilled 60,000 units (one token at 120 units per ms): taking it leaves 0 units at the new time.
+    expect((await s.decide([{ policy: write, key }], 1)).outcomes[0].remaining).toBe(0);
+    expect(await redis.get(name)).toBe(`0:${START + 500}`);
+  });
+
   it('names the script by its real SHA-1, the one Redis computes', async () => {
     expect(createHash('sha1').update(SCRIPT).digest('hex')).toBe(SCRIPT_SHA);
     expect(await redis.script('LOAD', SCRIPT)).toBe(SCRIPT_SHA);
