@@ -78,18 +78,47 @@ export function upstreamRequestHeaders(
 }
 
 /**
- * The response headers sent to the client: hop-by-hop fields removed, everything else as the upstream sent it.
+ * The response headers sent to the client as a flat `[name, value, name, value, ...]` list for
+ * `res.writeHead`: the upstream's fields without hop-by-hop ones, then the gateway's `extra` fields, which replace
+ * any upstream field of the same name (compared case-insensitively). A flat list goes straight to Node's header
+ * serializer: no header object is built and no `setHeader` validation pass runs per field.
  *
- * @param upstream - the upstream's response headers.
+ * @param upstream - the upstream's response headers (lower-case names, as undici reports them).
+ * @param extra - the headers the gateway adds (request id, rate-limit headers).
+ * @returns a new flat list.
  */
-export function clientResponseHeaders(
+export function clientResponseHeaderList(
   upstream: Record<string, string | string[] | undefined>,
-): OutgoingHttpHeaders {
+  extra: OutgoingHttpHeaders,
+): (string | string[])[] {
   const named = connectionTokens(upstream.connection);
-  const out: OutgoingHttpHeaders = {};
-  for (const [name, value] of Object.entries(upstream)) {
-    if (value === undefined || HOP_BY_HOP.has(name) || named.has(name)) continue;
-    out[name] = value;
+  const replaced = lowerNames(extra);
+  const out: (string | string[])[] = [];
+  for (const name in upstream) {
+    const value = upstream[name];
+    if (value === undefined || HOP_BY_HOP.has(name) || named.has(name) || replaced.includes(name)) continue;
+    out.push(name, value);
+  }
+  for (const name in extra) {
+    const value = extra[name];
+    if (value !== undefined) out.push(name, typeof value === 'number' ? String(value) : value);
+  }
+  return out;
+}
+
+// Extra header names come from the configuration (request id header, rate-limit header names): a small fixed set
+// whose lower-case forms are kept instead of lower-casing them again for every response.
+const LOWER = new Map<string, string>();
+
+function lowerNames(headers: OutgoingHttpHeaders): string[] {
+  const out: string[] = [];
+  for (const name in headers) {
+    let lower = LOWER.get(name);
+    if (lower === undefined) {
+      lower = name.toLowerCase();
+      if (LOWER.size < 1024) LOWER.set(name, lower);
+    }
+    out.push(lower);
   }
   return out;
 }
@@ -98,7 +127,8 @@ export function clientResponseHeaders(
 const NO_TOKENS: ReadonlySet<string> = new Set();
 
 function connectionTokens(value: string | string[] | undefined): ReadonlySet<string> {
-  if (value === undefined) return NO_TOKENS;
+  // Upstreams mostly send `connection: keep-alive` (or close): neither names a field to remove.
+  if (value === undefined || value === 'keep-alive' || value === 'close') return NO_TOKENS;
   const set = new Set<string>();
   for (const part of (Array.isArray(value) ? value.join(',') : value).split(',')) {
     const t = part.trim().toLowerCase();

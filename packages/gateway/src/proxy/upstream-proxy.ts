@@ -2,7 +2,7 @@ import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:
 import type { Duplex } from 'node:stream';
 import { type Dispatcher, Pool } from 'undici';
 import { BodyLimit, BodyTooLargeError } from './body-limit.js';
-import { clientResponseHeaders } from './forward-headers.js';
+import { clientResponseHeaderList } from './forward-headers.js';
 
 /** Settings of an {@link UpstreamProxy}. */
 export interface UpstreamProxyOptions {
@@ -218,9 +218,8 @@ class ForwardState implements Dispatcher.DispatchHandler {
     headers: Record<string, string | string[] | undefined>,
   ): void {
     if (statusCode < 200) return; // 1xx: the final response follows
-    const out = clientResponseHeaders(headers);
-    for (const k in this.#extra) out[k] = this.#extra[k];
-    this.#res.writeHead(statusCode, out);
+    // A flat list: when nothing was set on the response before (the usual case), Node serializes it as given.
+    this.#res.writeHead(statusCode, clientResponseHeaderList(headers, this.#extra));
     // Headers, the chunks that arrive in the same tick and the end go out in one write instead of two or three
     // (a small response is usually all of it): a syscall per request saved.
     this.#res.cork();

@@ -426,11 +426,13 @@ export class Gateway extends EventEmitter {
         'request',
       );
     });
-    res.setHeader(c.server.requestIdHeader, id);
+    // The request id header is set here only on the gateway's own answers: a proxied response carries it in
+    // `extra`, and a response with nothing set before `writeHead` lets Node serialize the flat header list as is.
     if (this.#draining) res.setHeader('connection', 'close');
     const target = req.url ?? '/';
     if (target.charCodeAt(0) !== 47) {
       outcome = 'bad_request';
+      res.setHeader(c.server.requestIdHeader, id);
       sendProblem(res, Problems.badRequest('The request target must be a path.'), target, id);
       return;
     }
@@ -440,6 +442,7 @@ export class Gateway extends EventEmitter {
     const method = req.method ?? 'GET';
     if ((method === 'GET' || method === 'HEAD') && OWN_PATHS.has(path)) {
       outcome = 'own';
+      res.setHeader(c.server.requestIdHeader, id);
       this.metrics.recordExempt({ reason: 'endpoint' });
       await this.#own(path, req, res);
       return;
@@ -451,6 +454,7 @@ export class Gateway extends EventEmitter {
         key = admission.key;
         tier = admission.tier;
         if (res.headersSent) return;
+        res.setHeader(c.server.requestIdHeader, id);
         for (const [k, v] of admission.headers) res.setHeader(k, v);
         res.writeHead(admission.status, {
           'content-type': 'application/problem+json',
@@ -477,6 +481,7 @@ export class Gateway extends EventEmitter {
     } catch (e) {
       outcome = 'error';
       this.logger.error({ reqId: id, err: e }, 'request failed');
+      if (!res.headersSent) res.setHeader(c.server.requestIdHeader, id);
       sendProblem(
         res,
         {

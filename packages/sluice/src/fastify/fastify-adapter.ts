@@ -75,16 +75,40 @@ function requestInfo(
   };
 }
 
+/**
+ * Header names as Fastify stores them. `reply.header` lower-cases every name it is given; a name that is already
+ * lower case comes back unchanged, so the lookup here saves a string per header per request.
+ */
+const lowerNames = new Map<string, string>();
+function lowerName(name: string): string {
+  let lower = lowerNames.get(name);
+  if (lower === undefined) {
+    lower = name.toLowerCase();
+    if (lowerNames.size < 256) lowerNames.set(name, lower);
+  }
+  return lower;
+}
+
+/** Leaves the problem body as it is: it is JSON already, and `reply.send` must not add a charset to its type. */
+const asIs = (payload: unknown): string => payload as string;
+
 function apply(v: Verdict, reply: FastifyReply, done: HookHandlerDoneFunction): void {
   const h = v.headers;
-  for (let i = 0; i < h.length; i++) reply.header(h[i][0], h[i][1]);
+  for (let i = 0; i < h.length; i++) {
+    const pair = h[i];
+    reply.header(lowerName(pair[0]), pair[1]);
+  }
   if (v.action !== 'deny') {
     done();
     return;
   }
-  // A Buffer, so Fastify sends the content type as set; a string would get a charset appended and the answer
-  // would differ from the other adapters.
-  reply.code(v.status).send(Buffer.from(v.body ?? ''));
+  // The body goes out as a string through a pass-through serializer: Fastify then sends the content type as set
+  // (a plain string send would append a charset, and the answer would differ from the other adapters), and Node
+  // writes the head and the body in one chunk, without the copy into a Buffer per denial.
+  reply
+    .code(v.status)
+    .serializer(asIs)
+    .send(v.body ?? '');
 }
 
 type Hook = (request: FastifyRequest, reply: FastifyReply, next: HookHandlerDoneFunction) => void;

@@ -20,7 +20,7 @@ import { readHeader } from './header-source.js';
 import { inRanges, NAMED_RANGES, parseIpRange } from './ip-address.js';
 import { boundKey, partitionKeyOf } from './key-hash.js';
 import { ipKey } from './keys.js';
-import { whenReady } from './maybe-promise.js';
+import { isPromiseLike, whenReady } from './maybe-promise.js';
 import { compileEndpoint, type EndpointPattern } from './path-pattern.js';
 import { PROBLEM_CONTENT_TYPE, problemTypeResolver, rateLimitProblemBody } from './problem.js';
 import {
@@ -433,9 +433,10 @@ export function createHttpLimiter(options: HttpLimiterOptions): HttpLimiter {
     if (plan === undefined) return EXEMPT;
     const checks = checksOf(req, plan, ip);
     const cost = req.cost ?? (typeof plan.cost === 'function' ? plan.cost(req) : plan.cost);
-    return whenReady(limiter.decide(checks, cost), (d) =>
-      verdictOf(req, plan.header, plan.legacyNames, d, ip),
-    );
+    const d = limiter.decide(checks, cost);
+    // The memory store answers at once: no closure and no promise on that path.
+    if (!isPromiseLike(d)) return verdictOf(req, plan.header, plan.legacyNames, d, ip);
+    return d.then((r) => verdictOf(req, plan.header, plan.legacyNames, r, ip));
   };
 
   const isExempt = (req: HttpRequestInfo, ip: string | undefined): boolean => {

@@ -1,4 +1,4 @@
-import type { Decision } from '../core/index.js';
+import type { Decision, Policy } from '../core/index.js';
 import { invalidOption } from '../core/index.js';
 import { mostRestrictive, resetEpochSeconds } from './rate-limit-headers.js';
 
@@ -141,13 +141,42 @@ export function rateLimitProblem(input: ProblemInput): RateLimitProblem {
   };
 }
 
-const detailCache = new WeakMap<object, string>();
-const violatedCache = new WeakMap<object, string>();
+/** The constant parts of a one-policy 429 body, serialized once per policy and problem type resolver. */
+interface BodyTemplate {
+  readonly typeOf: ((slug: string) => string) | undefined;
+  /** Up to and including `"instance":`. */
+  readonly head: string;
+  /** From `,"code"` up to and including `"remaining":`. */
+  readonly middle: string;
+  /** From `,"violated-policies"` up to and including `"correlation_id":`. */
+  readonly tail: string;
+}
+
+const templates = new WeakMap<object, BodyTemplate>();
+
+function templateOf(p: Policy, typeOf: ((slug: string) => string) | undefined): BodyTemplate {
+  const known = templates.get(p);
+  if (known !== undefined && known.typeOf === typeOf) return known;
+  const type = typeOf ? JSON.stringify(typeOf('rate-limit-exceeded')) : '"about:blank"';
+  const title = typeOf ? '"Rate Limit Exceeded"' : '"Too Many Requests"';
+  const detail = JSON.stringify(
+    `You have exceeded your rate limit of ${p.quota} requests per ${windowPhrase(p.window)}.`,
+  );
+  const t: BodyTemplate = {
+    typeOf,
+    head: `{"type":${type},"title":${title},"status":429,"detail":${detail},"instance":`,
+    middle: `,"code":"rate_limited","limit":${p.quota},"remaining":`,
+    tail: `,"violated-policies":${JSON.stringify([p.name])},"correlation_id":`,
+  };
+  // One entry per policy: a second HTTP limiter with another type base over the same policy replaces it.
+  templates.set(p, t);
+  return t;
+}
 
 /**
  * {@link rateLimitProblem} serialized as the response body, byte for byte what `JSON.stringify` gives (a test
- * holds it to that), but assembled from cached pieces: the detail and the violated list of a policy are constant,
- * so a flood of denials does not pay for building and stringifying an object each time.
+ * holds it to that), but assembled from a template cached per policy: everything but the path, the numbers and
+ * the correlation id is constant, so a flood of denials does not pay for building and stringifying an object.
  */
 export function rateLimitProblemBody(input: ProblemInput): string {
   const d = input.decision;
@@ -155,25 +184,10 @@ export function rateLimitProblemBody(input: ProblemInput): string {
     return JSON.stringify(rateLimitProblem(input));
   }
   const o = d.violated[0];
-  const p = o.policy;
-  let detail = detailCache.get(p);
-  if (detail === undefined) {
-    detail = JSON.stringify(
-      `You have exceeded your rate limit of ${p.quota} requests per ${windowPhrase(p.window)}.`,
-    );
-    detailCache.set(p, detail);
-  }
-  let violated = violatedCache.get(p);
-  if (violated === undefined) {
-    violated = JSON.stringify([p.name]);
-    violatedCache.set(p, violated);
-  }
-  const typeOf = input.typeOf;
-  const type = typeOf ? JSON.stringify(typeOf('rate-limit-exceeded')) : '"about:blank"';
-  const title = typeOf ? '"Rate Limit Exceeded"' : '"Too Many Requests"';
+  const t = templateOf(o.policy, input.typeOf);
   const q = input.path.indexOf('?');
   const instance = JSON.stringify(q < 0 ? input.path : input.path.slice(0, q));
   const reset = resetEpochSeconds(input.nowMs ?? Date.now(), o.resetSeconds);
   const retryAfter = Math.max(d.retryAfterSeconds, 1);
-  return `{"type":${type},"title":${title},"status":429,"detail":${detail},"instance":${instance},"code":"rate_limited","limit":${p.quota},"remaining":${o.remaining},"reset":${reset},"retryAfter":${retryAfter},"violated-policies":${violated},"correlation_id":${JSON.stringify(input.correlationId)}}`;
+  return `${t.head}${instance}${t.middle}${o.remaining},"reset":${reset},"retryAfter":${retryAfter}${t.tail}${JSON.stringify(input.correlationId)}}`;
 }
