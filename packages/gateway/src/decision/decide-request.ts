@@ -1,7 +1,6 @@
-import type { IncomingHttpHeaders } from 'node:http';
 import type { Decision } from 'sluice';
 import type { HeaderPair } from 'sluice/http';
-import { type AdmissionHost, admitRequest } from '../server/admit-request.js';
+import { type AdmissionHost, type AdmissionRequest, admitRequest } from '../server/admit-request.js';
 
 /**
  * What the decision API and the Envoy service need of a running gateway (a `Gateway` is one): the same host the
@@ -9,25 +8,11 @@ import { type AdmissionHost, admitRequest } from '../server/admit-request.js';
  */
 export type DecisionHost = AdmissionHost;
 
-/** The original request, as the asking proxy describes it. */
-export interface RequestFacts {
-  /** Upper-case method. */
-  readonly method: string;
-  /** The normalized path, without the query. */
-  readonly path: string;
-  /** The original request's headers (credentials, identity headers). */
-  readonly headers: IncomingHttpHeaders;
-  /** The original client's address, unmapped; `undefined` when unknown (keyed as `ip:unknown`). */
-  readonly clientIp: string | undefined;
-  /** Whether `identity.headers` are believed for this request. */
-  readonly trustIdentityHeaders: boolean;
-  /** Tokens the request costs, an integer >= 1. */
-  readonly cost: number;
-  /** The request id for the problem body. */
-  readonly correlationId: string;
-  /** Wall-clock milliseconds for `X-RateLimit-Reset` and the problem's `reset`. */
-  readonly nowMs: number;
-}
+/**
+ * The original request, as the asking proxy describes it: an admission request without a socket, since the mTLS
+ * exemption cannot apply to a connection that belongs to another proxy.
+ */
+export type RequestFacts = Omit<AdmissionRequest, 'socket'>;
 
 /** The answer to give the proxy. */
 export interface DecisionAnswer {
