@@ -25,6 +25,12 @@ export default defineConfig({
         'packages/sluice/src/core/**': { lines: 95 },
         'packages/sluice/src/memory/**': { lines: 95 },
         'packages/sluice/src/redis/**': { lines: 95 },
+        // Regression guards a little under today's figures; the element's code runs in Chromium, outside V8 coverage.
+        'packages/sluice/src/http/**': { lines: 95 },
+        'packages/sluice/src/{node,express,fastify,hono}/**': { lines: 80 },
+        'packages/sluice/src/{metrics,prometheus,otel,quota}/**': { lines: 88 },
+        'packages/sluice/src/client/**': { lines: 65 },
+        'packages/gateway/src/**': { lines: 85 },
       },
     },
   },
