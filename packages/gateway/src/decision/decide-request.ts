@@ -42,16 +42,7 @@ export interface DecisionAnswer {
  * @returns the answer; a denial is an answer, never an exception.
  */
 export async function decideRequest(host: DecisionHost, facts: RequestFacts): Promise<DecisionAnswer> {
-  const a = await admitRequest(host, {
-    method: facts.method,
-    path: facts.path,
-    headers: facts.headers,
-    clientIp: facts.clientIp,
-    trustIdentityHeaders: facts.trustIdentityHeaders,
-    cost: facts.cost,
-    correlationId: facts.correlationId,
-    nowMs: facts.nowMs,
-  });
+  const a = await admitRequest(host, facts);
   if (a.kind === 'deny') {
     return {
       status: a.status,

@@ -75,11 +75,7 @@ export class DecisionServer {
       handle(req, res, host, c, peers, now).catch((e: unknown) => {
         host.logger.error({ err: e }, 'decision request failed');
         if (!res.headersSent) {
-          sendProblem(
-            res,
-            500,
-            problemOf(500, 'Internal Server Error', 'The decision failed.', 'internal_error'),
-          );
+          sendProblem(res, 500, 'Internal Server Error', 'The decision failed.', 'internal_error');
         } else res.destroy();
       });
     });
@@ -119,11 +115,7 @@ async function handle(
   const target = req.url ?? '/';
   const q = target.indexOf('?');
   if ((q < 0 ? target : target.slice(0, q)) !== config.path) {
-    sendProblem(
-      res,
-      404,
-      problemOf(404, 'Not Found', `The decision API answers at ${config.path}.`, 'not_found'),
-    );
+    sendProblem(res, 404, 'Not Found', `The decision API answers at ${config.path}.`, 'not_found');
     return;
   }
   const peer = req.socket.remoteAddress === undefined ? undefined : normalizeIp(req.socket.remoteAddress);
@@ -131,12 +123,9 @@ async function handle(
     sendProblem(
       res,
       403,
-      problemOf(
-        403,
-        'Forbidden',
-        'This peer may not ask for decisions (decision.allowedPeers).',
-        'forbidden',
-      ),
+      'Forbidden',
+      'This peer may not ask for decisions (decision.allowedPeers).',
+      'forbidden',
     );
     return;
   }
@@ -146,22 +135,15 @@ async function handle(
     sendProblem(
       res,
       400,
-      problemOf(
-        400,
-        'Bad Request',
-        `The ${h.uri} header must hold the original request target (a path starting with /).`,
-        'bad_request',
-      ),
+      'Bad Request',
+      `The ${h.uri} header must hold the original request target (a path starting with /).`,
+      'bad_request',
     );
     return;
   }
   const method = (single(req.headers[h.method]) ?? req.method ?? 'GET').toUpperCase();
   if (!METHOD.test(method)) {
-    sendProblem(
-      res,
-      400,
-      problemOf(400, 'Bad Request', `The ${h.method} header is not a method.`, 'bad_request'),
-    );
+    sendProblem(res, 400, 'Bad Request', `The ${h.method} header is not a method.`, 'bad_request');
     return;
   }
   let cost = 1;
@@ -172,12 +154,9 @@ async function handle(
       sendProblem(
         res,
         400,
-        problemOf(
-          400,
-          'Bad Request',
-          `The ${h.cost} header must be an integer from 1 to ${MAX_COST}.`,
-          'bad_request',
-        ),
+        'Bad Request',
+        `The ${h.cost} header must be an integer from 1 to ${MAX_COST}.`,
+        'bad_request',
       );
       return;
     }
@@ -228,12 +207,9 @@ export function asciiHeader(json: string): string {
   return json.replace(/[^\x20-\x7e]/g, (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
-function problemOf(status: number, title: string, detail: string, code: string): GatewayProblem {
-  return { status, title, detail, code };
-}
-
-function sendProblem(res: ServerResponse, status: number, p: GatewayProblem): void {
-  const body = problemBody(p, '');
+/** Answers the asking proxy itself (bad request, wrong peer, wrong path) in the gateway's problem shape. */
+function sendProblem(res: ServerResponse, status: number, title: string, detail: string, code: string): void {
+  const body = problemBody({ status, title, detail, code } satisfies GatewayProblem, '');
   res.writeHead(status, {
     'content-type': PROBLEM_CONTENT_TYPE,
     'content-length': Buffer.byteLength(body),

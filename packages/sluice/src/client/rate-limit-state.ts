@@ -1,28 +1,17 @@
 import type { Clock } from '../core/clock.js';
-import type { RateLimitForm, RateLimitObservation } from './read-rate-limit-headers.js';
+import type { RateLimitObservation } from './read-rate-limit-headers.js';
 
-/** The latest known state of one policy at one origin, with times on the client's clock. */
-export interface RateLimitEntry {
+/**
+ * The latest known state of one policy at one origin: the last observation, placed on the client's clock.
+ * `remaining` is as observed at `observedAt`; `resetSeconds` is as the server said it, when it did.
+ */
+export interface RateLimitEntry extends RateLimitObservation {
   /** The origin the responses came from, for example `https://api.example.com`. */
   readonly origin: string;
-  /** The policy name; `''` for legacy fields that name none. */
-  readonly policy: string;
-  /** Quota units left when observed; `undefined` when only the policy's shape is known. */
-  readonly remaining: number | undefined;
-  /** Quota units per window, when known. */
-  readonly quota: number | undefined;
-  /** Window in seconds, when known. */
-  readonly windowSeconds: number | undefined;
-  /** The quota unit, `requests` unless the server says otherwise. */
-  readonly quotaUnit: string;
-  /** Seconds to reset as the server said it, when it did. */
-  readonly resetSeconds: number | undefined;
   /** When `remaining` was observed, in milliseconds of the client's clock. */
   readonly observedAt: number;
   /** When the quota resets, in milliseconds of the client's clock; `undefined` when unknown. */
   readonly resetAt: number | undefined;
-  /** The header form it was read from. */
-  readonly form: RateLimitForm;
 }
 
 /** What a subscriber receives after every change. */
