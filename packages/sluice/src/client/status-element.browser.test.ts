@@ -99,7 +99,7 @@ const waitShadowText = (id: string, selector: string, text: string) =>
   page.waitForFunction(
     ([i, s, t]) => document.getElementById(i)?.shadowRoot?.querySelector(s)?.textContent === t,
     [id, selector, text] as const,
-    { timeout: 5000 },
+    { timeout: 20_000 },
   );
 const level = (id: string) =>
   page.evaluate((i) => (document.getElementById(i) as HTMLElement & { level: string }).level, id);
