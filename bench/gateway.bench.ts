@@ -1,8 +1,16 @@
 /**
- * The gateway against a fast local upstream, beside the same upstream reached directly and behind NGINX with
- * `limit_req` at an equivalent (never binding) rate, in one run: requests per second at saturation and p99
- * latency at a quarter of the gateway's saturation. Every server runs in its own process; the load generator
- * (autocannon) runs here. Rounds are interleaved (direct, sluice, nginx, direct, ...) and medians reported.
+ * The gateway against a fast local upstream, beside the same upstream reached directly, behind a bare Node.js
+ * proxy (the ceiling of Node's HTTP stack: no limiting at all), and behind NGINX with `limit_req` at an
+ * equivalent (never binding) rate, in one run: requests per second at saturation, the CPU each proxy spends per
+ * request, and p99 latency at a quarter of the gateway's saturation. Every server runs in its own process.
+ *
+ * Placement (see `lib/load.ts`): for saturation, the proxies under test (gateway, bare proxy, NGINX) are pinned
+ * to the last CPU, the upstream and the load generator (wrk when installed) to the first; for latency every
+ * process is unpinned again. Saturation rounds are
+ * interleaved (direct, sluice, ..., nginx, then reversed) and each round's rate is divided by NGINX's rate of the
+ * same round; the median of those round ratios is reported. Latency: a sequential probe in this process times
+ * single requests with `performance.now()` while a separate process (evenly spaced requests) holds a quarter of
+ * the gateway's saturation rate on the same target, so the probe never waits behind the load generator's loop.
  *
  *   npx tsx bench/gateway.bench.ts            # needs nginx on PATH (Debian package "nginx")
  *   BENCH_SECONDS=5 BENCH_ROUNDS=3 npx tsx bench/gateway.bench.ts
@@ -13,17 +21,17 @@
  * so a change is measured against its baseline under the same load on the same busy machine.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import autocannon from 'autocannon';
 import { Agent, request } from 'undici';
+import { arrangement, LOADGEN_CPUS, pinned, runLoad, SERVER_CPUS } from './lib/load.js';
 import { median, rate, ratio, table } from './lib/stats.js';
 
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 4);
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const CONNECTIONS = 32;
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const BASELINE = process.env.BENCH_BASELINE;
@@ -40,9 +48,16 @@ function freePort(): Promise<number> {
   });
 }
 
-function start(cmd: string, args: string[], ready: RegExp, cwd = ROOT): Promise<ChildProcess> {
+function start(
+  cpus: string | undefined,
+  cmd: string,
+  args: string[],
+  ready: RegExp,
+  cwd = ROOT,
+): Promise<ChildProcess> {
+  const [c, argv] = pinned(cpus, cmd, args);
   return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(c, argv, { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
     children.push(child);
     let out = '';
     const onData = (d: Buffer) => {
@@ -54,6 +69,31 @@ function start(cmd: string, args: string[], ready: RegExp, cwd = ROOT): Promise<
     child.once('exit', (code) => reject(new Error(`${cmd} exited ${code}: ${out}`)));
     if (ready.source === '^') resolve(child);
   });
+}
+
+/**
+ * CPU seconds a process and its children (NGINX's workers) have used, from procfs; undefined where there is none.
+ * With `taskset` in front, the pid is taskset's, which execs the program: the same process.
+ */
+function cpuSeconds(pid: number | undefined): number | undefined {
+  if (pid === undefined || !existsSync(`/proc/${pid}/stat`)) return undefined;
+  const ticks = (p: number): number => {
+    try {
+      const f = readFileSync(`/proc/${p}/stat`, 'utf8').split(') ')[1].split(' ');
+      return Number(f[11]) + Number(f[12]); // utime, stime (fields 14 and 15 of the whole line)
+    } catch {
+      return 0;
+    }
+  };
+  let total = ticks(pid);
+  try {
+    for (const c of readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/)) {
+      if (c !== '') total += ticks(Number(c));
+    }
+  } catch {
+    // no children file: the process alone
+  }
+  return total / 100; // USER_HZ is 100 on Linux
 }
 
 async function waitForPort(port: number): Promise<void> {
@@ -70,22 +110,57 @@ async function waitForPort(port: number): Promise<void> {
 
 interface Run {
   readonly rps: number;
-  readonly p99: number;
   readonly errors: number;
+  /** CPU microseconds the proxy process spent per request, where procfs shows it. */
+  readonly cpuPerRequest: number | undefined;
 }
 
-async function load(url: string, overallRate?: number): Promise<Run> {
-  const run = autocannon({
-    url,
-    connections: overallRate === undefined ? CONNECTIONS : 8,
-    duration: SECONDS,
-    overallRate,
+async function saturate(url: string, pid: number | undefined): Promise<Run> {
+  const before = cpuSeconds(pid);
+  const r = await runLoad({ url, connections: CONNECTIONS, seconds: SECONDS });
+  const after = cpuSeconds(pid);
+  return {
+    rps: r.rps,
+    errors: r.errors + r.non2xx,
+    cpuPerRequest:
+      before === undefined || after === undefined ? undefined : ((after - before) * 1e6) / r.total,
+  };
+}
+
+/** The probe's p99 while a separate process holds `overallRate` requests per second on the same target. */
+async function underLoad(url: string, overallRate: number): Promise<{ p99: number; errors: number }> {
+  const child = spawn(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      join(ROOT, 'bench/gateway/background-load.ts'),
+      url,
+      String(overallRate),
+      String(SECONDS),
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  let out = '';
+  child.stdout.on('data', (d: Buffer) => {
+    out += d.toString();
   });
-  // autocannon's histogram has millisecond resolution; under a background load the probe below times single
-  // requests with performance.now(), which resolves the sub-millisecond differences the target is about.
-  const probe = overallRate === undefined ? undefined : await probeLatency(url, SECONDS * 1000 - 500);
-  const r = await run;
-  return { rps: r.requests.average, p99: probe ?? r.latency.p99, errors: r.errors + r.timeouts + r.non2xx };
+  const done = new Promise<void>((resolve) => child.once('close', () => resolve()));
+  const started = new Promise<void>((resolve) => {
+    const onData = (d: Buffer) => {
+      if (d.toString().includes('started')) {
+        child.stdout.off('data', onData);
+        resolve();
+      }
+    };
+    child.stdout.on('data', onData);
+  });
+  await started;
+  await new Promise((r) => setTimeout(r, 200)); // the ramp to the fixed rate
+  const p99 = await probeLatency(url, SECONDS * 1000 - 500);
+  await done;
+  const result = JSON.parse(out.trim().split('\n').at(-1) ?? '{}') as { errors?: number };
+  return { p99, errors: result.errors ?? 1 };
 }
 
 const probeAgent = new Agent({ connections: 1 });
@@ -104,12 +179,33 @@ async function probeLatency(url: string, ms: number): Promise<number> {
   return times[Math.floor(times.length * 0.99)];
 }
 
+/** Lets these processes (with their threads and children) run on every CPU again. */
+function unpinAll(list: readonly (number | undefined)[]): void {
+  if (LOADGEN_CPUS === undefined) return;
+  const all = `0-${availableParallelism() - 1}`;
+  const one = (pid: number) => {
+    try {
+      execFileSync('taskset', ['-a', '-p', '-c', all, String(pid)], { stdio: 'ignore' });
+      for (const c of readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/))
+        if (c !== '') one(Number(c));
+    } catch {
+      // gone or not Linux: nothing to unpin
+    }
+  };
+  for (const pid of [process.pid, ...list]) if (pid !== undefined) one(pid);
+}
+
 async function main(): Promise<void> {
   const nginx = execFileSync('sh', ['-c', 'command -v nginx || true']).toString().trim();
+  // The probe runs here: keep this process off the proxies' CPU.
+  if (LOADGEN_CPUS !== undefined)
+    execFileSync('taskset', ['-a', '-p', '-c', LOADGEN_CPUS, String(process.pid)], { stdio: 'ignore' });
   const up = await freePort();
   const gw = await freePort();
+  const bare = await freePort();
   const ng = await freePort();
-  await start(
+  const upstream = await start(
+    LOADGEN_CPUS,
     process.execPath,
     [
       '-e',
@@ -142,7 +238,9 @@ reload: { watch: false }
     '--port',
     String(port),
   ];
-  await start(
+  const pids: Record<string, number | undefined> = { direct: upstream.pid };
+  const gateway = await start(
+    SERVER_CPUS,
     process.execPath,
     [
       ...(built
@@ -152,18 +250,28 @@ reload: { watch: false }
     ],
     /^/,
   );
+  pids['sluice gateway'] = gateway.pid;
   await waitForPort(gw);
   const base = BASELINE === undefined ? undefined : await freePort();
   if (BASELINE !== undefined && base !== undefined) {
     console.log(`baseline gateway: ${BASELINE}/packages/gateway/src through tsx`);
-    await start(
+    const b = await start(
+      SERVER_CPUS,
       process.execPath,
       ['--import', 'tsx', 'packages/gateway/src/bin/sluice.ts', ...serve(base)],
       /^/,
       BASELINE,
     );
+    pids['sluice gateway (baseline)'] = b.pid;
     await waitForPort(base);
   }
+  const bareProxy = await start(
+    SERVER_CPUS,
+    process.execPath,
+    ['--import', 'tsx', join(ROOT, 'bench/gateway/bare-proxy.ts'), `http://127.0.0.1:${up}`, String(bare)],
+    /listening/,
+  );
+  pids['node proxy, no limiting'] = bareProxy.pid;
   if (nginx !== '') {
     writeFileSync(
       join(dir, 'nginx.conf'),
@@ -188,10 +296,17 @@ http {
 }
 `,
     );
-    const child = spawn(nginx, ['-c', join(dir, 'nginx.conf'), '-p', dir, '-g', 'daemon off;'], {
-      stdio: 'inherit',
-    });
+    const [cmd, argv] = pinned(SERVER_CPUS, nginx, [
+      '-c',
+      join(dir, 'nginx.conf'),
+      '-p',
+      dir,
+      '-g',
+      'daemon off;',
+    ]);
+    const child = spawn(cmd, argv, { stdio: 'inherit' });
     children.push(child);
+    pids['nginx limit_req'] = child.pid;
     await waitForPort(ng);
   }
   const targets: [string, string][] = [
@@ -199,39 +314,60 @@ http {
     ['sluice gateway', `http://127.0.0.1:${gw}/api/x`],
   ];
   if (base !== undefined) targets.push(['sluice gateway (baseline)', `http://127.0.0.1:${base}/api/x`]);
+  targets.push(['node proxy, no limiting', `http://127.0.0.1:${bare}/api/x`]);
   if (nginx !== '') targets.push(['nginx limit_req', `http://127.0.0.1:${ng}/api/x`]);
-  for (const [, url] of targets) await load(url); // warm-up: JIT, keep-alive pools
+  const reference = nginx === '' ? 'direct' : 'nginx limit_req';
+  for (const [, url] of targets) await runLoad({ url, connections: CONNECTIONS, seconds: 1 }); // warm-up
   const sat: Record<string, Run[]> = Object.fromEntries(targets.map(([n]) => [n, []]));
+  const vsRef: Record<string, number[]> = Object.fromEntries(targets.map(([n]) => [n, []]));
   for (let round = 0; round < ROUNDS; round++) {
-    for (const [name, url] of targets) sat[name].push(await load(url));
+    const order = round % 2 === 0 ? targets : [...targets].reverse();
+    const got: Record<string, number> = {};
+    for (const [name, url] of order) {
+      const r = await saturate(url, pids[name]);
+      sat[name].push(r);
+      got[name] = r.rps;
+    }
+    for (const [name] of targets) vsRef[name].push(got[name] / got[reference]);
   }
   const rps = (n: string) => median(sat[n].map((r) => r.rps));
+  const cpu = (n: string) => {
+    const v = sat[n].map((r) => r.cpuPerRequest).filter((x): x is number => x !== undefined);
+    return v.length === 0 ? 'n/a' : median(v).toFixed(1);
+  };
   const quarter = Math.round(rps('sluice gateway') / 4);
-  const lat: Record<string, Run[]> = Object.fromEntries(targets.map(([n]) => [n, []]));
+  // Latency with every process free to run on any CPU, as in a deployment: pinned, each hop crosses CPUs and
+  // waits for an idle virtual CPU to wake (an idle NGINX measured a p99 of 3 ms that way), which is the
+  // hypervisor's latency, not the proxy's.
+  unpinAll(Object.values(pids));
+  const lat: Record<string, number[]> = Object.fromEntries(targets.map(([n]) => [n, []]));
+  let errors = Object.values(sat)
+    .flat()
+    .reduce((a, r) => a + r.errors, 0);
   for (let round = 0; round < ROUNDS; round++) {
-    for (const [name, url] of targets) lat[name].push(await load(url, quarter));
+    for (const [name, url] of targets) {
+      const r = await underLoad(url, quarter);
+      lat[name].push(r.p99);
+      errors += r.errors;
+    }
   }
-  const p99 = (n: string) => median(lat[n].map((r) => r.p99));
+  const p99 = (n: string) => median(lat[n]);
   const idle: Record<string, number[]> = Object.fromEntries(targets.map(([n]) => [n, []]));
   for (let round = 0; round < ROUNDS; round++) {
     for (const [name, url] of targets) idle[name].push(await probeLatency(url, 2000));
   }
   const idleP99 = (n: string) => median(idle[n]);
-  const errors = Object.values(sat)
-    .flat()
-    .concat(Object.values(lat).flat())
-    .reduce((a, r) => a + r.errors, 0);
   console.log(
-    `Saturation: ${CONNECTIONS} connections, ${SECONDS} s per run, ${ROUNDS} interleaved rounds. Latency: p99 of a sequential probe while autocannon holds ${quarter} req/s (a quarter of the gateway's saturation, 8 connections) on the same target.\n`,
+    `${arrangement()} for saturation (upstream on the load generator's CPU), every process unpinned for latency. Saturation: ${CONNECTIONS} connections, ${SECONDS} s per run, ${ROUNDS} interleaved rounds, ratios to ${reference} per round then the median. Latency: p99 of a sequential probe while another process holds ${quarter} req/s (a quarter of the gateway's saturation, 8 connections) on the same target.\n`,
   );
   console.log(
     table(
       [
         'target',
         'req/s (median)',
+        `vs ${reference} (median of round ratios)`,
         'vs direct',
-        'vs nginx',
-        ...(base === undefined ? [] : ['vs baseline']),
+        'proxy CPU µs/req',
         'probe p99 ms at 1/4 load',
         'p99 added vs direct',
         'probe p99 ms, no other load',
@@ -240,9 +376,9 @@ http {
       targets.map(([n]) => [
         n,
         rate(rps(n)),
+        `${median(vsRef[n]).toFixed(2)}x`,
         ratio(rps(n), rps('direct')),
-        sat['nginx limit_req'] ? ratio(rps(n), rps('nginx limit_req')) : 'n/a',
-        ...(base === undefined ? [] : [ratio(rps(n), rps('sluice gateway (baseline)'))]),
+        n === 'direct' ? `${cpu(n)} (upstream)` : cpu(n),
         p99(n).toFixed(3),
         `${(p99(n) - p99('direct')).toFixed(3)} ms`,
         idleP99(n).toFixed(3),

@@ -1,59 +1,72 @@
 /**
  * Requests per second of a hello-world server bare, with Sluice, and with the framework's usual limiter
  * (express-rate-limit on Express, @fastify/rate-limit on Fastify), for node:http, Express and Fastify; once with
- * limits that never bind and once with nearly every request denied (429). Each server runs in its own process,
- * autocannon runs here as a library against 127.0.0.1. Rounds are interleaved (A B C A B C ...) per group, and
- * medians and ratios to the bare server are reported. Besides requests per second (bounded by the load generator
- * on a 2-core machine, where it shares the CPU with the server), each server reports its own CPU time, and the
- * CPU microseconds per request show what the limiter itself costs.
+ * limits that never bind and once with nearly every request denied (429).
+ *
+ * This machine's noise (a shared 2-core VM) moves single measurements by 30% and more, so the figure reported is
+ * the median of per-round ratios: in every round each contender runs once, back to back (A B C, then C B A), and
+ * its rate is divided by the bare server's rate of the same round; rounds repeat over several fresh server
+ * processes (a process can settle in a slow or a fast mode for its lifetime). Servers are pinned to one CPU and
+ * the load generator (wrk when installed, else autocannon) to the other, see `lib/load.ts`. Each server also
+ * reports its own CPU time, and CPU microseconds per request show what a limiter itself costs.
  *
  *   npx tsx bench/http.bench.ts
- *   BENCH_SECONDS=3 BENCH_ROUNDS=5 BENCH_ONLY=node npx tsx bench/http.bench.ts
- *   BENCH_PIPELINING=1 npx tsx bench/http.bench.ts       # one request in flight per connection
+ *   BENCH_ONLY=fastify BENCH_PROCESSES=4 BENCH_ROUNDS=10 npx tsx bench/http.bench.ts
+ *   BENCH_LOADGEN=autocannon BENCH_PIPELINING=10 npx tsx bench/http.bench.ts
  *   BENCH_SLUICE_HEADERS=none npx tsx bench/http.bench.ts  # Sluice without rate-limit headers
  *   BENCH_NOOP=1 npx tsx bench/http.bench.ts               # also an empty middleware / onRequest hook
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import autocannon from 'autocannon';
-import { median, rate, ratio, table } from './lib/stats.js';
+import {
+  arrangement,
+  LOADGEN,
+  type LoadResult,
+  pinned,
+  pinSelfToLoadgen,
+  runLoad,
+  SERVER_CPUS,
+} from './lib/load.js';
+import { median, rate, table } from './lib/stats.js';
 
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 1.5);
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 4);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 1);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 8);
+/** Fresh server processes per group, each measured for ROUNDS rounds. */
+const PROCESSES = Number(process.env.BENCH_PROCESSES ?? 3);
 /** Only the groups whose name contains this text, for example `node` or `denied`. */
 const ONLY = process.env.BENCH_ONLY ?? '';
 const CONNECTIONS = 50;
-/**
- * Requests in flight per connection. 10 by default: with one, the load generator (sharing 2 cores with the
- * server) is the bottleneck and the server idles, so ratios mostly show noise; set 1 for the browser-like case.
- */
-const PIPELINING = Number(process.env.BENCH_PIPELINING ?? 10);
+/** Requests in flight per connection, with autocannon only (wrk keeps one per connection). */
+const PIPELINING = Number(process.env.BENCH_PIPELINING ?? (LOADGEN === 'wrk' ? 1 : 10));
 const SERVER = fileURLToPath(new URL('./http/server.ts', import.meta.url));
-const children: ChildProcess[] = [];
+const children = new Set<ChildProcess>();
 
 interface Server {
   readonly url: string;
   /** CPU microseconds the server process has used so far. */
   cpu(): Promise<number>;
+  stop(): void;
 }
 
 interface Contender {
   readonly label: string;
   readonly args: [framework: string, variant: string, mode: string];
-  server?: Server;
   readonly rates: number[];
   /** Server CPU microseconds per request, per round. */
   readonly cpu: number[];
+  /** Per round: this contender's rate over the bare server's rate in the same round. */
+  readonly rateRatios: number[];
+  /** Per round: the bare server's CPU per request over this contender's. */
+  readonly cpuRatios: number[];
   non2xx: number;
   total: number;
 }
 
 function start(args: readonly string[]): Promise<Server> {
+  const [cmd, argv] = pinned(SERVER_CPUS, process.execPath, ['--import', 'tsx', SERVER, ...args]);
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', SERVER, ...args], {
-      stdio: ['pipe', 'pipe', 'inherit'],
-    });
-    children.push(child);
+    const child = spawn(cmd, argv, { stdio: ['pipe', 'pipe', 'inherit'] });
+    children.add(child);
     let out = '';
     const waiting: ((us: number) => void)[] = [];
     child.stdout?.on('data', (d: Buffer) => {
@@ -72,19 +85,24 @@ function start(args: readonly string[]): Promise<Server> {
                 waiting.push(r);
                 child.stdin?.write('cpu\n');
               }),
+            stop: () => {
+              children.delete(child);
+              child.kill('SIGTERM');
+            },
           });
         }
         const cpu = /^\{"cpu":(\d+)\}$/.exec(line);
         if (cpu) waiting.shift()?.(Number(cpu[1]));
       }
     });
-    child.once('exit', (code) => reject(new Error(`server ${args.join(' ')} exited ${code}`)));
+    child.once('exit', (code) => {
+      if (children.has(child)) reject(new Error(`server ${args.join(' ')} exited ${code}`));
+    });
   });
 }
 
-async function load(url: string, seconds: number): Promise<{ rps: number; non2xx: number; total: number }> {
-  const r = await autocannon({ url, connections: CONNECTIONS, duration: seconds, pipelining: PIPELINING });
-  return { rps: r.requests.total / r.duration, non2xx: r.non2xx, total: r.requests.total };
+function load(url: string, seconds: number): Promise<LoadResult> {
+  return runLoad({ url, connections: CONNECTIONS, seconds, pipelining: PIPELINING });
 }
 
 function group(framework: string, mode: string, peer: string | undefined): Contender[] {
@@ -93,6 +111,8 @@ function group(framework: string, mode: string, peer: string | undefined): Conte
     args: [framework, variant, mode],
     rates: [],
     cpu: [],
+    rateRatios: [],
+    cpuRatios: [],
     non2xx: 0,
     total: 0,
   });
@@ -104,7 +124,45 @@ function group(framework: string, mode: string, peer: string | undefined): Conte
   return list;
 }
 
+/** The lower and upper quartile, as "0.91x to 0.97x": how widely the per-round ratios spread. */
+function quartiles(values: readonly number[]): string {
+  const s = [...values].sort((a, b) => a - b);
+  const q = (f: number) => s[Math.min(s.length - 1, Math.floor(f * (s.length - 1) + 0.5))];
+  return `${q(0.25).toFixed(2)}x to ${q(0.75).toFixed(2)}x`;
+}
+
+async function measureGroup(list: Contender[]): Promise<void> {
+  for (let p = 0; p < PROCESSES; p++) {
+    const servers: Server[] = [];
+    for (const c of list) servers.push(await start(c.args));
+    for (const s of servers) await load(s.url, 1); // warm-up: JIT, connections
+    for (let round = 0; round < ROUNDS; round++) {
+      // A B C, then C B A: no contender always runs first after a pause.
+      const order = round % 2 === 0 ? list.map((_, i) => i) : list.map((_, i) => list.length - 1 - i);
+      const rps: number[] = [];
+      const cpu: number[] = [];
+      for (const i of order) {
+        const before = await servers[i].cpu();
+        const r = await load(servers[i].url, SECONDS);
+        const after = await servers[i].cpu();
+        rps[i] = r.rps;
+        cpu[i] = (after - before) / Math.max(1, r.total);
+        list[i].rates.push(r.rps);
+        list[i].cpu.push(cpu[i]);
+        list[i].non2xx += r.non2xx;
+        list[i].total += r.total;
+      }
+      for (let i = 0; i < list.length; i++) {
+        list[i].rateRatios.push(rps[i] / rps[0]);
+        list[i].cpuRatios.push(cpu[0] / cpu[i]);
+      }
+    }
+    for (const s of servers) s.stop();
+  }
+}
+
 async function main(): Promise<void> {
+  pinSelfToLoadgen();
   const groups: [string, Contender[]][] = [];
   for (const mode of ['allowed', 'denied']) {
     groups.push([`node:http, ${mode}`, group('node', mode, undefined)]);
@@ -112,46 +170,25 @@ async function main(): Promise<void> {
     groups.push([`Fastify, ${mode}`, group('fastify', mode, '@fastify/rate-limit')]);
   }
   const chosen = groups.filter(([name]) => name.toLowerCase().includes(ONLY.toLowerCase()));
-  groups.length = 0;
-  groups.push(...chosen);
-  for (const [, list] of groups) for (const c of list) c.server = await start(c.args);
-  for (const [, list] of groups) for (const c of list) await load((c.server as Server).url, 0.3); // warm-up: JIT
   const rows: string[][] = [];
-  for (const [name, list] of groups) {
-    for (let round = 0; round < ROUNDS; round++) {
-      // A B C, then C B A: no contender always runs first after a pause.
-      const order = round % 2 === 0 ? list : [...list].reverse();
-      for (const c of order) {
-        const server = c.server as Server;
-        const before = await server.cpu();
-        const r = await load(server.url, SECONDS);
-        const after = await server.cpu();
-        c.cpu.push((after - before) / Math.max(1, r.total));
-        c.rates.push(r.rps);
-        c.non2xx += r.non2xx;
-        c.total += r.total;
-      }
-    }
-    const base = median(list[0].rates);
-    const baseCpu = median(list[0].cpu);
+  for (const [name, list] of chosen) {
+    await measureGroup(list);
     for (const c of list) {
-      const m = median(c.rates);
-      const cpu = median(c.cpu);
       rows.push([
         name,
         c.label,
-        rate(m),
-        ratio(m, base),
-        cpu.toFixed(1),
+        rate(median(c.rates)),
+        `${median(c.rateRatios).toFixed(2)}x`,
+        c === list[0] ? '' : quartiles(c.rateRatios),
+        median(c.cpu).toFixed(1),
         // Requests per CPU second relative to bare: the server-side throughput ratio.
-        ratio(baseCpu, cpu),
+        `${median(c.cpuRatios).toFixed(2)}x`,
         `${((100 * c.non2xx) / Math.max(1, c.total)).toFixed(1)}%`,
-        c.rates.map((x) => rate(x)).join(' / '),
       ]);
     }
   }
   console.log(
-    `HTTP adapters: ${CONNECTIONS} connections, pipelining ${PIPELINING}, ${SECONDS} s per measurement, ${ROUNDS} interleaved rounds, Node ${process.version}\n`,
+    `HTTP adapters: ${arrangement()}; ${CONNECTIONS} connections${LOADGEN === 'autocannon' ? `, pipelining ${PIPELINING}` : ''}, ${SECONDS} s per measurement, ${ROUNDS} interleaved rounds in each of ${PROCESSES} fresh sets of server processes, Node ${process.version}\n`,
   );
   console.log(
     table(
@@ -159,11 +196,11 @@ async function main(): Promise<void> {
         'group',
         'server',
         'median req/s',
-        'vs bare',
+        'vs bare (median of round ratios)',
+        'middle half of round ratios',
         'server CPU µs/req',
         'req per CPU-s vs bare',
         'non-2xx',
-        'rounds (req/s)',
       ],
       rows,
     ),

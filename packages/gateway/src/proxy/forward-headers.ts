@@ -142,6 +142,15 @@ function forwardedNode(address: string): string {
   return address.includes(':') ? `"[${address}]"` : address;
 }
 
+const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+// Clients of one gateway send a handful of Host values: the last one's quoted form is kept, not tested again.
+let lastHost = '';
+let lastQuoted = '';
+
 function quoteIfNeeded(value: string): string {
-  return /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(value) ? value : `"${value.replace(/["\\]/g, '\\$&')}"`;
+  if (value === lastHost) return lastQuoted;
+  const quoted = TOKEN.test(value) ? value : `"${value.replace(/["\\]/g, '\\$&')}"`;
+  lastHost = value;
+  lastQuoted = quoted;
+  return quoted;
 }

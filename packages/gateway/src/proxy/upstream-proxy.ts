@@ -59,7 +59,9 @@ export class UpstreamProxy {
    * @param headers - the upstream request headers (see `upstreamRequestHeaders`).
    * @param extraHeaders - headers the gateway adds to the response.
    * @param maxBodyBytes - the request size limit, enforced while streaming.
-   * @returns `undefined` once the response has been sent, or the failure when no response could be started.
+   * @param done - called once: with `undefined` when the response has been sent (or cut after its head), or with
+   *   the failure when no response could be started. A callback, not a promise: the proxy path then costs no
+   *   promise and no microtask hop per request.
    */
   forward(
     req: IncomingMessage,
@@ -68,32 +70,31 @@ export class UpstreamProxy {
     headers: OutgoingHttpHeaders,
     extraHeaders: OutgoingHttpHeaders,
     maxBodyBytes: number,
-  ): Promise<ProxyFailure | undefined> {
+    done: (failure: ProxyFailure | undefined) => void,
+  ): void {
     const hasBody =
       req.headers['content-length'] !== undefined
         ? req.headers['content-length'] !== '0'
         : req.headers['transfer-encoding'] !== undefined;
-    return new Promise((resolve) => {
-      // undici's dispatch API with a handler writing straight into the client response: no intermediate body
-      // stream, no promise per chunk. It measured about 40% more requests per second than request() + pipeline.
-      const state = new ForwardState(res, extraHeaders, resolve);
-      if (hasBody) {
-        const limit = new BodyLimit(maxBodyBytes);
-        req.on('error', (e) => limit.destroy(e));
-        req.pipe(limit);
-        limit.on('error', (e) => state.abort(e));
-        state.body = limit;
-      }
-      this.#pool.dispatch(
-        {
-          path: this.#basePath + path,
-          method: req.method as 'GET',
-          headers: headers as Record<string, string>,
-          body: state.body ?? null,
-        },
-        state,
-      );
-    });
+    // undici's dispatch API with a handler writing straight into the client response: no intermediate body
+    // stream, no promise per chunk. It measured about 40% more requests per second than request() + pipeline.
+    const state = new ForwardState(res, extraHeaders, done);
+    if (hasBody) {
+      const limit = new BodyLimit(maxBodyBytes);
+      req.on('error', (e) => limit.destroy(e));
+      req.pipe(limit);
+      limit.on('error', (e) => state.abort(e));
+      state.body = limit;
+    }
+    this.#pool.dispatch(
+      {
+        path: this.#basePath + path,
+        method: req.method as 'GET',
+        headers: headers as Record<string, string>,
+        body: state.body ?? null,
+      },
+      state,
+    );
   }
 
   /**
@@ -183,20 +184,16 @@ class ForwardState implements Dispatcher.DispatchHandler {
   #aborted: { reason: unknown } | undefined;
   readonly #res: ServerResponse;
   readonly #extra: OutgoingHttpHeaders;
-  readonly #resolve: (f: ProxyFailure | undefined) => void;
+  readonly #done: (f: ProxyFailure | undefined) => void;
   readonly #onClose = () => {
     if (!this.#res.writableFinished) this.abort(new Error('client closed the connection'));
   };
   readonly #onDrain = () => this.#controller?.resume();
 
-  constructor(
-    res: ServerResponse,
-    extra: OutgoingHttpHeaders,
-    resolve: (f: ProxyFailure | undefined) => void,
-  ) {
+  constructor(res: ServerResponse, extra: OutgoingHttpHeaders, done: (f: ProxyFailure | undefined) => void) {
     this.#res = res;
     this.#extra = extra;
-    this.#resolve = resolve;
+    this.#done = done;
     res.once('close', this.#onClose);
   }
 
@@ -253,6 +250,6 @@ class ForwardState implements Dispatcher.DispatchHandler {
     if (this.#settled) return;
     this.#settled = true;
     this.#res.off('close', this.#onClose);
-    this.#resolve(f);
+    this.#done(f);
   }
 }

@@ -1,7 +1,8 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { type Check, type Decision, type RateLimitStore, SluiceError } from 'sluice';
-import { type HeaderPair, ipKey, rateLimitProblemBody } from 'sluice/http';
+import { type HeaderPair, ipKey, isPromiseLike, rateLimitProblemBody } from 'sluice/http';
 import type { PrometheusMetrics } from 'sluice/prometheus';
+import type { IdentifyResult, PresentedCredentials } from '../identity/identify-request.js';
 import { identityKey } from '../identity/identity.js';
 import type { Logger } from '../log/create-logger.js';
 import type { TenantQuota } from '../quota/tenant-quota.js';
@@ -94,9 +95,10 @@ const EXEMPT = new Map<ExemptReason, Admission>();
  *
  * @param host - the running gateway.
  * @param r - the request.
- * @returns the admission; store errors follow `store.failureMode` and never throw.
+ * @returns the admission, as a value when every step answered in the same tick (the memory store, no JWT) and
+ *   as a promise otherwise; store errors follow `store.failureMode` and never throw.
  */
-export async function admitRequest(host: AdmissionHost, r: AdmissionRequest): Promise<Admission> {
+export function admitRequest(host: AdmissionHost, r: AdmissionRequest): Admission | Promise<Admission> {
   const rt = host.runtime;
   const c = rt.config;
   const { method, path, clientIp } = r;
@@ -104,24 +106,45 @@ export async function admitRequest(host: AdmissionHost, r: AdmissionRequest): Pr
   if (rt.exemptions.endpoint(method, path)) return exempt(host, 'endpoint', undefined);
   if (r.socket !== undefined && rt.exemptions.mtls(r.socket)) return exempt(host, 'mtls', undefined);
   if (rt.exemptions.development(clientIp)) return exempt(host, 'development', undefined);
-  const plan = rt.plan;
   const presented = rt.identifier.credentials(r.headers);
-  let publicAuth: Check[] | undefined;
-  if (presented !== undefined) {
-    publicAuth = [{ policy: plan.publicAuth, key: plan.bucketKey(ipKey(clientIp)) }];
-    const peek = await plan.limiter.peek(publicAuth, 1);
-    if (!peek.allowed) return denial(rt, peek, r, undefined, ipKey(clientIp), 'public_auth_limited');
-  }
-  const result = await rt.identifier.identify(r.headers, presented, r.trustIdentityHeaders);
+  if (presented !== undefined) return admitWithCredentials(host, r, presented);
+  // No credentials: identity comes from trusted headers or the client IP, in the same tick; with the memory
+  // store the whole admission then completes without a promise.
+  const result = rt.identifier.identify(r.headers, undefined, r.trustIdentityHeaders);
+  return isPromiseLike(result)
+    ? result.then((x) => afterIdentity(host, r, x, undefined))
+    : afterIdentity(host, r, result, undefined);
+}
+
+async function admitWithCredentials(
+  host: AdmissionHost,
+  r: AdmissionRequest,
+  presented: PresentedCredentials,
+): Promise<Admission> {
+  const plan = host.runtime.plan;
+  const publicAuth: Check[] = [{ policy: plan.publicAuth, key: plan.bucketKey(ipKey(r.clientIp)) }];
+  const peek = await plan.limiter.peek(publicAuth, 1);
+  if (!peek.allowed)
+    return denial(host.runtime, peek, r, undefined, ipKey(r.clientIp), 'public_auth_limited');
+  const result = await host.runtime.identifier.identify(r.headers, presented, r.trustIdentityHeaders);
+  return afterIdentity(host, r, result, publicAuth);
+}
+
+function afterIdentity(
+  host: AdmissionHost,
+  r: AdmissionRequest,
+  result: IdentifyResult,
+  publicAuth: Check[] | undefined,
+): Admission | Promise<Admission> {
+  const rt = host.runtime;
+  const c = rt.config;
+  const plan = rt.plan;
+  const { method, path, clientIp } = r;
   if (!result.ok) {
-    if (result.counts && publicAuth !== undefined) {
-      const d = await plan.limiter.decide(publicAuth, 1);
-      host.metrics.recordDecision(d, { store: host.store.kind });
-    }
     const p = Problems.invalidCredentials(
       result.source === 'jwt' ? 'The bearer token is not valid.' : 'The API key is not valid.',
     );
-    return {
+    const refused: Admission = {
       kind: 'deny',
       status: 401,
       outcome: `invalid_credentials_${result.reason}`,
@@ -131,6 +154,13 @@ export async function admitRequest(host: AdmissionHost, r: AdmissionRequest): Pr
       tier: undefined,
       key: ipKey(clientIp),
     };
+    if (!result.counts || publicAuth === undefined) return refused;
+    const counted = plan.limiter.decide(publicAuth, 1);
+    const record = (d: Decision): Admission => {
+      host.metrics.recordDecision(d, { store: host.store.kind });
+      return refused;
+    };
+    return isPromiseLike(counted) ? counted.then(record) : record(counted);
   }
   const identity = result.identity;
   const tierName =
@@ -143,54 +173,70 @@ export async function admitRequest(host: AdmissionHost, r: AdmissionRequest): Pr
   const key = identityKey(identity, clientIp);
   const route = plan.routeFor(tierName, method, path);
   const checks = route.checks(plan.bucketKey(key));
-  let decision: Decision;
   const t0 = performance.now();
+  let pending: Decision | Promise<Decision>;
   try {
-    decision = await plan.limiter.decide(checks, r.cost);
+    pending = plan.limiter.decide(checks, r.cost);
   } catch (e) {
-    host.metrics.recordStoreError(host.store.kind);
-    host.logger.error({ err: e }, 'rate-limit store failed');
-    if (c.store.failureMode === 'closed' || !(e instanceof SluiceError)) {
+    return storeFailed(host, r, e, tierName, key);
+  }
+  const decided = (decision: Decision): Admission => {
+    host.metrics.recordDecision(decision, route.labels(host.store.kind), (performance.now() - t0) / 1000);
+    if (decision.allowed) {
+      if (identity.tenant !== undefined) recordQuota(host, rt, identity.tenant, tierName, r, route.rules);
       return {
-        kind: 'deny',
-        status: 503,
-        outcome: 'store_unavailable',
-        headers: RETRY_1,
-        body: problemBody(Problems.storeUnavailable(), path, r.correlationId),
-        decision: undefined,
+        kind: 'allow',
+        outcome: 'allowed',
+        headers: route.headers(decision, c.headers.mode, r.nowMs),
+        decision,
         tier: tierName,
         key,
       };
     }
+    return denial(
+      rt,
+      decision,
+      r,
+      tierName,
+      key,
+      decision.reason === 'store_unavailable' ? 'store_unavailable' : 'limited',
+    );
+  };
+  if (isPromiseLike<Decision>(pending))
+    return pending.then(decided, (e: unknown) => storeFailed(host, r, e, tierName, key));
+  return decided(pending);
+}
+
+/** A store that threw: the failure mode decides (closed, or a non-Sluice error: 503; open: admit without headers). */
+function storeFailed(
+  host: AdmissionHost,
+  r: AdmissionRequest,
+  e: unknown,
+  tierName: string,
+  key: string,
+): Admission {
+  host.metrics.recordStoreError(host.store.kind);
+  host.logger.error({ err: e }, 'rate-limit store failed');
+  if (host.runtime.config.store.failureMode === 'closed' || !(e instanceof SluiceError)) {
     return {
-      kind: 'allow',
-      outcome: 'store_unavailable_open',
-      headers: NO_HEADERS,
+      kind: 'deny',
+      status: 503,
+      outcome: 'store_unavailable',
+      headers: RETRY_1,
+      body: problemBody(Problems.storeUnavailable(), r.path, r.correlationId),
       decision: undefined,
       tier: tierName,
       key,
     };
   }
-  host.metrics.recordDecision(decision, route.labels(host.store.kind), (performance.now() - t0) / 1000);
-  if (decision.allowed) {
-    if (identity.tenant !== undefined) recordQuota(host, rt, identity.tenant, tierName, r, route.rules);
-    return {
-      kind: 'allow',
-      outcome: 'allowed',
-      headers: route.headers(decision, c.headers.mode, r.nowMs),
-      decision,
-      tier: tierName,
-      key,
-    };
-  }
-  return denial(
-    rt,
-    decision,
-    r,
-    tierName,
+  return {
+    kind: 'allow',
+    outcome: 'store_unavailable_open',
+    headers: NO_HEADERS,
+    decision: undefined,
+    tier: tierName,
     key,
-    decision.reason === 'store_unavailable' ? 'store_unavailable' : 'limited',
-  );
+  };
 }
 
 function recordQuota(

@@ -12,6 +12,7 @@ import type { AddressInfo } from 'node:net';
 import { basename, dirname } from 'node:path';
 import type { Duplex } from 'node:stream';
 import type { Clock, Decision, RateLimitStore } from 'sluice';
+import { isPromiseLike } from 'sluice/http';
 import { metricsHandler, type PrometheusMetrics } from 'sluice/prometheus';
 import { TopLimitedKeys, wallClock } from 'sluice/quota';
 import type { GatewayConfig } from '../config/gateway-config.js';
@@ -448,7 +449,9 @@ export class Gateway extends EventEmitter {
       return;
     }
     try {
-      const admission = await this.#admit(rt, req, method, path, id);
+      const admitting = this.#admit(rt, req, method, path, id);
+      // The memory store answers in the same tick: no await, so no microtask hop for most requests.
+      const admission = isPromiseLike(admitting) ? await admitting : admitting;
       if (admission.kind === 'deny') {
         outcome = admission.outcome;
         key = admission.key;
@@ -475,7 +478,7 @@ export class Gateway extends EventEmitter {
       }
       const extra: OutgoingHttpHeaders = { [c.server.requestIdHeader]: id };
       if (admission.kind === 'allow') for (const [k, v] of admission.headers) extra[k] = v;
-      await this.#proxy(rt, req, res, path + query, id, extra, (o) => {
+      this.#proxy(rt, req, res, path + query, id, extra, (o) => {
         outcome = o;
       });
     } catch (e) {
@@ -496,7 +499,7 @@ export class Gateway extends EventEmitter {
     }
   }
 
-  async #proxy(
+  #proxy(
     rt: Runtime,
     req: IncomingMessage,
     res: ServerResponse,
@@ -504,7 +507,7 @@ export class Gateway extends EventEmitter {
     id: string,
     extra: OutgoingHttpHeaders,
     setOutcome: (o: string) => void,
-  ): Promise<void> {
+  ): void {
     const c = rt.config;
     const instance = pathAndQuery;
     if (rt.proxy === undefined) {
@@ -528,22 +531,29 @@ export class Gateway extends EventEmitter {
     }
     const headers = upstreamRequestHeaders(req.headers, this.#facts(rt, req, id));
     delete headers.expect;
-    const failure = await rt.proxy.forward(req, res, pathAndQuery, headers, extra, c.server.maxBodyBytes);
-    if (failure === undefined) return;
-    setOutcome(`upstream_${failure.kind}`);
-    if (failure.kind === 'aborted') return;
-    const problem: GatewayProblem =
-      failure.kind === 'timeout'
-        ? Problems.gatewayTimeout()
-        : failure.kind === 'too_large'
-          ? Problems.tooLarge(c.server.maxBodyBytes)
-          : Problems.badGateway();
-    this.logger.warn(
-      { reqId: id, err: failure.error.message, kind: failure.kind },
-      'upstream request failed',
-    );
-    if (failure.kind === 'too_large') res.setHeader('connection', 'close');
-    sendProblem(res, problem, instance, id, extra as Record<string, string>);
+    rt.proxy.forward(req, res, pathAndQuery, headers, extra, c.server.maxBodyBytes, (failure) => {
+      if (failure === undefined) return;
+      setOutcome(`upstream_${failure.kind}`);
+      if (failure.kind === 'aborted') return;
+      try {
+        const problem: GatewayProblem =
+          failure.kind === 'timeout'
+            ? Problems.gatewayTimeout()
+            : failure.kind === 'too_large'
+              ? Problems.tooLarge(c.server.maxBodyBytes)
+              : Problems.badGateway();
+        this.logger.warn(
+          { reqId: id, err: failure.error.message, kind: failure.kind },
+          'upstream request failed',
+        );
+        if (failure.kind === 'too_large') res.setHeader('connection', 'close');
+        sendProblem(res, problem, instance, id, extra as Record<string, string>);
+      } catch (e) {
+        // Called from undici's handler: an error here must end this response, never reach the pool.
+        this.logger.error({ reqId: id, err: e }, 'request failed');
+        res.destroy();
+      }
+    });
   }
 
   #facts(rt: Runtime, req: IncomingMessage, id: string) {
@@ -656,7 +666,13 @@ export class Gateway extends EventEmitter {
   }
 
   /** Admits a request of the gateway's own listener through the one admission function (mTLS included). */
-  #admit(rt: Runtime, req: IncomingMessage, method: string, path: string, id: string): Promise<Admission> {
+  #admit(
+    rt: Runtime,
+    req: IncomingMessage,
+    method: string,
+    path: string,
+    id: string,
+  ): Admission | Promise<Admission> {
     const peer = req.socket.remoteAddress;
     return admitRequest(this, {
       method,

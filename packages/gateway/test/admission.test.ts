@@ -1,0 +1,67 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { exportJWK, generateKeyPair } from 'jose';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { type AdmissionRequest, admitRequest } from '../src/server/admit-request.js';
+import { startGateway, type TestGateway, tempDir, WALL_MS } from './support.js';
+
+const tmp = tempDir();
+let running: TestGateway | undefined;
+
+afterEach(async () => {
+  await running?.gateway.close();
+  running = undefined;
+});
+afterAll(() => tmp.cleanup());
+
+const TIERS = `rateLimiting:
+  defaultTier: free
+  tiers:
+    free: { requestsPerMinute: 60, burstLimit: 2 }
+`;
+
+function request(headers: Record<string, string> = {}): AdmissionRequest {
+  return {
+    method: 'GET',
+    path: '/api/items',
+    headers,
+    clientIp: '203.0.113.7',
+    trustIdentityHeaders: false,
+    cost: 1,
+    correlationId: 'req-1',
+    nowMs: WALL_MS,
+  };
+}
+
+function isThenable(v: unknown): boolean {
+  return typeof (v as { then?: unknown } | null)?.then === 'function';
+}
+
+describe('admission on the memory store', () => {
+  it('answers in the same tick when nothing needs a promise, allowing and then denying', async () => {
+    running = await startGateway(join(tmp.dir, 'sync.yaml'), { yaml: TIERS });
+    const first = admitRequest(running.gateway, request());
+    expect(isThenable(first)).toBe(false);
+    expect(first).toMatchObject({ kind: 'allow', outcome: 'allowed', key: 'ip:203.0.113.7', tier: 'free' });
+    expect(isThenable(admitRequest(running.gateway, request()))).toBe(false);
+    const third = admitRequest(running.gateway, request());
+    expect(isThenable(third)).toBe(false);
+    expect(third).toMatchObject({ kind: 'deny', status: 429, outcome: 'limited' });
+  });
+
+  it('returns a promise when a JWT must be verified, with the same answer as before', async () => {
+    const { publicKey } = await generateKeyPair('RS256');
+    const jwk = { ...(await exportJWK(publicKey)), kid: 'k1', alg: 'RS256', use: 'sig' };
+    writeFileSync(join(tmp.dir, 'jwks.json'), JSON.stringify({ keys: [jwk] }));
+    running = await startGateway(join(tmp.dir, 'jwt.yaml'), {
+      yaml: `${TIERS}identity:
+  jwt: { jwksFile: jwks.json, issuer: https://auth.test, audience: sluice-api }
+`,
+    });
+    const pending = admitRequest(running.gateway, request({ authorization: 'Bearer not-a-jwt' }));
+    expect(isThenable(pending)).toBe(true);
+    await expect(pending).resolves.toMatchObject({ kind: 'deny', status: 401 });
+    // Without credentials the same gateway still answers in the same tick.
+    expect(isThenable(admitRequest(running.gateway, request()))).toBe(false);
+  });
+});
