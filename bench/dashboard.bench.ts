@@ -15,6 +15,7 @@ import { MemoryStore } from '../packages/sluice/src/memory/index.js';
 import type { LimiterMetrics } from '../packages/sluice/src/metrics/index.js';
 import { PrometheusMetrics } from '../packages/sluice/src/prometheus/index.js';
 import { TopLimitedKeys } from '../packages/sluice/src/quota/index.js';
+import { interleavedPasses } from './lib/passes.js';
 import { median, rate, ratio, table } from './lib/stats.js';
 
 const rounds = Number(process.argv[2] ?? 7);
@@ -53,19 +54,7 @@ const contenders = [
   },
 ];
 
-const results = new Map<string, number[]>();
-for (let r = 0; r < rounds; r++) {
-  const order = r % 2 === 0 ? contenders : [...contenders].reverse();
-  for (const c of order) {
-    const run = c.setup();
-    for (let i = 0; i < 20_000; i++) run(i); // warm up
-    const start = performance.now();
-    for (let i = 0; i < N; i++) run(i);
-    const perSecond = N / ((performance.now() - start) / 1000);
-    results.set(c.name, [...(results.get(c.name) ?? []), perSecond]);
-    process.stderr.write(`  ${c.name.padEnd(40)} ${rate(perSecond)}/s\n`);
-  }
-}
+const results = interleavedPasses(contenders, rounds, N);
 
 const base = median(results.get(contenders[0].name)!);
 const prom = median(results.get(contenders[1].name)!);

@@ -19,6 +19,7 @@ import { LimitPlan } from '../packages/gateway/src/limits/limit-plan.js';
 import type { Check, Decision, Policy } from '../packages/sluice/src/core/index.js';
 import { compilePathPattern, formatDecisionHeaders } from '../packages/sluice/src/http/index.js';
 import { MemoryStore } from '../packages/sluice/src/memory/index.js';
+import { BENCH_LIMITS_YAML } from './gateway/limits.js';
 import { median, rate, ratio, table } from './lib/stats.js';
 
 const rounds = Number(process.argv[2] ?? 9);
@@ -26,17 +27,7 @@ const N = 200_000;
 const KEYS = Array.from({ length: 1000 }, (_, i) => `t:client-${i}`);
 const NOW = 1_701_936_000_000;
 
-const loaded = loadConfigText(
-  `rateLimiting:
-  defaultTier: bench
-  tiers:
-    bench: { requestsPerMinute: 600000000, requestsPerHour: 1000000000, burstLimit: 100000000 }
-  endpoints:
-    - { pattern: /api/*, limit: 600000000, window: 60s }
-`,
-  undefined,
-  { env: {} },
-);
+const loaded = loadConfigText(BENCH_LIMITS_YAML, undefined, { env: {} });
 if (!loaded.ok) throw new Error(JSON.stringify(loaded.violations));
 const config = loaded.config;
 

@@ -20,14 +20,25 @@
  * node_modules): that gateway runs as one more interleaved target, and both gateways run from sources through tsx,
  * so a change is measured against its baseline under the same load on the same busy machine.
  */
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { availableParallelism, tmpdir } from 'node:os';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Agent, request } from 'undici';
-import { arrangement, LOADGEN_CPUS, pinned, runLoad, SERVER_CPUS } from './lib/load.js';
+import { freePort } from '../test/support/redis-server.js';
+import { BENCH_LIMITS_YAML } from './gateway/limits.js';
+import {
+  ALL_CPUS,
+  arrangement,
+  cpuSeconds,
+  LOADGEN_CPUS,
+  onPath,
+  pinned,
+  pinTree,
+  runLoad,
+  SERVER_CPUS,
+} from './lib/load.js';
 import { median, rate, ratio, table } from './lib/stats.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
@@ -37,16 +48,6 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const BASELINE = process.env.BENCH_BASELINE;
 const dir = mkdtempSync(join(tmpdir(), 'sluice-gw-bench-'));
 const children: ChildProcess[] = [];
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const p = (s.address() as { port: number }).port;
-      s.close(() => resolve(p));
-    });
-  });
-}
 
 function start(
   cpus: string | undefined,
@@ -69,31 +70,6 @@ function start(
     child.once('exit', (code) => reject(new Error(`${cmd} exited ${code}: ${out}`)));
     if (ready.source === '^') resolve(child);
   });
-}
-
-/**
- * CPU seconds a process and its children (NGINX's workers) have used, from procfs; undefined where there is none.
- * With `taskset` in front, the pid is taskset's, which execs the program: the same process.
- */
-function cpuSeconds(pid: number | undefined): number | undefined {
-  if (pid === undefined || !existsSync(`/proc/${pid}/stat`)) return undefined;
-  const ticks = (p: number): number => {
-    try {
-      const f = readFileSync(`/proc/${p}/stat`, 'utf8').split(') ')[1].split(' ');
-      return Number(f[11]) + Number(f[12]); // utime, stime (fields 14 and 15 of the whole line)
-    } catch {
-      return 0;
-    }
-  };
-  let total = ticks(pid);
-  try {
-    for (const c of readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/)) {
-      if (c !== '') total += ticks(Number(c));
-    }
-  } catch {
-    // no children file: the process alone
-  }
-  return total / 100; // USER_HZ is 100 on Linux
 }
 
 async function waitForPort(port: number): Promise<void> {
@@ -142,19 +118,15 @@ async function underLoad(url: string, overallRate: number): Promise<{ p99: numbe
     { stdio: ['ignore', 'pipe', 'inherit'] },
   );
   let out = '';
+  let onStarted: () => void = () => undefined;
+  const started = new Promise<void>((resolve) => {
+    onStarted = resolve;
+  });
   child.stdout.on('data', (d: Buffer) => {
     out += d.toString();
+    if (out.includes('started')) onStarted();
   });
   const done = new Promise<void>((resolve) => child.once('close', () => resolve()));
-  const started = new Promise<void>((resolve) => {
-    const onData = (d: Buffer) => {
-      if (d.toString().includes('started')) {
-        child.stdout.off('data', onData);
-        resolve();
-      }
-    };
-    child.stdout.on('data', onData);
-  });
   await started;
   await new Promise((r) => setTimeout(r, 200)); // the ramp to the fixed rate
   const p99 = await probeLatency(url, SECONDS * 1000 - 500);
@@ -179,27 +151,10 @@ async function probeLatency(url: string, ms: number): Promise<number> {
   return times[Math.floor(times.length * 0.99)];
 }
 
-/** Lets these processes (with their threads and children) run on every CPU again. */
-function unpinAll(list: readonly (number | undefined)[]): void {
-  if (LOADGEN_CPUS === undefined) return;
-  const all = `0-${availableParallelism() - 1}`;
-  const one = (pid: number) => {
-    try {
-      execFileSync('taskset', ['-a', '-p', '-c', all, String(pid)], { stdio: 'ignore' });
-      for (const c of readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/))
-        if (c !== '') one(Number(c));
-    } catch {
-      // gone or not Linux: nothing to unpin
-    }
-  };
-  for (const pid of [process.pid, ...list]) if (pid !== undefined) one(pid);
-}
-
 async function main(): Promise<void> {
-  const nginx = execFileSync('sh', ['-c', 'command -v nginx || true']).toString().trim();
+  const nginx = onPath('nginx') ? 'nginx' : '';
   // The probe runs here: keep this process off the proxies' CPU.
-  if (LOADGEN_CPUS !== undefined)
-    execFileSync('taskset', ['-a', '-p', '-c', LOADGEN_CPUS, String(process.pid)], { stdio: 'ignore' });
+  pinTree(process.pid, LOADGEN_CPUS);
   const up = await freePort();
   const gw = await freePort();
   const bare = await freePort();
@@ -213,18 +168,9 @@ async function main(): Promise<void> {
     ],
     /up/,
   );
-  // One tier whose limits never bind, so every request takes the full path (identity, three buckets, headers).
   writeFileSync(
     join(dir, 'gw.yaml'),
-    `rateLimiting:
-  defaultTier: bench
-  tiers:
-    bench: { requestsPerMinute: 600000000, requestsPerHour: 1000000000, burstLimit: 100000000 }
-  endpoints:
-    - { pattern: /api/*, limit: 600000000, window: 60s }
-logging: { level: warn }
-reload: { watch: false }
-`,
+    `${BENCH_LIMITS_YAML}logging: { level: warn }\nreload: { watch: false }\n`,
   );
   // The built command when present (what operators run); from source through tsx otherwise.
   const built = BASELINE === undefined && existsSync(join(ROOT, 'packages/gateway/dist/bin/sluice.js'));
@@ -339,7 +285,7 @@ http {
   // Latency with every process free to run on any CPU, as in a deployment: pinned, each hop crosses CPUs and
   // waits for an idle virtual CPU to wake (an idle NGINX measured a p99 of 3 ms that way), which is the
   // hypervisor's latency, not the proxy's.
-  unpinAll(Object.values(pids));
+  for (const pid of [process.pid, ...Object.values(pids)]) if (pid !== undefined) pinTree(pid, ALL_CPUS);
   const lat: Record<string, number[]> = Object.fromEntries(targets.map(([n]) => [n, []]));
   let errors = Object.values(sat)
     .flat()

@@ -21,9 +21,10 @@ import { fileURLToPath } from 'node:url';
 import {
   arrangement,
   LOADGEN,
+  LOADGEN_CPUS,
   type LoadResult,
   pinned,
-  pinSelfToLoadgen,
+  pinTree,
   runLoad,
   SERVER_CPUS,
 } from './lib/load.js';
@@ -162,7 +163,8 @@ async function measureGroup(list: Contender[]): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  pinSelfToLoadgen();
+  // autocannon runs in this process: keep it on the load generator's CPU.
+  if (LOADGEN === 'autocannon') pinTree(process.pid, LOADGEN_CPUS);
   const groups: [string, Contender[]][] = [];
   for (const mode of ['allowed', 'denied']) {
     groups.push([`node:http, ${mode}`, group('node', mode, undefined)]);

@@ -14,6 +14,7 @@ import { MemoryStore } from '../packages/sluice/src/memory/index.js';
 import { OtelMetrics } from '../packages/sluice/src/otel/index.js';
 import { PrometheusMetrics } from '../packages/sluice/src/prometheus/index.js';
 import { QuotaTracker } from '../packages/sluice/src/quota/index.js';
+import { interleavedPasses, type PassContender } from './lib/passes.js';
 import { median, rate, ratio, table } from './lib/stats.js';
 
 const rounds = Number(process.argv[2] ?? 7);
@@ -33,11 +34,9 @@ function limiter(): Limiter {
   });
 }
 
-type Contender = { name: string; setup: () => (i: number) => void };
-
 const labels = Object.freeze({ tier: 'standard', rule: '/api/*', store: 'memory' });
 
-const contenders: Contender[] = [
+const contenders: PassContender[] = [
   {
     name: 'engine alone',
     setup: () => {
@@ -131,19 +130,7 @@ const contenders: Contender[] = [
   },
 ];
 
-const results = new Map<string, number[]>();
-for (let r = 0; r < rounds; r++) {
-  const order = r % 2 === 0 ? contenders : [...contenders].reverse();
-  for (const c of order) {
-    const run = c.setup();
-    for (let i = 0; i < 20_000; i++) run(i); // warm up
-    const start = performance.now();
-    for (let i = 0; i < N; i++) run(i);
-    const perSecond = N / ((performance.now() - start) / 1000);
-    results.set(c.name, [...(results.get(c.name) ?? []), perSecond]);
-    process.stderr.write(`  ${c.name.padEnd(36)} ${rate(perSecond)}/s\n`);
-  }
-}
+const results = interleavedPasses(contenders, rounds, N);
 
 const base = median(results.get('engine alone')!);
 console.log(`### Metrics: operations per second (median of ${rounds} interleaved passes of ${N})\n`);

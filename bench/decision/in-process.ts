@@ -7,38 +7,12 @@
  *   tsx bench/decision/in-process.ts http 3
  *   tsx bench/decision/in-process.ts grpc 3
  */
-import { loadConfigText } from '../../packages/gateway/src/config/load-config.js';
 import { decideRequest } from '../../packages/gateway/src/decision/decide-request.js';
 import { RateLimitService } from '../../packages/gateway/src/envoy/rate-limit-service.js';
-import { createLogger } from '../../packages/gateway/src/log/create-logger.js';
-import { Gateway } from '../../packages/gateway/src/server/gateway.js';
+import { startBenchGateway } from './bench-gateway.js';
 
 const [kind = 'http', secondsText = '3'] = process.argv.slice(2);
-const yaml = `rateLimiting:
-  defaultTier: standard
-  tiers:
-    standard:
-      requestsPerMinute: 600000000
-      burstLimit: 100000000
-headers:
-  mode: draft-11
-server:
-  port: 0
-logging:
-  level: warn
-envoy:
-  port: 0
-  domains:
-    - domain: bench
-      descriptors:
-        - key: remote_address
-          rate_limit:
-            requests_per_unit: 10000000
-            unit: second
-`;
-const loaded = loadConfigText(yaml, undefined, { env: {} });
-if (!loaded.ok) throw new Error(JSON.stringify(loaded.violations));
-const gateway = await Gateway.start({ config: loaded.config, logger: createLogger('warn'), watch: false });
+const gateway = await startBenchGateway();
 const service = new RateLimitService(gateway);
 const ips = Array.from({ length: 1000 }, (_, i) => `10.0.${i >> 8}.${i & 255}`);
 const requests = ips.map((ip) => ({

@@ -6,12 +6,13 @@
  *
  *   node --import tsx bench/gateway/bare-proxy.ts <upstream URL> <port>
  */
-import { createServer } from 'node:http';
+import { createServer, type ServerResponse } from 'node:http';
 import { Pool } from 'undici';
 
 const [upstream, port] = process.argv.slice(2);
 const pool = new Pool(upstream, { connections: 128, pipelining: 1 });
 const HOP = new Set(['connection', 'keep-alive', 'transfer-encoding']);
+const uncork = (res: ServerResponse) => res.uncork();
 
 const server = createServer((req, res) => {
   const headers: Record<string, string> = {};
@@ -25,7 +26,7 @@ const server = createServer((req, res) => {
         for (const k in upHeaders) if (!HOP.has(k)) out.push(k, upHeaders[k] as string);
         res.writeHead(status, out);
         res.cork();
-        process.nextTick(() => res.uncork());
+        process.nextTick(uncork, res);
       },
       onResponseData(_c, chunk) {
         res.write(chunk);

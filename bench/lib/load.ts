@@ -9,10 +9,12 @@
  * `BENCH_LOADGEN=autocannon` and `BENCH_PIN=0` restore the old arrangement.
  */
 import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import autocannon from 'autocannon';
 
-function onPath(command: string): boolean {
+/** Whether `command` is on PATH. */
+export function onPath(command: string): boolean {
   try {
     execFileSync('sh', ['-c', `command -v ${command}`], { stdio: 'ignore' });
     return true;
@@ -51,10 +53,55 @@ export function pinned(
   return cpus === undefined ? [command, [...args]] : ['taskset', ['-c', cpus, command, ...args]];
 }
 
-/** Moves this process (every thread) to the load generator's CPU, for autocannon which runs in process. */
-export function pinSelfToLoadgen(): void {
-  if (LOADGEN_CPUS === undefined || LOADGEN !== 'autocannon') return;
-  execFileSync('taskset', ['-a', '-p', '-c', LOADGEN_CPUS, String(process.pid)], { stdio: 'ignore' });
+/** Every CPU, as a taskset list. */
+export const ALL_CPUS = `0-${CPUS - 1}`;
+
+/** The pids of a process's direct children (NGINX's workers), from procfs; none where there is no procfs. */
+export function childPids(pid: number): number[] {
+  try {
+    const list = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim();
+    return list === '' ? [] : list.split(/\s+/).map(Number);
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * Moves a process, every thread of it and its children to `cpus`; nothing when processes are not pinned (or
+ * `cpus` is undefined), and nothing for a process that is gone.
+ *
+ * @param pid - the process.
+ * @param cpus - a taskset CPU list.
+ */
+export function pinTree(pid: number, cpus: string | undefined): void {
+  if (!PINNED || cpus === undefined) return;
+  try {
+    execFileSync('taskset', ['-a', '-p', '-c', cpus, String(pid)], { stdio: 'ignore' });
+  } catch {
+    return;
+  }
+  for (const c of childPids(pid)) pinTree(c, cpus);
+}
+
+/**
+ * CPU seconds a process and its children have used, from procfs; undefined where there is none. With `taskset`
+ * in front, the pid is taskset's, which execs the program: the same process.
+ *
+ * @param pid - the process.
+ */
+export function cpuSeconds(pid: number | undefined): number | undefined {
+  if (pid === undefined || !existsSync(`/proc/${pid}/stat`)) return undefined;
+  const ticks = (p: number): number => {
+    try {
+      const f = readFileSync(`/proc/${p}/stat`, 'utf8').split(') ')[1].split(' ');
+      return Number(f[11]) + Number(f[12]); // utime, stime (fields 14 and 15 of the whole line)
+    } catch {
+      return 0;
+    }
+  };
+  let total = ticks(pid);
+  for (const c of childPids(pid)) total += ticks(c);
+  return total / 100; // USER_HZ is 100 on Linux
 }
 
 /** One load run's outcome. */

@@ -4,6 +4,7 @@ import { type HeaderPair, ipKey, isPromiseLike, rateLimitProblemBody } from 'slu
 import type { PrometheusMetrics } from 'sluice/prometheus';
 import type { IdentifyResult, PresentedCredentials } from '../identity/identify-request.js';
 import { identityKey } from '../identity/identity.js';
+import type { Route } from '../limits/route.js';
 import type { Logger } from '../log/create-logger.js';
 import type { TenantQuota } from '../quota/tenant-quota.js';
 import type { ExemptReason } from './exemption-rules.js';
@@ -180,31 +181,50 @@ function afterIdentity(
   } catch (e) {
     return storeFailed(host, r, e, tierName, key);
   }
-  const decided = (decision: Decision): Admission => {
-    host.metrics.recordDecision(decision, route.labels(host.store.kind), (performance.now() - t0) / 1000);
-    if (decision.allowed) {
-      if (identity.tenant !== undefined) recordQuota(host, rt, identity.tenant, tierName, r, route.rules);
-      return {
-        kind: 'allow',
-        outcome: 'allowed',
-        headers: route.headers(decision, c.headers.mode, r.nowMs),
-        decision,
-        tier: tierName,
-        key,
-      };
-    }
-    return denial(
-      rt,
-      decision,
-      r,
-      tierName,
-      key,
-      decision.reason === 'store_unavailable' ? 'store_unavailable' : 'limited',
+  if (isPromiseLike<Decision>(pending)) {
+    return pending.then(
+      (d) => decided(host, r, route, identity.tenant, tierName, key, t0, d),
+      (e: unknown) => storeFailed(host, r, e, tierName, key),
     );
-  };
-  if (isPromiseLike<Decision>(pending))
-    return pending.then(decided, (e: unknown) => storeFailed(host, r, e, tierName, key));
-  return decided(pending);
+  }
+  return decided(host, r, route, identity.tenant, tierName, key, t0, pending);
+}
+
+/**
+ * The store's answer turned into an admission, with its metrics and quota. A function of its own rather than a
+ * closure, so the memory store's same-tick path allocates nothing for it.
+ */
+function decided(
+  host: AdmissionHost,
+  r: AdmissionRequest,
+  route: Route,
+  tenant: string | undefined,
+  tierName: string,
+  key: string,
+  t0: number,
+  decision: Decision,
+): Admission {
+  const rt = host.runtime;
+  host.metrics.recordDecision(decision, route.labels(host.store.kind), (performance.now() - t0) / 1000);
+  if (decision.allowed) {
+    if (tenant !== undefined) recordQuota(host, rt, tenant, tierName, r, route.rules);
+    return {
+      kind: 'allow',
+      outcome: 'allowed',
+      headers: route.headers(decision, rt.config.headers.mode, r.nowMs),
+      decision,
+      tier: tierName,
+      key,
+    };
+  }
+  return denial(
+    rt,
+    decision,
+    r,
+    tierName,
+    key,
+    decision.reason === 'store_unavailable' ? 'store_unavailable' : 'limited',
+  );
 }
 
 /** A store that threw: the failure mode decides (closed, or a non-Sluice error: 503; open: admit without headers). */
