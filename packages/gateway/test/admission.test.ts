@@ -2,7 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { exportJWK, generateKeyPair } from 'jose';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { type AdmissionRequest, admitRequest } from '../src/server/admit-request.js';
+import { type AdmissionRequest, admitRequest } from '../src/admission/admit-request.js';
 import { startGateway, type TestGateway, tempDir, WALL_MS } from './support.js';
 
 const tmp = tempDir();

@@ -3,6 +3,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { exportJWK, generateKeyPair, type JWK, SignJWT } from 'jose';
+import { sha256Base64Url } from 'sluice/http';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { hashApiKey } from '../src/identity/api-key-file.js';
 import {
@@ -108,7 +109,7 @@ describe('JWT identity', () => {
       const r = await send(agent, `${base}/x`, { headers: { authorization: `Bearer ${tc}` } });
       expect(r.status).toBe(200);
       expect(r.headers['x-ratelimit-policy']).toBe('enterprise');
-      expect(await remaining('acme:ci-bot', 'enterprise')).toBe(199);
+      expect(await remaining('tenant:acme:client:ci-bot', 'enterprise')).toBe(199);
       const tu = await sign({ tenant_id: 'acme', sub: 'u:7' });
       expect(
         (await send(agent, `${base}/x`, { headers: { authorization: `Bearer ${tu}` } })).headers[
@@ -190,9 +191,9 @@ describe('API keys', () => {
 `);
     const plain = await send(agent, `${base}/x`, { headers: { 'x-api-key': 'key-plain' } });
     expect(plain.headers['x-ratelimit-policy']).toBe('free');
-    expect(await remaining(`apikey:${hashApiKey('key-plain')}`, 'free')).toBe(2);
+    expect(await remaining(`apikey:${sha256Base64Url(hashApiKey('key-plain'))}`, 'free')).toBe(2);
     await send(agent, `${base}/x`, { headers: { 'x-api-key': 'key-acme' } });
-    expect(await remaining('acme:billing', 'enterprise')).toBe(199);
+    expect(await remaining('tenant:acme:client:billing', 'enterprise')).toBe(199);
     const codes = await statuses(agent, `${base}/x`, 10, { 'x-api-key': 'key-internal' });
     expect(codes.every((c) => c === 200)).toBe(true);
     expect(
@@ -211,7 +212,7 @@ identity:
 `);
     const r = await send(agent, `${base}/x`, { headers: { ...headers, 'x-forwarded-for': '198.51.100.7' } });
     expect(r.headers['x-ratelimit-policy']).toBe('enterprise');
-    expect(await remaining('acme:portal', 'enterprise')).toBe(199);
+    expect(await remaining('tenant:acme:client:portal', 'enterprise')).toBe(199);
     expect(upstream.seen.at(-1)?.headers['x-tenant-id']).toBe('acme');
     // Without identity headers, the forwarded client IP is the key.
     await send(agent, `${base}/x`, { headers: { 'x-forwarded-for': '198.51.100.7' } });
@@ -225,7 +226,7 @@ identity:
     const r = await send(agent, `${base}/x`, { headers: { ...headers, 'x-forwarded-for': '198.51.100.7' } });
     expect(r.headers['x-ratelimit-policy']).toBe('free');
     expect(await remaining('ip:127.0.0.1', 'free')).toBe(2);
-    expect(await remaining('acme:portal', 'enterprise')).toBe(200);
+    expect(await remaining('tenant:acme:client:portal', 'enterprise')).toBe(200);
     expect(upstream.seen.at(-1)?.headers['x-tenant-id']).toBeUndefined();
   });
 });

@@ -23,10 +23,17 @@ export interface ClientIpOptions {
 }
 
 /** Resolves the client IP of a request; see {@link createClientIpResolver}. */
-export type ClientIpResolver = (
-  remoteAddress: string | undefined,
-  headers: HeaderSource,
-) => string | undefined;
+export interface ClientIpResolver {
+  (remoteAddress: string | undefined, headers: HeaderSource): string | undefined;
+  /**
+   * Whether forwarding headers from this peer are believed (it is one of the trusted proxies). Adapters ask it
+   * once, to warn that an `X-Forwarded-For` arrived from a peer that is not trusted. Absent on resolvers not made
+   * by {@link createClientIpResolver}.
+   */
+  readonly trustsPeer?: (remoteAddress: string) => boolean;
+}
+
+const TRUSTS_NONE = (): boolean => false;
 
 /**
  * Parses a trusted-proxy list.
@@ -83,7 +90,9 @@ export function createClientIpResolver(options: ClientIpOptions = {}): ClientIpR
     throw invalidOption('proxyHeader', 'x-forwarded-for or forwarded', header);
   }
   if (ranges.length === 0) {
-    return (remoteAddress) => (remoteAddress === undefined ? undefined : normalizeIp(remoteAddress));
+    const direct = (remoteAddress: string | undefined) =>
+      remoteAddress === undefined ? undefined : normalizeIp(remoteAddress);
+    return Object.assign(direct, { trustsPeer: TRUSTS_NONE });
   }
   const trusted = new Map<string, boolean>();
   const isTrusted = (ip: string): boolean => {
@@ -96,7 +105,11 @@ export function createClientIpResolver(options: ClientIpOptions = {}): ClientIpR
     return t;
   };
   const hopsOf = header === 'forwarded' ? forwardedHops : forwardedForHops;
-  return (remoteAddress, headers) => {
+  const trustsPeer = (remoteAddress: string): boolean => {
+    const ip = normalizeIp(remoteAddress);
+    return ip !== undefined && isTrusted(ip);
+  };
+  const resolve = (remoteAddress: string | undefined, headers: HeaderSource): string | undefined => {
     if (remoteAddress === undefined) return undefined;
     let current = normalizeIp(remoteAddress);
     if (current === undefined || !isTrusted(current)) return current;
@@ -110,4 +123,5 @@ export function createClientIpResolver(options: ClientIpOptions = {}): ClientIpR
     }
     return current;
   };
+  return Object.assign(resolve, { trustsPeer });
 }

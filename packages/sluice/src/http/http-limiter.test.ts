@@ -9,7 +9,8 @@ import {
   SluiceError,
 } from '../core/index.js';
 import { MemoryStore } from '../memory/index.js';
-import { createHttpLimiter, type HttpLimiterOptions } from './http-limiter.js';
+import { createHttpLimiter } from './http-limiter.js';
+import type { HttpLimiterOptions } from './http-limiter-options.js';
 import type { HttpRequestInfo, Verdict } from './types.js';
 
 const POLICIES: PolicyOptions[] = [
@@ -65,7 +66,8 @@ describe('429 problem', () => {
       type: 'about:blank',
       title: 'Too Many Requests',
       status: 429,
-      detail: 'You have exceeded your rate limit of 300 requests per minute.',
+      detail:
+        'Rate limit "rl.read" exceeded: bursts of up to 3 requests, refilled at 300 per minute; retry in 1 s.',
       instance: '/api/items',
       code: 'rate_limited',
       limit: 300,
@@ -112,12 +114,16 @@ describe('429 problem', () => {
 });
 
 describe('headers', () => {
-  it('are exact on every limited response', () => {
+  it('are exact on every limited response, both sets by default like the gateway', () => {
     const { run } = setup();
     const v = run({ method: 'POST', identity: { principal: 'alice' } });
     expect(v.headers).toEqual([
       ['RateLimit-Policy', '"rl.write";q=120;w=60'],
       ['RateLimit', '"rl.write";r=29;t=1'],
+      ['X-RateLimit-Limit', '120'],
+      ['X-RateLimit-Remaining', '29'],
+      ['X-RateLimit-Reset', '1700000001'],
+      ['X-RateLimit-Policy', 'rl.write'],
     ]);
   });
 
@@ -303,6 +309,8 @@ describe('exemptions', () => {
       expect(http.evaluate({ method: 'GET', path, headers: {}, remoteAddress: '192.0.2.1' })).toEqual({
         action: 'exempt',
         status: 200,
+        outcome: 'exempt_endpoint',
+        exemptReason: 'endpoint',
         headers: [],
       });
     }

@@ -1,4 +1,9 @@
 export {
+  type AdapterOptionKind,
+  adapterOptions,
+  httpLimiterOption,
+} from './adapter-options.js';
+export {
   type ClientIpOptions,
   type ClientIpResolver,
   createClientIpResolver,
@@ -11,17 +16,20 @@ export {
   MAX_CORRELATION_ID_LENGTH,
   newCorrelationId,
 } from './correlation-id.js';
+export { closesAfterDenial, DENIAL_DRAIN_LIMIT } from './denial-connection.js';
 export { forwardedForHops, forwardedHops, stripPort } from './forwarded.js';
 export { type HeaderMode, headerModeOption } from './header-mode.js';
 export { readHeader } from './header-source.js';
+export { createHttpLimiter, type HttpLimiter } from './http-limiter.js';
 export {
-  createHttpLimiter,
+  type CredentialFailure,
   DEFAULT_EXEMPT_ENDPOINTS,
   type ExemptOptions,
-  type HttpLimiter,
   type HttpLimiterOptions,
+  type IdentifyResult,
   type PublicAuthOptions,
-} from './http-limiter.js';
+} from './http-limiter-options.js';
+export { type HttpProblem, httpProblemBody } from './http-problem.js';
 export { type IpRange, inRanges, ipKeyOf, NAMED_RANGES, normalizeIp, parseIpRange } from './ip-address.js';
 export { boundKey, partitionKeyOf, sha256Base64Url } from './key-hash.js';
 export {
@@ -44,6 +52,13 @@ export {
   type PathPattern,
   parseMethods,
 } from './path-pattern.js';
+export {
+  emitWarning,
+  PeerWarnings,
+  peerWarningsOf,
+  type WarnFunction,
+  WarningCode,
+} from './peer-warnings.js';
 export {
   PROBLEM_CONTENT_TYPE,
   ProblemCode,
@@ -69,6 +84,20 @@ export {
   SF_INTEGER_MAX,
   sfInteger,
 } from './rate-limit-headers.js';
+export {
+  type AcceptedTarget,
+  type CanonicalTarget,
+  canonicalPath,
+  compileTargetCanonicalizer,
+  type EncodedSlashes,
+  type PathParameters,
+  type ResolvedTargetOptions,
+  TARGET_REFUSALS,
+  type TargetCanonicalizer,
+  type TargetOptions,
+  type TargetRefusal,
+  type TargetRefusalCode,
+} from './request-target.js';
 export { type CompiledRule, compileRule, type RuleOptions } from './rules.js';
 export type {
   HeaderPair,

@@ -18,6 +18,7 @@ const TABLE: [KeyKind, Identity, Record<string, string>, string][] = [
   ['webhook', {}, { webhook_id: 'wh_1' }, 'webhook:wh_1'],
   ['human', { human: 'h' }, {}, 'human:h'],
   ['host', { host: 'srv-1' }, {}, 'host:srv-1'],
+  ['caller', { tenant: 'acme', client: 'web', user: 'u1', apiKey: 'k' }, {}, 'tenant:acme:client:web'],
 ];
 
 describe('keys per kind', () => {

@@ -12,7 +12,8 @@ import type { HttpRequestInfo, Identity } from './types.js';
  * - `api-key`: a SHA-256 hash of the API key, never the key;
  * - `device`: device id, else token id (the ticket's "device or token");
  * - `connection`, `agent`, `human`, `host`: the identity field of that name;
- * - `webhook`: the route parameter `webhook_id` (incoming webhooks are anonymous; the path names the bucket).
+ * - `webhook`: the route parameter `webhook_id` (incoming webhooks are anonymous; the path names the bucket);
+ * - `caller`: the gateway's key hierarchy: `tenant-client`, else `tenant-user`, else `api-key`, else `ip`.
  * Every kind but `ip` falls back to the client IP when its value is missing: an anonymous caller never shares a
  * bucket with everyone else and never borrows a principal's bucket.
  */
@@ -27,7 +28,8 @@ export type KeyKind =
   | 'agent'
   | 'webhook'
   | 'human'
-  | 'host';
+  | 'host'
+  | 'caller';
 
 /** All key kinds, for validation and table-driven tests. */
 export const KEY_KINDS: readonly KeyKind[] = Object.freeze([
@@ -42,6 +44,7 @@ export const KEY_KINDS: readonly KeyKind[] = Object.freeze([
   'webhook',
   'human',
   'host',
+  'caller',
 ]);
 
 /**
@@ -96,6 +99,27 @@ function identityField(field: keyof Identity & string, prefix: string): KeyDeriv
   };
 }
 
+function tenantClientKey(id: Identity | undefined): string | undefined {
+  const t = str(id?.tenant);
+  const c = str(id?.client);
+  return t === undefined || c === undefined
+    ? undefined
+    : `tenant:${escapeKeyPart(t)}:client:${escapeKeyPart(c)}`;
+}
+
+function tenantUserKey(id: Identity | undefined): string | undefined {
+  const t = str(id?.tenant);
+  const u = str(id?.user);
+  return t === undefined || u === undefined
+    ? undefined
+    : `tenant:${escapeKeyPart(t)}:user:${escapeKeyPart(u)}`;
+}
+
+function apiKeyKey(id: Identity | undefined): string | undefined {
+  const k = str(id?.apiKey);
+  return k === undefined ? undefined : `apikey:${sha256Base64Url(k)}`;
+}
+
 /**
  * Compiles a key spec once, so a request only reads fields and concatenates.
  *
@@ -125,25 +149,16 @@ export function compileKey(spec: KeySpec, option = 'key'): KeyDeriver {
     case 'principal':
       return identityField('principal', 'principal');
     case 'tenant-client':
-      return (req, ip) => {
-        const t = str(req.identity?.tenant);
-        const c = str(req.identity?.client);
-        return t === undefined || c === undefined
-          ? ip
-          : `tenant:${escapeKeyPart(t)}:client:${escapeKeyPart(c)}`;
-      };
+      return (req, ip) => tenantClientKey(req.identity) ?? ip;
     case 'tenant-user':
-      return (req, ip) => {
-        const t = str(req.identity?.tenant);
-        const u = str(req.identity?.user);
-        return t === undefined || u === undefined
-          ? ip
-          : `tenant:${escapeKeyPart(t)}:user:${escapeKeyPart(u)}`;
-      };
+      return (req, ip) => tenantUserKey(req.identity) ?? ip;
     case 'api-key':
+      return (req, ip) => apiKeyKey(req.identity) ?? ip;
+    case 'caller':
       return (req, ip) => {
-        const k = str(req.identity?.apiKey);
-        return k === undefined ? ip : `apikey:${sha256Base64Url(k)}`;
+        const id = req.identity;
+        if (id === undefined) return ip;
+        return tenantClientKey(id) ?? tenantUserKey(id) ?? apiKeyKey(id) ?? ip;
       };
     case 'device':
       return (req, ip) => {

@@ -21,6 +21,45 @@ describe('problem details', () => {
     expect(problemTypeResolver(undefined)).toBeUndefined();
   });
 
+  it('name the violated policy with its burst, its refill rate and when to retry', () => {
+    const clock = new ManualClock(0);
+    const limiter = new Limiter({
+      policies: [{ name: 'rl.write', quota: 120, window: 60, burst: 3 }],
+      store: new MemoryStore({ clock, sweepIntervalMs: 0 }),
+      clock,
+    });
+    for (let i = 0; i < 3; i++) expect((limiter.check('rl.write', 'k') as Decision).allowed).toBe(true);
+    const d = limiter.check('rl.write', 'k') as Decision;
+    expect(d.allowed).toBe(false);
+    const input = { decision: d, path: '/w', correlationId: 'c', nowMs: 0 };
+    const detail =
+      'Rate limit "rl.write" exceeded: bursts of up to 3 requests, refilled at 120 per minute; retry in 1 s.';
+    expect(rateLimitProblem(input).detail).toBe(detail);
+    expect(JSON.parse(rateLimitProblemBody(input)).detail).toBe(detail);
+  });
+
+  it('say "request" for a burst of one and name other windows in words or seconds', () => {
+    const clock = new ManualClock(0);
+    const limiter = new Limiter({
+      policies: [
+        { name: 'seal', quota: 5, window: 3600, burst: 1 },
+        { name: 'odd', quota: 7, window: 90, burst: 2 },
+      ],
+      store: new MemoryStore({ clock, sweepIntervalMs: 0 }),
+      clock,
+    });
+    limiter.check('seal', 'k');
+    const seal = limiter.check('seal', 'k') as Decision;
+    expect(rateLimitProblem({ decision: seal, path: '/', correlationId: 'c' }).detail).toBe(
+      'Rate limit "seal" exceeded: bursts of up to 1 request, refilled at 5 per hour; retry in 720 s.',
+    );
+    limiter.check('odd', 'k', 2);
+    const odd = limiter.check('odd', 'k') as Decision;
+    expect(rateLimitProblem({ decision: odd, path: '/', correlationId: 'c' }).detail).toBe(
+      'Rate limit "odd" exceeded: bursts of up to 2 requests, refilled at 7 per 90 seconds; retry in 13 s.',
+    );
+  });
+
   it('explain a cost above the burst', () => {
     const limiter = new Limiter({
       policies: [{ name: 'p', quota: 10, window: 60, burst: 3 }],
@@ -62,7 +101,12 @@ describe('problem details', () => {
               nowMs: 1_700_000_000_123,
               typeOf: problemTypeResolver(base ?? undefined),
             };
-            expect(rateLimitProblemBody(input)).toBe(JSON.stringify(rateLimitProblem(input)));
+            const problem = rateLimitProblem(input);
+            expect(rateLimitProblemBody(input)).toBe(JSON.stringify(problem));
+            // The detail and the Retry-After members never disagree about when to retry.
+            if (d.reason !== 'cost_exceeds_burst') {
+              expect(problem.detail).toContain(`; retry in ${problem.retryAfter} s.`);
+            }
           }
         },
       ),

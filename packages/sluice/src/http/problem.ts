@@ -69,6 +69,17 @@ export function windowPhrase(seconds: number): string {
   }
 }
 
+/**
+ * The detail sentence of a denial up to and including `retry in `: the violated policy by name with what it
+ * allows (a burst, refilled at the quota per window). Naming the burst matters: with a burst below the quota a
+ * client is refused long before it has sent "the quota" in a window, and a sentence quoting only the quota would
+ * tell it something the server does not do.
+ */
+function deniedDetailPrefix(p: Policy): string {
+  const unit = p.burst === 1 ? 'request' : 'requests';
+  return `Rate limit "${p.name}" exceeded: bursts of up to ${p.burst} ${unit}, refilled at ${p.quota} per ${windowPhrase(p.window)}; retry in `;
+}
+
 /** Inputs of {@link rateLimitProblem}. */
 export interface ProblemInput {
   /** The denying decision. */
@@ -93,7 +104,7 @@ export interface ProblemInput {
  * @example
  * ```ts
  * rateLimitProblem({ decision, path: '/api/risk/simulation', correlationId: 'abc' }).detail;
- * // 'You have exceeded your rate limit of 300 requests per minute.'
+ * // 'Rate limit "standard" exceeded: bursts of up to 50 requests, refilled at 300 per minute; retry in 1 s.'
  * ```
  */
 export function rateLimitProblem(input: ProblemInput): RateLimitProblem {
@@ -116,12 +127,12 @@ export function rateLimitProblem(input: ProblemInput): RateLimitProblem {
   }
   const o = mostRestrictive(decision);
   const p = o?.policy;
-  let detail = 'You have exceeded your rate limit.';
+  let detail = `Rate limit exceeded; retry in ${retryAfter} s.`;
   if (p !== undefined) {
     detail =
       decision.reason === 'cost_exceeds_burst'
         ? `This request costs ${decision.cost} requests, more than the burst of ${p.burst} that policy "${p.name}" allows.`
-        : `You have exceeded your rate limit of ${p.quota} requests per ${windowPhrase(p.window)}.`;
+        : `${deniedDetailPrefix(p)}${retryAfter} s.`;
   }
   const violated: string[] = [];
   for (const v of decision.violated) violated.push(v.policy.name);
@@ -144,7 +155,7 @@ export function rateLimitProblem(input: ProblemInput): RateLimitProblem {
 /** The constant parts of a one-policy 429 body, serialized once per policy and problem type resolver. */
 interface BodyTemplate {
   readonly typeOf: ((slug: string) => string) | undefined;
-  /** Up to and including `"instance":`. */
+  /** Up to and including the detail's `retry in ` (the opening quote of the detail string is in it). */
   readonly head: string;
   /** From `,"code"` up to and including `"remaining":`. */
   readonly middle: string;
@@ -159,12 +170,11 @@ function templateOf(p: Policy, typeOf: ((slug: string) => string) | undefined): 
   if (known !== undefined && known.typeOf === typeOf) return known;
   const type = typeOf ? JSON.stringify(typeOf('rate-limit-exceeded')) : '"about:blank"';
   const title = typeOf ? '"Rate Limit Exceeded"' : '"Too Many Requests"';
-  const detail = JSON.stringify(
-    `You have exceeded your rate limit of ${p.quota} requests per ${windowPhrase(p.window)}.`,
-  );
+  // The serialized prefix without its closing quote: the seconds and ` s."` follow per denial.
+  const detail = JSON.stringify(deniedDetailPrefix(p)).slice(0, -1);
   const t: BodyTemplate = {
     typeOf,
-    head: `{"type":${type},"title":${title},"status":429,"detail":${detail},"instance":`,
+    head: `{"type":${type},"title":${title},"status":429,"detail":${detail}`,
     middle: `,"code":"rate_limited","limit":${p.quota},"remaining":`,
     tail: `,"violated-policies":${JSON.stringify([p.name])},"correlation_id":`,
   };
@@ -189,5 +199,5 @@ export function rateLimitProblemBody(input: ProblemInput): string {
   const instance = JSON.stringify(q < 0 ? input.path : input.path.slice(0, q));
   const reset = resetEpochSeconds(input.nowMs ?? Date.now(), o.resetSeconds);
   const retryAfter = Math.max(d.retryAfterSeconds, 1);
-  return `${t.head}${instance}${t.middle}${o.remaining},"reset":${reset},"retryAfter":${retryAfter}${t.tail}${JSON.stringify(input.correlationId)}}`;
+  return `${t.head}${retryAfter} s.","instance":${instance}${t.middle}${o.remaining},"reset":${reset},"retryAfter":${retryAfter}${t.tail}${JSON.stringify(input.correlationId)}}`;
 }

@@ -31,6 +31,8 @@ export interface RuleOptions {
   readonly methods?: string | readonly string[];
   /** Operation classes (`rl.write`); matches requests whose `operation` is one of them. */
   readonly operation?: string | readonly string[];
+  /** Tiers (`free`, `['standard', 'enterprise']`); matches requests whose `identity.tier` is one of them. */
+  readonly tier?: string | readonly string[];
   /** Names of policies of the limiter, decided together. */
   readonly policies: readonly string[];
   /** How to key the buckets; default `ip`. */
@@ -45,6 +47,7 @@ export interface CompiledRule {
   readonly endpoint: EndpointPattern | undefined;
   readonly methods: ReadonlySet<string> | undefined;
   readonly operations: ReadonlySet<string> | undefined;
+  readonly tiers: ReadonlySet<string> | undefined;
   readonly policies: readonly Policy[];
   readonly key: KeyDeriver;
   readonly cost: number | ((request: HttpRequestInfo) => number);
@@ -54,7 +57,7 @@ export interface CompiledRule {
   match(request: HttpRequestInfo): boolean;
 }
 
-const KNOWN = ['name', 'path', 'methods', 'operation', 'policies', 'key', 'cost'];
+const KNOWN = ['name', 'path', 'methods', 'operation', 'tier', 'policies', 'key', 'cost'];
 
 /**
  * Validates and compiles one rule.
@@ -82,18 +85,12 @@ export function compileRule(options: RuleOptions, limiter: Limiter, path: string
       ? undefined
       : endpoint(methods ?? [], compilePathPattern(o.path as string, `${path}.path`));
   const methodSet = ep === undefined && methods !== undefined ? withHead(methods) : undefined;
-  let operations: Set<string> | undefined;
-  if (o.operation !== undefined) {
-    const list = typeof o.operation === 'string' ? [o.operation] : o.operation;
-    if (!Array.isArray(list) || list.length === 0 || list.some((x) => typeof x !== 'string' || x === '')) {
-      throw invalidOption(
-        `${path}.operation`,
-        'an operation class or a non-empty array of them',
-        o.operation,
-      );
-    }
-    operations = new Set(list as string[]);
-  }
+  const operations = nameSet(
+    o.operation,
+    `${path}.operation`,
+    'an operation class or a non-empty array of them',
+  );
+  const tiers = nameSet(o.tier, `${path}.tier`, 'a tier name or a non-empty array of them');
   let cost: number | ((request: HttpRequestInfo) => number) = 1;
   if (typeof o.cost === 'function') cost = o.cost as (request: HttpRequestInfo) => number;
   else cost = integerOption(`${path}.cost`, o.cost, 1, Number.MAX_SAFE_INTEGER, 1);
@@ -101,6 +98,10 @@ export function compileRule(options: RuleOptions, limiter: Limiter, path: string
   const match = (req: HttpRequestInfo): boolean => {
     if (operations !== undefined && (req.operation === undefined || !operations.has(req.operation)))
       return false;
+    if (tiers !== undefined) {
+      const tier = req.identity?.tier;
+      if (typeof tier !== 'string' || !tiers.has(tier)) return false;
+    }
     if (ep !== undefined) return ep.match(req.method, req.path);
     if (methodSet !== undefined) return hasMethod(methodSet, req.method);
     return true;
@@ -110,12 +111,23 @@ export function compileRule(options: RuleOptions, limiter: Limiter, path: string
     endpoint: ep,
     methods: methodSet,
     operations,
+    tiers,
     policies: Object.freeze(policies),
     key,
     cost,
     captures: ep !== undefined && ep.pattern.params.length > 0,
     match,
   });
+}
+
+/** A non-empty list of non-empty names (or one name) as a set; `undefined` when absent. */
+function nameSet(value: unknown, option: string, expected: string): Set<string> | undefined {
+  if (value === undefined) return undefined;
+  const list = typeof value === 'string' ? [value] : value;
+  if (!Array.isArray(list) || list.length === 0 || list.some((x) => typeof x !== 'string' || x === '')) {
+    throw invalidOption(option, expected, value);
+  }
+  return new Set(list as string[]);
 }
 
 function withHead(methods: readonly string[]): Set<string> {

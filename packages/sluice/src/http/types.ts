@@ -38,6 +38,8 @@ export interface Identity {
   readonly human?: string;
   /** A managed host or machine id: key kind `host`. */
   readonly host?: string;
+  /** The caller's tier (`free`, `standard`): rules with `tier` match on it; `exempt.tiers` exempts it. */
+  readonly tier?: string;
   /** Any further facts an exemption predicate or a custom key function wants (tier, mTLS subject...). */
   readonly [extra: string]: unknown;
 }
@@ -55,12 +57,22 @@ export interface HttpRequestInfo {
   readonly headers: HeaderSource;
   /** The connecting peer's address as the socket reports it (`::ffff:127.0.0.1`, `203.0.113.9`). */
   readonly remoteAddress: string | undefined;
+  /**
+   * The client address when the caller has already resolved it from trusted proxies (a decision API that is told
+   * the original client by the proxy asking it). When present, `remoteAddress` and forwarding headers are not
+   * consulted.
+   */
+  readonly clientIp?: string;
   /** Route parameters known to the caller (for key kind `param`); a path pattern's `:name` captures add to them. */
   readonly params?: Readonly<Record<string, string | undefined>>;
   /** The verified caller; absent or partial for anonymous requests. */
   readonly identity?: Identity;
   /** The operation class of the matched route (for rules with `operation`), for example `rl.write`. */
   readonly operation?: string;
+  /** The request's correlation id when the caller already assigned one (else read from the request id header). */
+  readonly correlationId?: string;
+  /** The client connection (for example a TLS socket), passed through untouched to `exempt.when`. */
+  readonly socket?: unknown;
   /** Whole tokens this request costs; overrides the rules' cost. Integer >= 1. */
   readonly cost?: number;
   /**
@@ -88,8 +100,24 @@ export type VerdictAction =
  */
 export interface Verdict {
   readonly action: VerdictAction;
-  /** 200 for allow and exempt, 429 when limited, 503 when the store is down and the failure mode is closed. */
-  readonly status: 200 | 429 | 503;
+  /**
+   * 200 for allow and exempt; 400 for a request target that cannot be matched safely (a fragment, an encoded
+   * slash); 401 for credentials that `identify` refused; 429 when limited; 503 when the store cannot decide.
+   */
+  readonly status: 200 | 400 | 401 | 429 | 503;
+  /**
+   * What happened, for logs and metrics: `allowed`, `limited`, `public_auth_limited`, `store_unavailable`,
+   * `store_unavailable_open`, `bad_target_<code>`, `invalid_credentials_<reason>`, or `exempt_<reason>`.
+   */
+  readonly outcome: string;
+  /** Why the request is exempt (`endpoint`, `loopback`, `tier`, `no_rule`, or what `exempt.when` returned). */
+  readonly exemptReason?: string;
+  /** The names of the rules that matched, in configuration order (one frozen array per rule combination). */
+  readonly rules?: readonly string[];
+  /** The bucket key of the first check (without `keyPrefix`), for logs and admin tools. */
+  readonly key?: string;
+  /** The identity the request was decided with (from `identify`, or the request's own). */
+  readonly identity?: Identity;
   /** Headers to set on the response, in order: rate-limit headers, and on a denial the problem headers. */
   readonly headers: readonly HeaderPair[];
   /** The `application/problem+json` body of a denial (RFC 9457); absent otherwise. */

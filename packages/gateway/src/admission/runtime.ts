@@ -2,6 +2,8 @@ import type { RateLimitStore } from 'sluice';
 import {
   type ClientIpResolver,
   createClientIpResolver,
+  createHttpLimiter,
+  type HttpLimiter,
   type IpRange,
   inRanges,
   normalizeIp,
@@ -10,46 +12,80 @@ import {
 } from 'sluice/http';
 import type { GatewayConfig } from '../config/gateway-config.js';
 import { RequestIdentifier } from '../identity/identify-request.js';
-import { LimitPlan } from '../limits/limit-plan.js';
+import { GatewayLimits } from '../limits/gateway-limits.js';
 import { UpstreamProxy } from '../proxy/upstream-proxy.js';
 import { QuotaCategories } from '../quota/quota-categories.js';
-import { ExemptionRules } from './exemption-rules.js';
+import { callerIdentifier, type GatewayRequest } from './identify-caller.js';
+import { MtlsSubjects } from './mtls-subjects.js';
+
+/** What a runtime reports to the gateway that owns it. */
+export interface RuntimeEvents {
+  /** A store threw instead of deciding; the request was answered 503. */
+  readonly onStoreError?: (error: unknown) => void;
+  /** Wall-clock milliseconds for `X-RateLimit-Reset` and the problem's `reset`; default `Date.now`. */
+  readonly now?: () => number;
+}
 
 /**
  * Everything a request needs that comes from one configuration, built once and swapped as a whole on reload,
- * so that a request in flight keeps seeing the configuration it started with.
+ * so that a request in flight keeps seeing the configuration it started with. Admission itself is
+ * `sluice/http`'s: {@link Runtime.http} is built from the configuration's limits, with the gateway's identity
+ * sources and mTLS exemption as its hooks.
  */
 export class Runtime {
   readonly config: GatewayConfig;
-  readonly plan: LimitPlan;
+  /** The policies of this configuration and what the admin API needs of them. */
+  readonly plan: GatewayLimits;
+  /** The one admission path: proxy, upgrades, decision API. */
+  readonly http: HttpLimiter<GatewayRequest>;
   readonly identifier: RequestIdentifier;
-  readonly exemptions: ExemptionRules;
   readonly proxy: UpstreamProxy | undefined;
   readonly clientIp: ClientIpResolver;
   /** Builds problem type URIs from `problems.typeBase`; `undefined` for `about:blank`. */
   readonly problemType: ((slug: string) => string) | undefined;
   /** The endpoint categories of quota tracking, or `undefined` when the `quota:` section is absent. */
   readonly quotaCategories: QuotaCategories | undefined;
+  /** The events this runtime reports; a reload passes them on. */
+  readonly events: RuntimeEvents;
   readonly #trusted: readonly IpRange[];
 
   /**
    * @param config - the resolved configuration.
    * @param store - the gateway's store (shared across reloads).
-   * @param previous - the runtime being replaced: its unchanged policies (and so their buckets) and its upstream
-   * pool, when the upstream settings did not change, are kept.
+   * @param previous - the runtime being replaced: its unchanged policies (and so their buckets), its events and
+   * its upstream pool, when the upstream settings did not change, are kept.
+   * @param events - what to report to the gateway; default the previous runtime's.
    * @throws SluiceError `ERR_INVALID_CONFIG` when a JWKS or API key file is unusable.
    */
-  constructor(config: GatewayConfig, store: RateLimitStore, previous?: Runtime) {
+  constructor(config: GatewayConfig, store: RateLimitStore, previous?: Runtime, events?: RuntimeEvents) {
     this.config = config;
-    this.plan = new LimitPlan(config, store, previous?.plan);
+    this.events = events ?? previous?.events ?? {};
+    this.plan = new GatewayLimits(config, store, previous?.plan);
     this.identifier = new RequestIdentifier(config);
-    this.exemptions = new ExemptionRules(config);
     this.problemType = problemTypeResolver(config.problems.typeBase);
     this.quotaCategories = config.quota === undefined ? undefined : new QuotaCategories(config.quota);
     this.#trusted = parseTrustedProxies('server.trustedProxies', config.server.trustedProxies);
     this.clientIp = createClientIpResolver({
       trustedProxies: config.server.trustedProxies,
       proxyHeader: config.server.proxyHeader,
+    });
+    const mtls = new MtlsSubjects(config.exemptions.mtlsSubjects);
+    const plan = this.plan;
+    const onStoreError = this.events.onStoreError;
+    this.http = createHttpLimiter<GatewayRequest>({
+      limiter: plan.limiter,
+      ...plan.options,
+      exempt: {
+        ...plan.options.exempt,
+        ...(mtls.empty ? {} : { when: (r) => mtls.matches(r.socket) && 'mtls' }),
+      },
+      publicAuth: {
+        ...plan.options.publicAuth!,
+        hasCredentials: (r) => this.identifier.credentials(r.headers) !== undefined,
+      },
+      identify: callerIdentifier(this.identifier, (t) => plan.tier(t) !== undefined, config.defaultTier),
+      ...(onStoreError === undefined ? {} : { onStoreError }),
+      ...(this.events.now === undefined ? {} : { wallClock: this.events.now }),
     });
     const u = config.upstream;
     if (u.url === undefined) this.proxy = undefined;

@@ -1,0 +1,205 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Decision, RateLimitStore } from 'sluice';
+import { type HeaderPair, ipKey, isPromiseLike, type Verdict } from 'sluice/http';
+import type { DecisionLabels } from 'sluice/metrics';
+import type { PrometheusMetrics } from 'sluice/prometheus';
+import type { Logger } from '../log/create-logger.js';
+import type { TenantQuota } from '../quota/tenant-quota.js';
+import type { GatewayRequest } from './identify-caller.js';
+import type { Runtime } from './runtime.js';
+
+/** Why a request is exempt from limiting; a closed set, used as the metric label `reason`. */
+export type ExemptReason = 'disabled' | 'endpoint' | 'mtls' | 'development' | 'tier';
+
+/** Every {@link ExemptReason}, for the metric label allow-list. */
+export const EXEMPT_REASONS: readonly ExemptReason[] = Object.freeze([
+  'disabled',
+  'endpoint',
+  'mtls',
+  'development',
+  'tier',
+]);
+
+/** What admission needs of a running gateway (a `Gateway` is one); the decision API uses it too. */
+export interface AdmissionHost {
+  /** The configuration in effect, read per request so that a reload applies at once. */
+  readonly runtime: Runtime;
+  /** Every decision is recorded here. */
+  readonly metrics: PrometheusMetrics;
+  /** The gateway's store (its `kind` labels metrics). */
+  readonly store: RateLimitStore;
+  readonly logger: Logger;
+  /** Tenant quota tracking, when configured: every admitted request of a tenant is recorded. */
+  readonly quota?: TenantQuota | undefined;
+}
+
+/** One request to admit, from the gateway's own listener or as another proxy describes it. */
+export interface AdmissionRequest {
+  /** Upper-case method. */
+  readonly method: string;
+  /** The request target's path as sent (a query is ignored); it is made canonical before anything matches it. */
+  readonly path: string;
+  /** The request's headers (credentials, identity headers). */
+  readonly headers: IncomingHttpHeaders;
+  /** The client's address from trusted proxies only, unmapped; `undefined` when unknown (`ip:unknown`). */
+  readonly clientIp: string | undefined;
+  /** Whether `identity.headers` are believed for this request (the direct peer is a trusted proxy). */
+  readonly trustIdentityHeaders: boolean;
+  /** Tokens the request costs, an integer >= 1. */
+  readonly cost: number;
+  /** The request id for problem bodies. */
+  readonly correlationId: string;
+  /** Wall-clock milliseconds of the request (kept for callers; the runtime's clock formats headers). */
+  readonly nowMs?: number;
+  /**
+   * The client's TLS socket, for the mTLS exemption; `undefined` when the connection is another proxy's (the
+   * decision API), where that exemption cannot apply.
+   */
+  readonly socket?: unknown;
+}
+
+/** The outcome of {@link admitRequest}; a denial is a value, never an exception. */
+export type Admission =
+  | {
+      readonly kind: 'exempt';
+      readonly reason: ExemptReason;
+      readonly outcome: `exempt_${ExemptReason}`;
+      readonly tier: string | undefined;
+    }
+  | {
+      readonly kind: 'allow';
+      /** `allowed`, or `store_unavailable_open` when the store failed and the failure mode is open. */
+      readonly outcome: 'allowed' | 'store_unavailable_open';
+      readonly headers: readonly HeaderPair[];
+      readonly decision: Decision | undefined;
+      readonly tier: string;
+      readonly key: string;
+    }
+  | {
+      readonly kind: 'deny';
+      /** 400 refused target, 401 invalid credentials, 429 limited, 503 store unavailable. */
+      readonly status: 400 | 401 | 429 | 503;
+      readonly outcome: string;
+      /** The rate-limit and problem headers (content type, cache control, nosniff, request id). */
+      readonly headers: readonly HeaderPair[];
+      /** The `application/problem+json` body. */
+      readonly body: string;
+      readonly decision: Decision | undefined;
+      readonly tier: string | undefined;
+      readonly key: string | undefined;
+    };
+
+const EXEMPT = new Map<ExemptReason, Admission>();
+/** Library exempt reasons under the gateway's metric labels. */
+const REASONS: Readonly<Record<string, ExemptReason>> = Object.freeze({
+  endpoint: 'endpoint',
+  mtls: 'mtls',
+  loopback: 'development',
+  tier: 'tier',
+  // A limited tier always has a rule; a caller whose tier has none is as exempt as an unlimited one.
+  no_rule: 'tier',
+});
+const labelCache = new WeakMap<readonly string[], DecisionLabels>();
+
+/**
+ * Admits one request through `sluice/http`, the one admission path of the gateway's proxy, its WebSocket
+ * upgrades and the decision API (NGINX `auth_request`): the canonical request target, exempt endpoints, mTLS
+ * service clients (only with a `socket`), development loopback, the failed-credentials gate, identity, the
+ * tier (unlimited is exempt), then the tier's and the matching endpoint rules' buckets, all or nothing. The
+ * gateway adds what only it has: limiting switched off, metrics for every decision, and quota records for
+ * admitted tenants.
+ *
+ * @param host - the running gateway.
+ * @param r - the request.
+ * @returns the admission, as a value when every step answered in the same tick (the memory store, no JWT) and
+ *   as a promise otherwise; store errors answer 503 and never throw.
+ */
+export function admitRequest(host: AdmissionHost, r: AdmissionRequest): Admission | Promise<Admission> {
+  const rt = host.runtime;
+  // Switched off, nothing is limited; a target that cannot be matched safely is still refused (the evaluation
+  // below refuses it first thing), since the gateway would forward it.
+  if (!rt.config.enabled && rt.http.canonicalTarget(r.path).ok) return exempt(host, 'disabled', undefined);
+  const req: GatewayRequest = {
+    method: r.method,
+    path: r.path,
+    headers: r.headers,
+    remoteAddress: undefined,
+    ...(r.clientIp === undefined ? {} : { clientIp: r.clientIp }),
+    trustIdentityHeaders: r.trustIdentityHeaders,
+    cost: r.cost,
+    correlationId: r.correlationId,
+    socket: r.socket,
+  };
+  const t0 = performance.now();
+  const v = rt.http.evaluate(req);
+  return isPromiseLike(v) ? v.then((x) => admitted(host, rt, req, x, t0)) : admitted(host, rt, req, v, t0);
+}
+
+/** A verdict as an admission, with its metrics and quota record. A module function, so no closure per request. */
+function admitted(host: AdmissionHost, rt: Runtime, req: GatewayRequest, v: Verdict, t0: number): Admission {
+  const tier = v.identity?.tier;
+  if (v.action === 'exempt') {
+    const reason = REASONS[v.exemptReason ?? 'endpoint'] ?? 'endpoint';
+    if (reason === 'tier' && v.identity?.tenant !== undefined) recordQuota(host, rt, v, req);
+    return exempt(host, reason, tier);
+  }
+  const d = v.decision;
+  if (d !== undefined)
+    host.metrics.recordDecision(d, labels(v, host.store.kind), (performance.now() - t0) / 1000);
+  else if (v.outcome === 'store_unavailable') host.metrics.recordStoreError(host.store.kind);
+  const key = v.key ?? '';
+  if (v.action === 'allow') {
+    if (v.identity?.tenant !== undefined) recordQuota(host, rt, v, req);
+    return {
+      kind: 'allow',
+      outcome: v.outcome === 'store_unavailable_open' ? 'store_unavailable_open' : 'allowed',
+      headers: v.headers,
+      decision: d,
+      tier: tier ?? rt.config.defaultTier,
+      key,
+    };
+  }
+  return {
+    kind: 'deny',
+    status: v.status as 400 | 401 | 429 | 503,
+    outcome: v.outcome,
+    headers: v.headers,
+    body: v.body as string,
+    decision: d,
+    tier,
+    key: v.key ?? ipKey(v.clientIp ?? req.clientIp),
+  };
+}
+
+/** Metric labels of a verdict: its tier, its first endpoint rule, the store; one frozen object per rule set. */
+function labels(v: Verdict, store: string): DecisionLabels {
+  const rules = v.rules ?? [];
+  const known = labelCache.get(rules);
+  const tier = v.identity?.tier ?? '';
+  if (known !== undefined && known.store === store && known.tier === tier) return known;
+  // Rules are in configuration order: the tier's rule first, then the endpoint rules that matched.
+  const first = rules.length > 1 ? rules[1] : '';
+  const l = Object.freeze({ tier, rule: first, store });
+  if (rules.length > 0) labelCache.set(rules, l);
+  return l;
+}
+
+function recordQuota(host: AdmissionHost, rt: Runtime, v: Verdict, req: GatewayRequest): void {
+  const categories = rt.quotaCategories;
+  const tenant = v.identity?.tenant;
+  if (host.quota === undefined || categories === undefined || typeof tenant !== 'string') return;
+  const path = rt.http.canonicalTarget(req.path);
+  const category = categories.categoryOf(path.ok ? path.path : req.path, v.rules ?? []);
+  host.quota.record(tenant, v.identity?.tier ?? rt.config.defaultTier, category, req.cost ?? 1);
+}
+
+function exempt(host: AdmissionHost, reason: ExemptReason, tier: string | undefined): Admission {
+  host.metrics.recordExempt({ reason, tier });
+  if (tier !== undefined) return { kind: 'exempt', reason, outcome: `exempt_${reason}`, tier };
+  let a = EXEMPT.get(reason);
+  if (a === undefined) {
+    a = Object.freeze({ kind: 'exempt', reason, outcome: `exempt_${reason}`, tier: undefined } as const);
+    EXEMPT.set(reason, a);
+  }
+  return a;
+}

@@ -1,0 +1,64 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import type { HttpRequestInfo, IdentifyResult, Identity } from 'sluice/http';
+import { isPromiseLike } from 'sluice/http';
+import type {
+  IdentifyResult as GatewayIdentifyResult,
+  RequestIdentifier,
+} from '../identity/identify-request.js';
+
+/** A request as the gateway admits it: the library's request facts plus what only the gateway knows. */
+export interface GatewayRequest extends HttpRequestInfo {
+  /** The request's headers (credentials, identity headers), as Node parses them. */
+  readonly headers: IncomingHttpHeaders;
+  /** Whether `identity.headers` are believed for this request (the direct peer is a trusted proxy). */
+  readonly trustIdentityHeaders: boolean;
+}
+
+const INVALID_TOKEN = Object.freeze([
+  Object.freeze(['WWW-Authenticate', 'Bearer error="invalid_token"'] as const),
+]);
+
+/**
+ * The gateway's identity sources as `sluice/http`'s `identify` hook: a bearer JWT, an API key, identity headers
+ * from a trusted proxy, else anonymous; the tier resolved against the configured tiers (the default tier when
+ * none or an unknown one is named). The hook answers in the same tick unless a JWT must be verified, and the
+ * anonymous caller is one frozen identity shared by every request.
+ *
+ * @param identifier - the configuration's identity sources.
+ * @param isTier - whether a tier of that name is configured.
+ * @param defaultTier - `rateLimiting.defaultTier`.
+ * @returns the hook.
+ */
+export function callerIdentifier(
+  identifier: RequestIdentifier,
+  isTier: (name: string) => boolean,
+  defaultTier: string,
+): (r: GatewayRequest) => IdentifyResult | Promise<IdentifyResult> {
+  const anonymous: Identity = Object.freeze({ tier: defaultTier });
+  const toLibrary = (result: GatewayIdentifyResult): IdentifyResult => {
+    if (!result.ok) {
+      const jwt = result.source === 'jwt';
+      return {
+        failed: true,
+        reason: result.reason,
+        counts: result.counts,
+        detail: jwt ? 'The bearer token is not valid.' : 'The API key is not valid.',
+        ...(jwt ? { headers: INVALID_TOKEN } : {}),
+      };
+    }
+    const id = result.identity;
+    if (id.source === 'anonymous') return anonymous;
+    return {
+      tier: id.tier !== undefined && isTier(id.tier) ? id.tier : defaultTier,
+      ...(id.tenant === undefined ? {} : { tenant: id.tenant }),
+      ...(id.client === undefined ? {} : { client: id.client }),
+      ...(id.user === undefined ? {} : { user: id.user }),
+      // Only the hash of an API key is known here; the library hashes it once more for the bucket key.
+      ...(id.apiKeyHash === undefined ? {} : { apiKey: id.apiKeyHash }),
+    };
+  };
+  return (r) => {
+    const result = identifier.identify(r.headers, identifier.credentials(r.headers), r.trustIdentityHeaders);
+    return isPromiseLike(result) ? result.then(toLibrary) : toLibrary(result);
+  };
+}

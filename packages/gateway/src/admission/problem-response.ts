@@ -1,0 +1,110 @@
+import type { ServerResponse } from 'node:http';
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
+
+/** An RFC 9457 problem the gateway itself answers with (not a rate-limit denial, which `sluice/http` formats). */
+export interface GatewayProblem {
+  readonly status: number;
+  readonly title: string;
+  readonly detail: string;
+  /** A stable code for programs and logs, for example `upstream_unreachable`. */
+  readonly code: string;
+}
+
+/** The problems of the gateway, by code: one place for their wording. */
+export const Problems = Object.freeze({
+  invalidCredentials: (detail: string): GatewayProblem => ({
+    status: 401,
+    title: 'Invalid Credentials',
+    detail,
+    code: 'invalid_credentials',
+  }),
+  tooLarge: (limit: number): GatewayProblem => ({
+    status: 413,
+    title: 'Content Too Large',
+    detail: `The request body is larger than ${limit} bytes.`,
+    code: 'body_too_large',
+  }),
+  badGateway: (): GatewayProblem => ({
+    status: 502,
+    title: 'Bad Gateway',
+    detail: 'The upstream service could not be reached.',
+    code: 'upstream_unreachable',
+  }),
+  gatewayTimeout: (): GatewayProblem => ({
+    status: 504,
+    title: 'Gateway Timeout',
+    detail: 'The upstream service did not answer in time.',
+    code: 'upstream_timeout',
+  }),
+  storeUnavailable: (): GatewayProblem => ({
+    status: 503,
+    title: 'Service Unavailable',
+    detail: 'The rate-limit store cannot answer and the failure mode is closed.',
+    code: 'store_unavailable',
+  }),
+  noUpstream: (): GatewayProblem => ({
+    status: 502,
+    title: 'Bad Gateway',
+    detail: 'No upstream is configured.',
+    code: 'no_upstream',
+  }),
+  badRequest: (detail: string): GatewayProblem => ({
+    status: 400,
+    title: 'Bad Request',
+    detail,
+    code: 'bad_request',
+  }),
+});
+
+/** The JSON body of a gateway problem. */
+export function problemBody(p: GatewayProblem, instance: string, requestId = ''): string {
+  const body: Record<string, unknown> = {
+    type: 'about:blank',
+    title: p.title,
+    status: p.status,
+    detail: p.detail,
+    instance,
+    code: p.code,
+  };
+  if (requestId !== '') body.requestId = requestId;
+  return JSON.stringify(body);
+}
+
+/**
+ * Answers a request with a problem, unless a response has already started (then the connection is cut, the
+ * only honest signal left).
+ */
+export function sendProblem(
+  res: ServerResponse,
+  p: GatewayProblem,
+  instance: string,
+  requestId: string,
+  extra: Record<string, string | string[]> = {},
+): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  const body = problemBody(p, instance, requestId);
+  res.writeHead(p.status, {
+    ...extra,
+    'content-type': 'application/problem+json',
+    'content-length': Buffer.byteLength(body),
+    'cache-control': 'no-store',
+  });
+  res.end(body);
+}
+
+/** Writes a whole HTTP/1.1 response on a raw socket (an upgrade request that is refused) and closes it. */
+export function writeRawResponse(
+  socket: Duplex,
+  status: number,
+  headers: readonly (readonly [string, string])[],
+  body: string,
+): void {
+  let head = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\n`;
+  for (const [k, v] of headers) head += `${k}: ${v}\r\n`;
+  head += `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n`;
+  socket.end(head + body);
+}

@@ -1,0 +1,120 @@
+import { type Check, definePolicy, Limiter, type Policy, type RateLimitStore } from 'sluice';
+import type { HttpLimiterOptions, HttpRequestInfo, RuleOptions } from 'sluice/http';
+import type { GatewayConfig, TierConfig } from '../config/gateway-config.js';
+
+/** The suffix of a tier's per-hour policy name: tier `standard` has policies `standard` and `standard.hour`. */
+export const HOUR_SUFFIX = '.hour';
+
+/** The prefix of the rule that carries a tier's buckets; endpoint rule names never start with it. */
+export const TIER_RULE_PREFIX = 'tier:';
+
+/**
+ * The limits of one configuration as `sluice/http` takes them: one policy per tier minute bucket, per tier
+ * hour limit, per endpoint rule or class, and the public-auth bucket; one rule per limited tier (matched on
+ * `identity.tier`) and one per endpoint rule (unlimited tiers are exempt before rules), all keyed by the caller
+ * hierarchy. A
+ * reload builds new limits reusing the `Policy` objects of the previous ones whose limits did not change,
+ * because the memory store files buckets by policy object: that is how bucket state survives a reload.
+ */
+export class GatewayLimits {
+  /** The engine over every policy of this configuration. */
+  readonly limiter: Limiter;
+  /** The bucket failed credentials count against, keyed by client IP. */
+  readonly publicAuth: Policy;
+  /** The rules, exemptions and key settings to give `createHttpLimiter` (hooks added by the caller). */
+  readonly options: Pick<
+    HttpLimiterOptions<HttpRequestInfo>,
+    | 'rules'
+    | 'exempt'
+    | 'publicAuth'
+    | 'trustedProxies'
+    | 'proxyHeader'
+    | 'headers'
+    | 'problemTypeBase'
+    | 'requestIdHeader'
+    | 'keyPrefix'
+  >;
+  readonly #tiers: ReadonlyMap<string, TierConfig>;
+  readonly #prefix: string;
+
+  /**
+   * @param config - the resolved configuration.
+   * @param store - the store shared by every configuration of this gateway.
+   * @param previous - the limits being replaced, whose unchanged policies are reused.
+   */
+  constructor(config: GatewayConfig, store: RateLimitStore, previous?: GatewayLimits) {
+    const reuse = new Map<string, Policy>();
+    for (const p of previous?.limiter.policies ?? []) reuse.set(p.name, p);
+    const byName = new Map<string, Policy>();
+    const policy = (name: string, quota: number, window: number, burst: number): string => {
+      if (byName.has(name)) return name;
+      const old = reuse.get(name);
+      const same =
+        old !== undefined &&
+        old.quota === quota &&
+        old.window === window &&
+        old.burst === burst &&
+        !old.shadow;
+      byName.set(name, same ? old : definePolicy({ name, quota, window, burst }));
+      return name;
+    };
+    const rules: RuleOptions[] = [];
+    const tiers = new Map<string, TierConfig>();
+    for (const tier of Object.values(config.tiers)) {
+      tiers.set(tier.name, tier);
+      if (tier.unlimited) continue;
+      const names = [policy(tier.name, tier.perMinute, 60, tier.burst)];
+      // The hour limit is a bucket of the hour's size refilled over the hour: a client may spend its hour at
+      // once (within the minute bucket) and regains requestsPerHour / 3600 per second (docs/DECISIONS.md).
+      if (tier.perHour !== undefined)
+        names.push(policy(`${tier.name}${HOUR_SUFFIX}`, tier.perHour, 3600, tier.perHour));
+      rules.push({
+        name: `${TIER_RULE_PREFIX}${tier.name}`,
+        tier: tier.name,
+        policies: names,
+        key: 'caller',
+      });
+    }
+    for (const rule of config.endpoints) {
+      rules.push({
+        name: rule.name,
+        path: rule.pattern,
+        ...(rule.methods === undefined ? {} : { methods: rule.methods }),
+        policies: [policy(rule.name, rule.limit, rule.windowSeconds, rule.burst)],
+        key: 'caller',
+      });
+    }
+    const pa = config.identity.publicAuth;
+    this.publicAuth = byName.get(policy(pa.name, pa.perMinute, 60, pa.burst)) as Policy;
+    this.limiter = new Limiter({ policies: [...byName.values()], store });
+    this.#tiers = tiers;
+    this.#prefix = config.keys.prefix;
+    const unlimited = [...tiers.values()].filter((t) => t.unlimited).map((t) => t.name);
+    this.options = Object.freeze({
+      rules,
+      exempt: {
+        endpoints: config.exemptions.endpoints,
+        loopback: config.server.mode === 'development' && config.exemptions.loopbackInDevelopment,
+        tiers: unlimited,
+      },
+      publicAuth: { policy: pa.name },
+      trustedProxies: config.server.trustedProxies,
+      proxyHeader: config.server.proxyHeader,
+      headers: config.headers.mode,
+      ...(config.problems.typeBase === undefined ? {} : { problemTypeBase: config.problems.typeBase }),
+      requestIdHeader: config.server.requestIdHeader,
+      keyPrefix: config.keys.prefix,
+    });
+  }
+
+  /** The tier of this name, or `undefined`. */
+  tier(name: string): TierConfig | undefined {
+    return this.#tiers.get(name);
+  }
+
+  /** Every check that could apply to a key, one per policy: what the admin API inspects and resets. */
+  allChecks(identityKey: string): Check[] {
+    const key = this.#prefix === '' ? identityKey : this.#prefix + identityKey;
+    return this.limiter.policies.map((policy) => ({ policy, key }));
+  }
+}

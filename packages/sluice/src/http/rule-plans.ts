@@ -1,0 +1,148 @@
+import type { Check, Policy } from '../core/index.js';
+import { boundKey } from './key-hash.js';
+import { ipKey } from './keys.js';
+import { HeaderPlan, legacyPolicyName } from './rate-limit-headers.js';
+import type { CompiledRule } from './rules.js';
+import type { HttpRequestInfo } from './types.js';
+
+/** The precomputed state of one combination of matching rules. */
+export interface RulePlan {
+  readonly rules: readonly CompiledRule[];
+  /** The matching rules' names, in configuration order (frozen: verdicts share it). */
+  readonly names: readonly string[];
+  /** One entry per check: the rule that keys it. */
+  readonly keyedBy: readonly CompiledRule[];
+  readonly policies: readonly Policy[];
+  readonly header: HeaderPlan;
+  readonly captures: boolean;
+  readonly cost: number | ((request: HttpRequestInfo) => number);
+  /** Per policy, its legacy `X-RateLimit-Policy` value. */
+  readonly legacyNames: ReadonlyMap<Policy, string>;
+  /** The outcome of a denial over this plan. */
+  readonly denied: 'limited';
+}
+
+/** Plans are cached per combination of matching rules up to this many combinations. */
+const MAX_PLANS = 4096;
+
+/**
+ * The rules of one limiter and the plans of the rule combinations that match together, built on first use: the
+ * set of combinations is small in practice and each plan holds only precomputed strings, so a request matches
+ * its rules, finds its plan by a bit mask and builds no policy list, header value or name list.
+ */
+export class RulePlans {
+  readonly #rules: readonly CompiledRule[];
+  readonly #plans = new Map<number | string, RulePlan>();
+  readonly #prefix: string;
+  readonly #maxKeyLength: number;
+
+  /**
+   * @param rules - the compiled rules, in configuration order.
+   * @param keyPrefix - the prefix of every bucket key.
+   * @param maxKeyLength - keys longer than this are hashed.
+   */
+  constructor(rules: readonly CompiledRule[], keyPrefix: string, maxKeyLength: number) {
+    this.#rules = rules;
+    this.#prefix = keyPrefix;
+    this.#maxKeyLength = maxKeyLength;
+  }
+
+  /** The plan of the rules that match a request, or `undefined` when none does. */
+  match(req: HttpRequestInfo): RulePlan | undefined {
+    const rules = this.#rules;
+    const onlyOps = req.operationRulesOnly === true;
+    if (rules.length <= 30) {
+      // The common case: the set of matching rules is a bit mask, and a known mask finds its plan without
+      // building a list.
+      let mask = 0;
+      for (let i = 0; i < rules.length; i++) {
+        if (onlyOps && rules[i].operations === undefined) continue;
+        if (rules[i].match(req)) mask |= 1 << i;
+      }
+      if (mask === 0) return undefined;
+      return (
+        this.#plans.get(mask) ??
+        this.#plan(
+          rules.filter((_, i) => (mask & (1 << i)) !== 0),
+          mask,
+        )
+      );
+    }
+    const matched: CompiledRule[] = [];
+    for (const r of rules) if (!(onlyOps && r.operations === undefined) && r.match(req)) matched.push(r);
+    if (matched.length === 0) return undefined;
+    return this.#plan(matched, matched.map((r) => rules.indexOf(r)).join(','));
+  }
+
+  /**
+   * The checks of a request under a plan: one per policy, keyed by the first rule naming it, with the prefix.
+   *
+   * @param req - the request (identity and params are read).
+   * @param plan - from {@link RulePlans.match}.
+   * @param ip - the resolved client IP.
+   */
+  checks(req: HttpRequestInfo, plan: RulePlan, ip: string | undefined): Check[] {
+    const view = withCaptures(req, plan);
+    const ipk = ipKey(ip);
+    const n = plan.policies.length;
+    const checks: Check[] = new Array(n);
+    for (let i = 0; i < n; i++) {
+      const key = plan.keyedBy[i].key(view, ipk, ip);
+      checks[i] = { policy: plan.policies[i], key: this.bucketKey(key) };
+    }
+    return checks;
+  }
+
+  /** A key with the prefix, bounded in length. */
+  bucketKey(key: string): string {
+    return boundKey(this.#prefix === '' ? key : this.#prefix + key, this.#maxKeyLength);
+  }
+
+  /** The key a check holds, without the prefix (for logs and admin tools). */
+  unprefixed(bucketKey: string): string {
+    return this.#prefix === '' ? bucketKey : bucketKey.slice(this.#prefix.length);
+  }
+
+  #plan(matched: CompiledRule[], id: number | string): RulePlan {
+    const known = this.#plans.get(id);
+    if (known !== undefined) return known;
+    const policies: Policy[] = [];
+    const keyedBy: CompiledRule[] = [];
+    for (const r of matched) {
+      for (const p of r.policies) {
+        if (policies.includes(p)) continue; // the first matching rule keys a policy
+        policies.push(p);
+        keyedBy.push(r);
+      }
+    }
+    const first = matched[0].cost;
+    let cost: RulePlan['cost'] = first;
+    if (matched.some((r) => r.cost !== first)) {
+      // Several costs: the largest applies, since every policy is charged the same cost all or nothing.
+      cost = (req) => Math.max(...matched.map((r) => (typeof r.cost === 'function' ? r.cost(req) : r.cost)));
+    }
+    const plan: RulePlan = Object.freeze({
+      rules: matched,
+      names: Object.freeze(matched.map((r) => r.name)),
+      keyedBy,
+      policies,
+      header: new HeaderPlan(policies),
+      captures: matched.some((r) => r.captures),
+      cost,
+      legacyNames: new Map(policies.map((p) => [p, legacyPolicyName(p.name)])),
+      denied: 'limited',
+    });
+    if (this.#plans.size < MAX_PLANS) this.#plans.set(id, plan);
+    return plan;
+  }
+}
+
+function withCaptures(req: HttpRequestInfo, plan: RulePlan): HttpRequestInfo {
+  if (!plan.captures) return req;
+  let params: Record<string, string | undefined> | undefined;
+  for (const r of plan.rules) {
+    const c = r.captures ? r.endpoint?.pattern.capture(req.path) : undefined;
+    if (c !== undefined) params = { ...c, ...params };
+  }
+  return params === undefined ? req : { ...req, params: { ...params, ...req.params } };
+}

@@ -1,0 +1,246 @@
+import type { Decision, Policy } from '../core/index.js';
+import { correlationIdOf } from './correlation-id.js';
+import type { CredentialFailure, ResolvedHttpLimiterOptions } from './http-limiter-options.js';
+import { type HttpProblem, httpProblemBody } from './http-problem.js';
+import { partitionKeyOf } from './key-hash.js';
+import { PROBLEM_CONTENT_TYPE, ProblemCode, rateLimitProblemBody } from './problem.js';
+import {
+  formatRateLimit,
+  formatRateLimitPolicy,
+  HeaderName,
+  type HeaderPlan,
+  legacyPolicyName,
+  mostRestrictive,
+  resetEpochSeconds,
+} from './rate-limit-headers.js';
+import type { TargetRefusal } from './request-target.js';
+import type { HeaderPair, HttpRequestInfo, Identity, Verdict } from './types.js';
+
+const EMPTY: readonly HeaderPair[] = Object.freeze([]);
+const NO_NAMES: readonly string[] = Object.freeze([]);
+const DENY_HEADERS: readonly HeaderPair[] = Object.freeze([
+  Object.freeze([HeaderName.ContentType, PROBLEM_CONTENT_TYPE] as const),
+  Object.freeze([HeaderName.CacheControl, 'no-store'] as const),
+  Object.freeze([HeaderName.ContentTypeOptions, 'nosniff'] as const),
+]);
+const RETRY_1 = Object.freeze([HeaderName.RetryAfter, '1'] as const);
+
+/** What a decided request's verdict says besides the decision. */
+export interface DecidedFacts {
+  readonly header: HeaderPlan;
+  readonly legacyNames: ReadonlyMap<Policy, string> | undefined;
+  /** The matching rules' names. */
+  readonly names: readonly string[];
+  /** The outcome of a denial (`limited` or `public_auth_limited`). */
+  readonly denied: string;
+}
+
+/**
+ * Turns decisions and refusals into verdicts: the rate-limit headers in the configured mode, the problem headers
+ * and bodies of denials, and the frozen exempt verdicts. One per limiter; holds only resolved options.
+ */
+export class VerdictWriter {
+  readonly #o: ResolvedHttpLimiterOptions<HttpRequestInfo>;
+  readonly #draft: boolean;
+  readonly #legacy: boolean;
+  readonly #exempt = new Map<string, Verdict>();
+
+  /** @param options - the limiter's resolved options. */
+  constructor(options: ResolvedHttpLimiterOptions<HttpRequestInfo>) {
+    this.#o = options;
+    this.#draft = options.mode === 'draft-11' || options.mode === 'both';
+    this.#legacy = options.mode === 'legacy' || options.mode === 'both';
+  }
+
+  /** The exempt verdict of a reason, frozen and shared, unless it must carry the identity. */
+  exempt(reason: string, identity?: Identity): Verdict {
+    if (identity !== undefined) {
+      return {
+        action: 'exempt',
+        status: 200,
+        outcome: `exempt_${reason}`,
+        exemptReason: reason,
+        headers: EMPTY,
+        identity,
+      };
+    }
+    let v = this.#exempt.get(reason);
+    if (v === undefined) {
+      v = Object.freeze({
+        action: 'exempt',
+        status: 200,
+        outcome: `exempt_${reason}`,
+        exemptReason: reason,
+        headers: EMPTY,
+      } as const);
+      // Reasons come from the limiter and from `exempt.when`; a bounded cache keeps a careless predicate harmless.
+      if (this.#exempt.size < 64) this.#exempt.set(reason, v);
+    }
+    return v;
+  }
+
+  /** The verdict of a decision over a plan (or the public-auth bucket). */
+  decided(
+    req: HttpRequestInfo,
+    facts: DecidedFacts,
+    key: string | undefined,
+    identity: Identity | undefined,
+    d: Decision,
+    ip: string | undefined,
+  ): Verdict {
+    const headers = this.#o.mode === 'none' ? [] : this.#rateLimitHeaders(facts, d);
+    const rules = facts.names;
+    if (d.allowed) {
+      const outcome = d.reason === 'store_unavailable_open' ? 'store_unavailable_open' : 'allowed';
+      return {
+        action: 'allow',
+        status: 200,
+        outcome,
+        headers,
+        decision: d,
+        clientIp: ip,
+        rules,
+        key,
+        identity,
+      };
+    }
+    const correlationId = this.correlationId(req);
+    headers.push([HeaderName.RetryAfter, String(Math.max(1, d.retryAfterSeconds))]);
+    this.#denyHeaders(headers, correlationId);
+    const body = rateLimitProblemBody({
+      decision: d,
+      path: req.path,
+      correlationId,
+      nowMs: this.#o.wallClock(),
+      typeOf: this.#o.typeOf,
+    });
+    const unavailable = d.reason === 'store_unavailable';
+    return {
+      action: 'deny',
+      status: unavailable ? 503 : 429,
+      outcome: unavailable ? 'store_unavailable' : facts.denied,
+      headers,
+      body,
+      decision: d,
+      clientIp: ip,
+      rules,
+      key,
+      identity,
+    };
+  }
+
+  /** A request target that cannot be matched safely: 400, decided by nothing. */
+  badTarget(req: HttpRequestInfo, refusal: TargetRefusal): Verdict {
+    return this.#problem(
+      req,
+      { status: 400, title: 'Bad Request', detail: refusal.detail, code: 'bad_request_target' },
+      `bad_target_${refusal.code}`,
+      EMPTY,
+      undefined,
+    );
+  }
+
+  /** Credentials that `identify` refused: 401, with the public-auth decision when the failure counted. */
+  invalidCredentials(
+    req: HttpRequestInfo,
+    failure: CredentialFailure,
+    decision: Decision | undefined,
+    ip: string | undefined,
+  ): Verdict {
+    const p: HttpProblem = {
+      status: 401,
+      title: 'Invalid Credentials',
+      detail: failure.detail ?? 'The credentials are not valid.',
+      code: 'invalid_credentials',
+    };
+    return this.#problem(
+      req,
+      p,
+      `invalid_credentials_${failure.reason}`,
+      failure.headers ?? EMPTY,
+      decision,
+      ip,
+    );
+  }
+
+  /** A store that threw: 503 with `Retry-After: 1`, whatever the failure mode (the store applies it itself). */
+  storeFailed(
+    req: HttpRequestInfo,
+    ip: string | undefined,
+    rules: readonly string[] | undefined,
+    key: string | undefined,
+  ): Verdict {
+    const p: HttpProblem = {
+      status: 503,
+      title: 'Rate Limiter Unavailable',
+      detail: 'The rate limiter cannot decide right now; try again shortly.',
+      code: ProblemCode.Unavailable,
+    };
+    const v = this.#problem(req, p, 'store_unavailable', [RETRY_1], undefined, ip);
+    return rules === undefined ? v : { ...v, rules, key };
+  }
+
+  /** The request's correlation id: the caller's, else a valid one from the request header, else a new one. */
+  correlationId(req: HttpRequestInfo): string {
+    return req.correlationId ?? correlationIdOf(req.headers, this.#o.requestIdHeader);
+  }
+
+  #problem(
+    req: HttpRequestInfo,
+    p: HttpProblem,
+    outcome: string,
+    extra: readonly HeaderPair[],
+    decision: Decision | undefined,
+    ip?: string,
+  ): Verdict {
+    const correlationId = this.correlationId(req);
+    const headers: HeaderPair[] = [...extra];
+    this.#denyHeaders(headers, correlationId);
+    const body = httpProblemBody(p, req.path, correlationId, this.#o.typeOf);
+    return {
+      action: 'deny',
+      status: p.status as Verdict['status'],
+      outcome,
+      headers,
+      body,
+      decision,
+      clientIp: ip,
+      rules: NO_NAMES,
+    };
+  }
+
+  #denyHeaders(headers: HeaderPair[], correlationId: string): void {
+    for (const h of DENY_HEADERS) headers.push(h);
+    headers.push([this.#o.requestIdName, correlationId]);
+  }
+
+  #rateLimitHeaders(facts: DecidedFacts, d: Decision): HeaderPair[] {
+    const out: HeaderPair[] = [];
+    const plan = facts.header;
+    const known =
+      d.outcomes.length > 0 && d.reason !== 'store_unavailable' && d.reason !== 'store_unavailable_open';
+    if (this.#draft && plan.policyValue !== '') {
+      if (this.#o.partitionKey && known) {
+        const keys = d.outcomes.map((x) => partitionKeyOf(x.key));
+        out.push([HeaderName.RateLimitPolicy, formatRateLimitPolicy(plan.policies, { partitionKeys: keys })]);
+        out.push([HeaderName.RateLimit, formatRateLimit(d.outcomes, { partitionKeys: keys })]);
+      } else {
+        out.push(plan.policyPair);
+        if (known) out.push([HeaderName.RateLimit, plan.state(d.outcomes)]);
+      }
+    }
+    if (this.#legacy && known) {
+      const m = mostRestrictive(d);
+      if (m !== undefined) {
+        out.push([HeaderName.LegacyLimit, String(m.policy.quota)]);
+        out.push([HeaderName.LegacyRemaining, String(m.remaining)]);
+        out.push([HeaderName.LegacyReset, String(resetEpochSeconds(this.#o.wallClock(), m.resetSeconds))]);
+        out.push([
+          HeaderName.LegacyPolicy,
+          facts.legacyNames?.get(m.policy) ?? legacyPolicyName(m.policy.name),
+        ]);
+      }
+    }
+    return out;
+  }
+}
