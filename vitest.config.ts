@@ -1,7 +1,15 @@
 import { fileURLToPath } from 'node:url';
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
+import { OptOutReporter } from './test/support/opt-out-reporter.js';
+import { sortSuites, TEST_GLOBS } from './test/support/suite-kinds.js';
+import { UNIT_PROJECT_VAR } from './test/support/tools.js';
 
 const src = (p: string) => fileURLToPath(new URL(`./packages/sluice/src/${p}`, import.meta.url));
+
+// Two projects: `unit` (no program started, no child process: `npm run test:unit`) and `system` (end-to-end,
+// browser, packaging, and every suite that starts redis-server, nginx, Prometheus, ...), minus the suites a
+// SLUICE_SKIP_* variable leaves out, which the OptOutReporter lists at the end of the run.
+const suites = sortSuites(fileURLToPath(new URL('.', import.meta.url)));
 
 // Tests run against the TypeScript sources; the workspace packages resolve to src, never to a stale dist.
 export default defineConfig({
@@ -12,10 +20,22 @@ export default defineConfig({
     ],
   },
   test: {
-    include: ['packages/*/src/**/*.test.ts', 'packages/*/test/**/*.test.ts', 'test/**/*.test.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    reporters: ['default', new OptOutReporter(suites.optedOut, 'system')],
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: 'unit',
+          include: TEST_GLOBS,
+          exclude: [...configDefaults.exclude, '**/*.e2e.test.ts', '**/*.browser.test.ts', ...suites.system],
+          env: { [UNIT_PROJECT_VAR]: 'unit' },
+        },
+      },
+      { extends: true, test: { name: 'system', include: [...suites.systemToRun] } },
+    ],
     coverage: {
       provider: 'v8',
       include: ['packages/*/src/**/*.ts'],

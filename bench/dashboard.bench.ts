@@ -9,7 +9,7 @@
  * Run: npx tsx bench/dashboard.bench.ts [rounds=7]
  */
 import { RateWindow } from '../packages/gateway/src/dashboard/rate-window.js';
-import { TappedMetrics } from '../packages/gateway/src/dashboard/tapped-metrics.js';
+import { TappedMetrics } from '../packages/gateway/src/metrics/tapped-metrics.js';
 import { type Check, definePolicy, Limiter } from '../packages/sluice/src/core/index.js';
 import { MemoryStore } from '../packages/sluice/src/memory/index.js';
 import type { LimiterMetrics } from '../packages/sluice/src/metrics/index.js';

@@ -1,11 +1,11 @@
 /**
  * The gateway both decision-benchmark processes run: limits far above what the machine can send, so every
  * decision is a full one that admits (the common case), draft-11 headers, the decision API and the Envoy service
- * configured (started only by `startRateLimitServices`), on the memory store or Redis.
+ * configured (the gateway starts both listeners), on the memory store or Redis.
  */
 import { loadConfigText } from '../../packages/gateway/src/config/load-config.js';
+import { Gateway } from '../../packages/gateway/src/gateway/gateway.js';
 import { createLogger } from '../../packages/gateway/src/log/create-logger.js';
-import { Gateway } from '../../packages/gateway/src/server/gateway.js';
 
 /**
  * Starts the benchmark's gateway.

@@ -5,16 +5,11 @@
  *   tsx bench/decision/server.ts memory
  *   tsx bench/decision/server.ts redis redis://127.0.0.1:6379
  */
-import { startRateLimitServices } from '../../packages/gateway/src/services/rate-limit-services.js';
 import { startBenchGateway } from './bench-gateway.js';
 
 const [store = 'memory', url = ''] = process.argv.slice(2);
 const gateway = await startBenchGateway(store, url);
-const services = await startRateLimitServices(gateway);
-console.log(`ready ${services.decision?.endpoint} ${services.envoy?.address}`);
+console.log(`ready ${gateway.decisionUrl}${gateway.config.decision?.path} ${gateway.envoyAddress}`);
 process.on('SIGTERM', () => {
-  void services
-    .close()
-    .then(() => gateway.close())
-    .then(() => process.exit(0));
+  void gateway.close().then(() => process.exit(0));
 });

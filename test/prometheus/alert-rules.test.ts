@@ -1,33 +1,20 @@
-import { execFile } from 'node:child_process';
 import { copyFile, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { promisify } from 'node:util';
 import { PrometheusMetrics } from 'sluice/prometheus';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { promtool } from '../support/promtool.js';
 
-const run = promisify(execFile);
 const RULES = resolve('deploy/prometheus/rules/rate-limiting.yaml');
 const TESTS = resolve('deploy/prometheus/rules/rate-limiting.test.yaml');
 
-async function promtool(...args: string[]): Promise<{ code: number; output: string }> {
-  try {
-    const { stdout, stderr } = await run('promtool', args);
-    return { code: 0, output: stdout + stderr };
-  } catch (error) {
-    const e = error as { code?: number; stdout?: string; stderr?: string };
-    if (typeof e.code !== 'number') throw error;
-    return { code: e.code, output: `${e.stdout ?? ''}${e.stderr ?? ''}` };
-  }
-}
-
 describe('deploy/prometheus/rules/rate-limiting.yaml', () => {
   it('passes promtool check rules and its promtool unit tests', async () => {
-    const check = await promtool('check', 'rules', RULES);
+    const check = await promtool(['check', 'rules', RULES]);
     expect(check.output).toContain('SUCCESS: 4 rules found');
     expect(check.code).toBe(0);
-    const test = await promtool('test', 'rules', TESTS);
+    const test = await promtool(['test', 'rules', TESTS]);
     expect(test.output).toContain('SUCCESS');
     expect(test.code).toBe(0);
   });
@@ -38,7 +25,7 @@ describe('deploy/prometheus/rules/rate-limiting.yaml', () => {
       const rules = await readFile(RULES, 'utf8');
       await writeFile(join(dir, 'rate-limiting.yaml'), rules.replace('[5m]) > 10', '[5m]) > 20'));
       await copyFile(TESTS, join(dir, 'rate-limiting.test.yaml'));
-      const test = await promtool('test', 'rules', join(dir, 'rate-limiting.test.yaml'));
+      const test = await promtool(['test', 'rules', join(dir, 'rate-limiting.test.yaml')]);
       expect(test.code).not.toBe(0);
       expect(test.output).toContain('HighRateLimitExceeded');
     } finally {

@@ -1,5 +1,5 @@
 /**
- * A throwaway NGINX (Debian's /usr/sbin/nginx) for tests and benchmarks: its own temporary prefix with the pid
+ * A throwaway NGINX (Debian's package, found by test/support/tools.ts) for tests and benchmarks: its own temporary prefix with the pid
  * file, logs and temp paths, `daemon off`, listening on a free loopback port only, stopped by PID. Also renders
  * the auth_request configuration that docs/nginx.md documents, so the end-to-end test runs exactly that text.
  *
@@ -15,9 +15,14 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { findTool } from '../../scripts/system-tools.mjs';
+import { toolPath } from './tools.js';
 
-/** The binary; override with NGINX_BIN. */
-export const NGINX_BIN = process.env.NGINX_BIN ?? '/usr/sbin/nginx';
+/**
+ * The binary for benchmarks that run without NGINX when it is missing (NGINX_BIN, PATH, then the sbin folders);
+ * a suite calls {@link startNginx}, which fails with the install command instead.
+ */
+export const NGINX_BIN = findTool('nginx') ?? '/usr/sbin/nginx';
 
 /** A running NGINX. */
 export interface RunningNginx {
@@ -222,7 +227,7 @@ export async function startNginx(config: (prefix: string) => string, port: numbe
     }
   };
   let stderr = '';
-  const child = spawn(NGINX_BIN, ['-p', prefix, '-c', file, '-e', join(prefix, 'error.log')], {
+  const child = spawn(toolPath('nginx'), ['-p', prefix, '-c', file, '-e', join(prefix, 'error.log')], {
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   child.stderr?.on('data', (d) => {

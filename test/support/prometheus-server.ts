@@ -16,9 +16,7 @@ import { copyFile, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import { freePort } from './redis-server.js';
-
-/** Binary name; override with PROMETHEUS_BIN. */
-const BIN = process.env.PROMETHEUS_BIN ?? 'prometheus';
+import { toolPath } from './tools.js';
 
 /** Options of {@link startPrometheus}. */
 export interface PrometheusOptions {
@@ -91,7 +89,7 @@ export async function startPrometheus(options: PrometheusOptions): Promise<Prome
   const url = `http://127.0.0.1:${port}`;
   let log = '';
   const child: ChildProcess = spawn(
-    BIN,
+    toolPath('prometheus'),
     [
       `--config.file=${join(dir, 'prometheus.yml')}`,
       `--storage.tsdb.path=${join(dir, 'data')}`,

@@ -18,15 +18,19 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { toolPath } from './tools.js';
 
 const run = promisify(execFile);
 
 /** Loopback only: the test suite never listens on or connects to any other address. */
 export const REDIS_HOST = '127.0.0.1';
 
-/** Binary names; override with REDIS_SERVER_BIN / REDIS_CLI_BIN (for example to test against valkey-server). */
-const SERVER_BIN = process.env.REDIS_SERVER_BIN ?? 'redis-server';
-const CLI_BIN = process.env.REDIS_CLI_BIN ?? 'redis-cli';
+// Looked up once, on first use (REDIS_SERVER_BIN / REDIS_CLI_BIN name others, for example valkey-server): a
+// missing binary fails the suite with the install command.
+let serverBin: string | undefined;
+let cliBin: string | undefined;
+const redisServerPath = () => (serverBin ??= toolPath('redis-server'));
+const redisCliPath = () => (cliBin ??= toolPath('redis-cli'));
 
 /**
  * Returns a loopback port that was free a moment ago, chosen below the kernel's ephemeral range
@@ -48,7 +52,9 @@ export async function freePort(): Promise<number> {
  * Meant for administration in tests (CLUSTER INFO, DEBUG, CONFIG SET, SCRIPT FLUSH), not for the hot path.
  */
 export async function redisCli(port: number, ...args: string[]): Promise<string> {
-  const { stdout } = await run(CLI_BIN, ['-h', REDIS_HOST, '-p', String(port), ...args], { timeout: 10_000 });
+  const { stdout } = await run(redisCliPath(), ['-h', REDIS_HOST, '-p', String(port), ...args], {
+    timeout: 10_000,
+  });
   return stdout.trim();
 }
 
@@ -155,7 +161,7 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
   const alive = () => child.exitCode === null && child.signalCode === null;
   const launch = async (): Promise<void> => {
     for (let attempt = 0; ; attempt++) {
-      child = spawn(SERVER_BIN, argsFor(port, dir, options), { stdio: 'ignore' });
+      child = spawn(redisServerPath(), argsFor(port, dir, options), { stdio: 'ignore' });
       const deadline = Date.now() + 10_000;
       while (alive() && !(await ping(port))) {
         if (Date.now() > deadline) {
@@ -205,7 +211,7 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
     async restart() {
       if (server.running) await server.kill();
       const pinned = { ...options, port, dir };
-      child = spawn(SERVER_BIN, argsFor(port, dir, pinned), { stdio: 'ignore' });
+      child = spawn(redisServerPath(), argsFor(port, dir, pinned), { stdio: 'ignore' });
       await waitFor(`redis-server restart on ${port}`, () => ping(port), 10_000);
     },
     async stop(keepDir = false) {
@@ -286,7 +292,7 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
       }
     }
     await run(
-      CLI_BIN,
+      redisCliPath(),
       [
         '--cluster',
         'create',
@@ -391,7 +397,7 @@ export async function startRedisSentinel(masterPort: number, masterName = 'sluic
       '',
     ].join('\n'),
   );
-  const child = spawn(SERVER_BIN, [conf, '--sentinel'], { stdio: 'ignore' });
+  const child = spawn(redisServerPath(), [conf, '--sentinel'], { stdio: 'ignore' });
   const stop = async () => {
     if (child.exitCode === null && child.signalCode === null) {
       const gone = exited(child);

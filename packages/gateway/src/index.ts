@@ -1,4 +1,16 @@
+export {
+  type Admission,
+  type AdmissionHost,
+  type AdmissionRequest,
+  admitRequest,
+} from './admission/admit-request.js';
 export { main } from './cli/main.js';
+export {
+  type ConfigWarning,
+  configWarnings,
+  formatWarnings,
+  WarningCode,
+} from './config/config-warnings.js';
 export { durationMs, sizeBytes } from './config/duration.js';
 export {
   type ClassConfig,
@@ -15,6 +27,8 @@ export {
   loadConfigOrThrow,
   loadConfigText,
 } from './config/load-config.js';
+export type { QuotaCategoryConfig, QuotaConfig } from './config/quota-config.js';
+export { REDACTED, redactConfig, redactUrls } from './config/redact.js';
 export { configSchema, SCHEMA_URL } from './config/schema.js';
 export { formatViolations, type Violation } from './config/violation.js';
 export {
@@ -33,15 +47,7 @@ export {
   RateLimitServiceError,
   rateLimitPackage,
 } from './envoy/index.js';
+export { type BucketView, Gateway, type GatewayOptions, type ReloadResult } from './gateway/gateway.js';
 export { hashApiKey } from './identity/api-key-file.js';
 export { type Identity, identityKey } from './identity/identity.js';
-export type { QuotaCategoryConfig, QuotaConfig } from './quota/quota-config.js';
 export { TenantQuota } from './quota/tenant-quota.js';
-export {
-  type Admission,
-  type AdmissionHost,
-  type AdmissionRequest,
-  admitRequest,
-} from './server/admit-request.js';
-export { type BucketView, Gateway, type GatewayOptions, type ReloadResult } from './server/gateway.js';
-export { type RateLimitServices, startRateLimitServices } from './services/rate-limit-services.js';

@@ -77,7 +77,8 @@ describe('the contract example, end to end', () => {
       type: 'about:blank',
       title: 'Too Many Requests',
       status: 429,
-      detail: 'You have exceeded your rate limit of 300 requests per minute.',
+      detail:
+        'Rate limit "standard" exceeded: bursts of up to 50 requests, refilled at 300 per minute; retry in 1 s.',
       instance: '/other',
       code: 'rate_limited',
       limit: 300,
@@ -100,7 +101,8 @@ describe('the contract example, end to end', () => {
     expect(r.status).toBe(429);
     expect(r.headers['retry-after']).toBe('6');
     expect(r.json()).toMatchObject({
-      detail: 'You have exceeded your rate limit of 10 requests per minute.',
+      detail:
+        'Rate limit "/api/risk/simulation/studio/*" exceeded: bursts of up to 10 requests, refilled at 10 per minute; retry in 6 s.',
       limit: 10,
       retryAfter: 6,
       'violated-policies': ['/api/risk/simulation/studio/*'],
@@ -130,7 +132,8 @@ describe('the contract example, end to end', () => {
     const r = await send(agent, `${base}/system/airgap/seal`, { method: 'POST', body: '{}' });
     expect(r.headers['retry-after']).toBe('720');
     expect(r.json()).toMatchObject({
-      detail: 'You have exceeded your rate limit of 5 requests per hour.',
+      detail:
+        'Rate limit "/system/airgap/seal" exceeded: bursts of up to 5 requests, refilled at 5 per hour; retry in 720 s.',
       limit: 5,
       retryAfter: 720,
     });

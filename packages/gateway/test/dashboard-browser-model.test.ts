@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { RateModel } from '../dashboard/src/rate-model.js';
-import { EventStreamParser } from '../dashboard/src/sse-parser.js';
+import { RateModel } from '../dashboard-ui/src/rate-model.js';
+import { EventStreamParser } from '../dashboard-ui/src/sse-parser.js';
 import type { SeriesInfo } from '../src/dashboard/dashboard-frame.js';
 
 describe('EventStreamParser', () => {

@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
 import { MemoryQuotaStore, QuotaTracker } from 'sluice/quota';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildDashboard } from '../dashboard/build.js';
+import { toolPath } from '../../../test/support/tools.js';
+import { buildDashboard } from '../dashboard-ui/build.js';
 import { Dashboard } from '../src/dashboard/index.js';
 import { AdminServer } from '../src/server/admin-server.js';
 import {
@@ -17,7 +18,7 @@ import {
   tempDir,
 } from './support.js';
 
-const CHROMIUM = '/usr/bin/chromium';
+const CHROMIUM = toolPath('chromium');
 const ARGS = [
   '--headless',
   '--no-sandbox',

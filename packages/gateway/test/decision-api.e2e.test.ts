@@ -2,16 +2,15 @@ import { join } from 'node:path';
 import type { Agent } from 'undici';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfigText } from '../src/config/load-config.js';
-import { type RateLimitServices, startRateLimitServices } from '../src/services/rate-limit-services.js';
 import {
   client,
+  decisionEndpoint,
   send,
   startGateway,
   startUpstream,
   type TestGateway,
   type TestUpstream,
   tempDir,
-  WALL_MS,
 } from './support.js';
 
 const BASE = `rateLimiting:
@@ -43,16 +42,13 @@ describe('decision API (HTTP, for NGINX auth_request)', () => {
   let upstream: TestUpstream;
   let agent: Agent;
   let t: TestGateway | undefined;
-  let services: RateLimitServices | undefined;
 
   beforeAll(async () => {
     upstream = await startUpstream();
     agent = client();
   });
   afterEach(async () => {
-    await services?.close();
     await t?.gateway.close();
-    services = undefined;
     t = undefined;
   });
   afterAll(async () => {
@@ -65,8 +61,7 @@ describe('decision API (HTTP, for NGINX auth_request)', () => {
     t = await startGateway(join(dir, 'rl.yaml'), {
       yaml: `${BASE}upstream:\n  url: ${upstream.url}\n${extra}`,
     });
-    services = await startRateLimitServices(t.gateway, { now: () => WALL_MS });
-    return services.decision?.endpoint as string;
+    return decisionEndpoint(t.gateway);
   }
 
   const ask = (url: string, headers: Record<string, string>) => send(agent, url, { headers });
@@ -166,7 +161,6 @@ describe('decision API (HTTP, for NGINX auth_request)', () => {
     };
     let url = await start();
     expect((await ask(url, h)).headers['ratelimit-policy']).toBe('"free";q=60;w=60');
-    await services?.close();
     await t?.gateway.close();
     url = await start('decision:\n  port: 0\n  trustIdentityHeaders: true\n');
     expect((await ask(url, h)).headers['ratelimit-policy']).toBe('"gold";q=600;w=60');

@@ -6,7 +6,7 @@ import {
   startRedisCluster,
   startRedisServer,
 } from '../../../test/support/redis-server.js';
-import { type RateLimitServices, startRateLimitServices } from '../src/services/rate-limit-services.js';
+import { RateLimitService } from '../src/envoy/rate-limit-service.js';
 import { startGateway, type TestGateway, tempDir, WALL_MS } from './support.js';
 
 const config = (store: string) => `rateLimiting:
@@ -39,16 +39,13 @@ describe('Envoy rate limit service on Redis', () => {
   const { dir, cleanup } = tempDir();
   let redis: RedisServer;
   let cluster: RedisCluster;
-  const started: { t: TestGateway; s: RateLimitServices }[] = [];
+  const started: TestGateway[] = [];
 
   beforeAll(async () => {
     [redis, cluster] = await Promise.all([startRedisServer(), startRedisCluster()]);
   });
   afterAll(async () => {
-    for (const { t, s } of started) {
-      await s.close();
-      await t.gateway.close();
-    }
+    for (const t of started) await t.gateway.close();
     await redis?.stop();
     await cluster?.stop();
     cleanup();
@@ -56,9 +53,9 @@ describe('Envoy rate limit service on Redis', () => {
 
   async function start(store: string, name: string) {
     const t = await startGateway(join(dir, `${name}.yaml`), { yaml: config(store) });
-    const s = await startRateLimitServices(t.gateway, { now: () => WALL_MS });
-    started.push({ t, s });
-    return s.envoy?.service as NonNullable<RateLimitServices['envoy']>['service'];
+    started.push(t);
+    // The service itself, without its gRPC listener: these tests decide over the store, not the transport.
+    return new RateLimitService(t.gateway, () => WALL_MS);
   }
 
   it('decides across descriptors all or nothing in one script on a single Redis', async () => {

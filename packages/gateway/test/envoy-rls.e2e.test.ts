@@ -5,8 +5,16 @@ import type { Agent } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfigText } from '../src/config/load-config.js';
 import { rateLimitPackage } from '../src/envoy/grpc-server.js';
-import { type RateLimitServices, startRateLimitServices } from '../src/services/rate-limit-services.js';
-import { client, send, startGateway, type TestGateway, tempDir, WALL_MS } from './support.js';
+import { RateLimitService as Service } from '../src/envoy/rate-limit-service.js';
+import {
+  client,
+  decisionEndpoint,
+  send,
+  startGateway,
+  type TestGateway,
+  tempDir,
+  WALL_MS,
+} from './support.js';
 
 const YAML = `rateLimiting:
   defaultTier: free
@@ -97,7 +105,6 @@ const header = (a: Answer, name: string) =>
 describe('Envoy rate limit service (gRPC ShouldRateLimit)', () => {
   const { dir, cleanup } = tempDir();
   let t: TestGateway;
-  let services: RateLimitServices;
   let rls: InstanceType<ReturnType<typeof rateLimitPackage>['RateLimitService']>;
   let agent: Agent;
 
@@ -115,15 +122,13 @@ describe('Envoy rate limit service (gRPC ShouldRateLimit)', () => {
 
   beforeAll(async () => {
     t = await startGateway(join(dir, 'rl.yaml'), { yaml: YAML });
-    services = await startRateLimitServices(t.gateway, { now: () => WALL_MS });
     const { RateLimitService } = rateLimitPackage();
-    rls = new RateLimitService(services.envoy?.address as string, credentials.createInsecure());
+    rls = new RateLimitService(t.gateway.envoyAddress as string, credentials.createInsecure());
     agent = client();
   });
   afterAll(async () => {
     rls?.close();
     await agent?.close();
-    await services?.close();
     await t?.gateway.close();
     cleanup();
   });
@@ -295,7 +300,7 @@ describe('Envoy rate limit service (gRPC ShouldRateLimit)', () => {
           t.clock.advance(120_000);
           for (const s of steps) {
             t.clock.advance(s.advanceMs);
-            const http = await send(agent, services.decision?.endpoint as string, {
+            const http = await send(agent, decisionEndpoint(t.gateway), {
               headers: {
                 'x-original-uri': '/api/write/x',
                 'x-real-ip': ip,
@@ -320,10 +325,11 @@ describe('Envoy rate limit service (gRPC ShouldRateLimit)', () => {
   it('keeps its buckets across a reload', async () => {
     const ip = d(['remote_address', '10.5.0.1']);
     await ask('edge', [ip]);
-    const before = services.envoy?.service.plan;
+    const service = new Service(t.gateway, () => WALL_MS);
+    const before = service.plan;
     expect((await t.gateway.reload()).ok).toBe(true);
     expect((await ask('edge', [ip])).statuses[0].limit_remaining).toBe(1);
-    expect(services.envoy?.service.plan).not.toBe(before);
+    expect(service.plan).not.toBe(before);
   });
 });
 
@@ -334,9 +340,8 @@ describe('Envoy service: global shadow mode', () => {
   it('answers OK while the bucket is empty, still reporting OVER_LIMIT per descriptor', async () => {
     const yaml = YAML.replace('envoy:\n  port: 0\n', 'envoy:\n  port: 0\n  shadowMode: true\n');
     const t = await startGateway(join(dir, 'rl.yaml'), { yaml });
-    const services = await startRateLimitServices(t.gateway, { now: () => WALL_MS });
     try {
-      const s = services.envoy?.service;
+      const s = new Service(t.gateway, () => WALL_MS);
       const req = { domain: 'mirror', descriptors: [d(['remote_address', '9.9.9.9'])] };
       await s?.shouldRateLimit(req);
       const a = await s?.shouldRateLimit(req);
@@ -345,7 +350,6 @@ describe('Envoy service: global shadow mode', () => {
       expect(a?.raw_body.length).toBe(0);
       expect(a?.response_headers_to_add.map((h) => h.key)).not.toContain('Retry-After');
     } finally {
-      await services.close();
       await t.gateway.close();
     }
   });

@@ -1,10 +1,8 @@
-import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Agent } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { authRequestConfig, NGINX_BIN, type RunningNginx, startNginx } from '../../../test/support/nginx.js';
+import { authRequestConfig, type RunningNginx, startNginx } from '../../../test/support/nginx.js';
 import { freePort } from '../../../test/support/redis-server.js';
-import { type RateLimitServices, startRateLimitServices } from '../src/services/rate-limit-services.js';
 import {
   client,
   send,
@@ -41,11 +39,10 @@ decision:
  * A real NGINX (Debian's package) in front of a test application, asking Sluice through auth_request with the
  * configuration docs/nginx.md documents; traffic goes through NGINX only.
  */
-describe.skipIf(!existsSync(NGINX_BIN))('NGINX auth_request in front of the decision API', () => {
+describe('NGINX auth_request in front of the decision API', () => {
   const { dir, cleanup } = tempDir();
   let upstream: TestUpstream;
   let t: TestGateway;
-  let services: RateLimitServices;
   let nginx: RunningNginx;
   let agent: Agent;
   let base: string;
@@ -59,9 +56,8 @@ describe.skipIf(!existsSync(NGINX_BIN))('NGINX auth_request in front of the deci
     );
     upstream = await startUpstream();
     t = await startGateway(join(dir, 'rl.yaml'), { yaml: `${YAML}upstream:\n  url: ${upstream.url}\n` });
-    services = await startRateLimitServices(t.gateway, { now: () => WALL_MS });
     const port = await freePort();
-    const decision = new URL(services.decision?.url as string).host;
+    const decision = new URL(t.gateway.decisionUrl as string).host;
     const app = new URL(upstream.url).host;
     nginx = await startNginx((prefix) => authRequestConfig({ port, decision, upstream: app, prefix }), port);
     base = `http://127.0.0.1:${port}`;
@@ -70,7 +66,6 @@ describe.skipIf(!existsSync(NGINX_BIN))('NGINX auth_request in front of the deci
   afterAll(async () => {
     await agent?.close();
     await nginx?.stop();
-    await services?.close();
     await t?.gateway.close();
     await upstream?.close();
     cleanup();
@@ -112,7 +107,8 @@ describe.skipIf(!existsSync(NGINX_BIN))('NGINX auth_request in front of the deci
       type: 'https://errors.example.com/problems/rate-limit-exceeded',
       title: 'Rate Limit Exceeded',
       status: 429,
-      detail: 'You have exceeded your rate limit of 300 requests per minute.',
+      detail:
+        'Rate limit "standard" exceeded: bursts of up to 3 requests, refilled at 300 per minute; retry in 1 s.',
       instance: '/api/risk/simulation',
       code: 'rate_limited',
       limit: 300,
@@ -157,7 +153,7 @@ describe.skipIf(!existsSync(NGINX_BIN))('NGINX auth_request in front of the deci
   });
 
   it('fails closed with 500 when Sluice cannot be reached', async () => {
-    await services.close();
+    await t.gateway.close();
     const r = await send(agent, `${base}/x`);
     expect(r.status).toBe(500);
     expect(nginx.errorLog()).toMatch(/connect\(\) failed|auth request unexpected status/);

@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { ReloadResult } from '../src/server/gateway.js';
+import type { ReloadResult } from '../src/gateway/gateway.js';
 import {
   client,
   echo,

@@ -1,7 +1,7 @@
-import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type PrometheusServer, startPrometheus } from '../../../test/support/prometheus-server.js';
+import { promtool } from '../../../test/support/promtool.js';
 import {
   client,
   send,
@@ -114,8 +114,6 @@ describe('a real Prometheus scraping a running gateway', () => {
   it('serves /metrics that promtool check metrics accepts', async () => {
     const text = (await send(agent, `${t.gateway.url}/metrics`)).text;
     expect(text).toContain('# TYPE acme_edge_rate_limit_exceeded_total counter');
-    const lint = spawnSync('promtool', ['check', 'metrics'], { input: text, encoding: 'utf8' });
-    expect(lint.error).toBeUndefined();
-    expect([lint.status, `${lint.stdout}${lint.stderr}`.trim()]).toEqual([0, '']);
+    expect(await promtool(['check', 'metrics'], text)).toEqual({ code: 0, output: '' });
   });
 });

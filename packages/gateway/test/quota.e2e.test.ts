@@ -7,16 +7,15 @@ import { verifyWebhookSignature } from 'sluice/quota';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RedisServer, redisCli, startRedisServer } from '../../../test/support/redis-server.js';
 import { loadConfigText } from '../src/config/load-config.js';
-import { startRateLimitServices } from '../src/services/rate-limit-services.js';
 import {
   client,
+  decisionEndpoint,
   send,
   startGateway,
   startUpstream,
   type TestGateway,
   type TestUpstream,
   tempDir,
-  WALL_MS,
 } from './support.js';
 
 /**
@@ -233,20 +232,15 @@ describe('quota tracking on the memory store', () => {
   });
 
   it('counts requests admitted through the decision API (the same admission as the proxy)', async () => {
-    const services = await startRateLimitServices(t.gateway, { now: () => WALL_MS });
-    try {
-      const url = services.decision?.endpoint as string;
-      const h = {
-        ...as('hooli'),
-        'x-original-uri': '/api/risk/simulation/run?x=1',
-        'x-original-method': 'POST',
-      };
-      for (let i = 0; i < 3; i++) expect((await send(agent, url, { headers: h })).status).toBe(200);
-      const usage = await get(t.gateway.adminUrl!, '/quota/tenants/hooli');
-      expect([usage.total, usage.categories]).toEqual([3, { 'risk-simulation': 3 }]);
-    } finally {
-      await services.close();
-    }
+    const url = decisionEndpoint(t.gateway);
+    const h = {
+      ...as('hooli'),
+      'x-original-uri': '/api/risk/simulation/run?x=1',
+      'x-original-method': 'POST',
+    };
+    for (let i = 0; i < 3; i++) expect((await send(agent, url, { headers: h })).status).toBe(200);
+    const usage = await get(t.gateway.adminUrl!, '/quota/tenants/hooli');
+    expect([usage.total, usage.categories]).toEqual([3, { 'risk-simulation': 3 }]);
   });
 
   it('redacts the webhook secret in the effective configuration', async () => {

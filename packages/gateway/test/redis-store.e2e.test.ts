@@ -9,6 +9,7 @@ import {
   startRedisCluster,
   startRedisServer,
 } from '../../../test/support/redis-server.js';
+import { toolPath } from '../../../test/support/tools.js';
 import {
   client,
   send,
@@ -139,7 +140,7 @@ describe('Redis topologies', () => {
       conf,
       `port ${port}\nbind 127.0.0.1\nsentinel monitor gwmaster 127.0.0.1 ${master.port} 1\n`,
     );
-    const sentinel: ChildProcess = spawn('redis-server', [conf, '--sentinel'], { stdio: 'ignore' });
+    const sentinel: ChildProcess = spawn(toolPath('redis-server'), [conf, '--sentinel'], { stdio: 'ignore' });
     try {
       // Sentinel answers once it has read its configuration.
       for (let i = 0; ; i++) {

@@ -7,9 +7,10 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { ManualClock } from 'sluice';
 import { Agent, request } from 'undici';
+import { toolPath } from '../../../test/support/tools.js';
 import { type LoadConfigOptions, loadConfigFile } from '../src/config/load-config.js';
+import { Gateway } from '../src/gateway/gateway.js';
 import { createLogger } from '../src/log/create-logger.js';
-import { Gateway } from '../src/server/gateway.js';
 
 /** A temporary folder removed by `cleanup`. */
 export function tempDir(): { dir: string; cleanup: () => void } {
@@ -114,6 +115,13 @@ export async function startGateway(
   return { gateway, clock, logs, file, nowMs: WALL_MS };
 }
 
+/** The full URL of a started gateway's decision endpoint (`decision.path` below `decisionUrl`). */
+export function decisionEndpoint(gateway: Gateway): string {
+  const { decisionUrl, config } = gateway;
+  if (decisionUrl === undefined || config.decision === undefined) throw new Error('no decision: section');
+  return decisionUrl + config.decision.path;
+}
+
 /** One HTTP client for a test file; `close()` it in afterAll. */
 export function client(connect?: Record<string, unknown>): Agent {
   return new Agent({ connect: connect as never, keepAliveTimeout: 1000 });
@@ -168,7 +176,8 @@ export async function statuses(
  * the CA (`billing` allowed, `intruder` not), and a self-signed `billing` the CA never signed.
  */
 export function makeCertificates(dir: string): Record<string, string> {
-  const run = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
+  const openssl = toolPath('openssl');
+  const run = (...args: string[]) => execFileSync(openssl, args, { cwd: dir, stdio: 'pipe' });
   const f = (n: string) => join(dir, n);
   run(
     'req',

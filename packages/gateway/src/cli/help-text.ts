@@ -5,6 +5,7 @@ Usage:
   sluice serve --config FILE [--upstream URL] [--host HOST] [--port PORT]
   sluice validate FILE
   sluice demo [--host HOST] [--port PORT]
+  sluice rules --config FILE
   sluice hash-key KEY
   sluice --help | --version
 
@@ -15,9 +16,12 @@ Commands:
              (HTTP decision API for NGINX auth_request) or an envoy: section (Envoy rate limit
              service, gRPC) those listeners start too, and no upstream is needed.
   validate   Check a configuration file against the schema and the start checks; prints every
-             violation as FILE:LINE:COLUMN PATH: MESSAGE and exits 1 when there is any.
+             violation as FILE:LINE:COLUMN PATH: MESSAGE and exits 1 when there is any. Warnings
+             (valid but risky settings, each with a W_ code and a suggestion) keep exit 0.
   demo       The design contract's example configuration in front of a built-in echo upstream, on
              the memory store (what npm start runs).
+  rules      Print the Prometheus alert rules (deploy/prometheus/rules/rate-limiting.yaml) for the
+             metric prefix of FILE (metrics.prefix), ready for rule_files in prometheus.yml.
   hash-key   Print the SHA-256 of an API key, for the hash field of the API key file.
 
 Options:

@@ -1,13 +1,16 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { SluiceError } from 'sluice';
+import { formatWarnings } from '../config/config-warnings.js';
 import { type ConfigOverrides, loadConfigFile, loadConfigOrThrow } from '../config/load-config.js';
+import { redactUrls } from '../config/redact.js';
 import { formatViolations } from '../config/violation.js';
 import { runDemo } from '../demo/run-demo.js';
+import { Gateway } from '../gateway/gateway.js';
 import { hashApiKey } from '../identity/api-key-file.js';
-import { Gateway } from '../server/gateway.js';
-import { type RateLimitServices, startRateLimitServices } from '../services/rate-limit-services.js';
 import { HELP_TEXT } from './help-text.js';
+import { rulesCommand } from './rules-command.js';
+import { unknownCommandMessage, unknownOptionMessage } from './usage-hints.js';
 
 /** Where the CLI writes and how it waits for signals; replaceable in tests. */
 export interface CliIo {
@@ -38,7 +41,7 @@ export async function main(argv: readonly string[], io: CliIo = defaultIo): Prom
   try {
     parsed = parse(argv);
   } catch (e) {
-    io.err(`sluice: ${(e as Error).message}\n\n${HELP_TEXT}`);
+    io.err(`sluice: ${unknownOptionMessage(e, Object.keys(OPTIONS)) ?? (e as Error).message}\n${TRY_HELP}`);
     return 2;
   }
   const { values, positionals } = parsed;
@@ -60,7 +63,9 @@ export async function main(argv: readonly string[], io: CliIo = defaultIo): Prom
     }
   }
   if (values.upstream !== undefined && !/^https?:\/\/./.test(values.upstream)) {
-    io.err(`sluice: --upstream must be an http:// or https:// URL, got ${JSON.stringify(values.upstream)}\n`);
+    io.err(
+      `sluice: --upstream must be an http:// or https:// URL, got ${redactUrls(JSON.stringify(values.upstream))}\n`,
+    );
     return 2;
   }
   const overrides: ConfigOverrides = { upstream: values.upstream, host: values.host, port };
@@ -71,6 +76,8 @@ export async function main(argv: readonly string[], io: CliIo = defaultIo): Prom
       return serve(values.config ?? positionals[1], overrides, io);
     case 'demo':
       return demo(values.host, port, io);
+    case 'rules':
+      return rulesCommand(values.config ?? positionals[1], io);
     case 'hash-key': {
       const key = positionals[1];
       if (key === undefined || key === '') {
@@ -81,25 +88,27 @@ export async function main(argv: readonly string[], io: CliIo = defaultIo): Prom
       return 0;
     }
     default:
-      io.err(`sluice: unknown command "${command}"\n\n${HELP_TEXT}`);
+      io.err(`sluice: ${unknownCommandMessage(command, COMMANDS)}\n${TRY_HELP}`);
       return 2;
   }
 }
 
+/** The commands, for "did you mean" hints; `main` dispatches on the same names. */
+const COMMANDS = ['serve', 'validate', 'demo', 'rules', 'hash-key', 'help'] as const;
+
+const OPTIONS = {
+  config: { type: 'string', short: 'c' },
+  upstream: { type: 'string', short: 'u' },
+  host: { type: 'string' },
+  port: { type: 'string', short: 'p' },
+  help: { type: 'boolean', short: 'h' },
+  version: { type: 'boolean', short: 'v' },
+} as const;
+
+const TRY_HELP = 'Run "sluice --help" for the commands and options.\n';
+
 function parse(argv: readonly string[]) {
-  return parseArgs({
-    args: [...argv],
-    allowPositionals: true,
-    strict: true,
-    options: {
-      config: { type: 'string', short: 'c' },
-      upstream: { type: 'string', short: 'u' },
-      host: { type: 'string' },
-      port: { type: 'string', short: 'p' },
-      help: { type: 'boolean', short: 'h' },
-      version: { type: 'boolean', short: 'v' },
-    },
-  });
+  return parseArgs({ args: [...argv], allowPositionals: true, strict: true, options: OPTIONS });
 }
 
 function validate(file: string | undefined, overrides: ConfigOverrides, io: CliIo): number {
@@ -111,8 +120,11 @@ function validate(file: string | undefined, overrides: ConfigOverrides, io: CliI
     const r = loadConfigFile(file, { overrides });
     if (r.ok) {
       const c = r.config;
+      const n = r.warnings.length;
+      // Warnings go where violations go; a file with warnings only is still valid (exit 0).
+      if (n > 0) io.err(`${formatWarnings(file, r.warnings)}\n`);
       io.out(
-        `${file}: valid (${Object.keys(c.tiers).length} tiers, ${c.endpoints.length} endpoint rules, ${Object.keys(c.classes).length} classes)\n`,
+        `${file}: valid (${Object.keys(c.tiers).length} tiers, ${c.endpoints.length} endpoint rules, ${Object.keys(c.classes).length} classes)${n === 0 ? '' : `, ${n} warning${n === 1 ? '' : 's'}`}\n`,
       );
       return 0;
     }
@@ -121,7 +133,7 @@ function validate(file: string | undefined, overrides: ConfigOverrides, io: CliI
     );
     return 1;
   } catch (e) {
-    io.err(`sluice: ${(e as Error).message}\n`);
+    io.err(`sluice: ${redactUrls((e as Error).message)}\n`);
     return 1;
   }
 }
@@ -132,7 +144,6 @@ async function serve(file: string | undefined, overrides: ConfigOverrides, io: C
     return 2;
   }
   let gateway: Gateway;
-  let services: RateLimitServices;
   try {
     const config = loadConfigOrThrow(file, { overrides });
     // Decision mode: with a decision API or an Envoy service, the gateway may run without an upstream.
@@ -140,20 +151,15 @@ async function serve(file: string | undefined, overrides: ConfigOverrides, io: C
       io.err(`sluice: no upstream: set upstream.url in ${file} or pass --upstream URL\n`);
       return 1;
     }
+    // The gateway starts every listener the file configures (proxy, admin, decision API, Envoy) and closes them.
     gateway = await Gateway.start({ config, configFile: file, overrides });
-    try {
-      services = await startRateLimitServices(gateway);
-    } catch (e) {
-      await gateway.close();
-      throw e;
-    }
   } catch (e) {
-    io.err(`sluice: ${e instanceof SluiceError ? e.message : (e as Error).message}\n`);
+    io.err(`sluice: ${redactUrls(e instanceof SluiceError ? e.message : (e as Error).message)}\n`);
     return 1;
   }
   return untilStopped(
     io,
-    () => services.close().then(() => gateway.close()),
+    () => gateway.close(),
     () => void gateway.reload(),
   );
 }

@@ -1,6 +1,6 @@
-import type { DecisionConfig } from '../decision/decision-config.js';
-import type { EnvoyConfig } from '../envoy/envoy-config.js';
-import type { QuotaConfig } from '../quota/quota-config.js';
+import type { DecisionConfig } from './decision-config.js';
+import type { EnvoyConfig } from './envoy-config.js';
+import type { QuotaConfig } from './quota-config.js';
 
 /** A tier: a per-minute bucket and a per-hour bucket, or no limit at all. */
 export interface TierConfig {
@@ -110,6 +110,8 @@ export interface GatewayConfig {
     readonly redis: RedisConfig | undefined;
     readonly failureMode: 'open' | 'closed' | 'local';
     readonly timeoutMs: number;
+    /** Gateways sharing the Redis store's limits; the `local` failure mode divides every limit by it. */
+    readonly nodeCount: number;
   };
   readonly identity: {
     readonly jwt: JwtConfig | undefined;

@@ -3,8 +3,10 @@ import { dirname, resolve as resolvePath } from 'node:path';
 import type { ErrorObject } from 'ajv';
 import { ErrorCode, SluiceError } from 'sluice';
 import { type Document, isMap, isPair, isScalar, isSeq, LineCounter, parseDocument } from 'yaml';
+import { type ConfigWarning, checkConfig, rememberWarnings } from './config-warnings.js';
 import { substituteEnv } from './env-substitution.js';
 import type { GatewayConfig } from './gateway-config.js';
+import { isSecretName, REDACTED, redactText, redactUrls, secretsIn } from './redact.js';
 import { resolveConfig } from './resolve-config.js';
 import { schemaErrors } from './schema.js';
 import { closestName } from './suggest.js';
@@ -25,10 +27,24 @@ export interface LoadConfigOptions {
   readonly overrides?: ConfigOverrides;
 }
 
-/** The outcome of loading: the configuration, or every violation with its path and line. */
+/**
+ * The outcome of loading: the configuration and its warnings, or every violation with its path and line.
+ * Messages never show a secret: values of password, secret and token fields and URL passwords are redacted.
+ */
 export type LoadResult =
-  | { readonly ok: true; readonly config: GatewayConfig; readonly violations: readonly [] }
-  | { readonly ok: false; readonly config: undefined; readonly violations: readonly Violation[] };
+  | {
+      readonly ok: true;
+      readonly config: GatewayConfig;
+      readonly violations: readonly [];
+      /** Settings that are valid but risky or useless (see `checkConfig`), with their lines. */
+      readonly warnings: readonly ConfigWarning[];
+    }
+  | {
+      readonly ok: false;
+      readonly config: undefined;
+      readonly violations: readonly Violation[];
+      readonly warnings: readonly [];
+    };
 
 /**
  * Parses, substitutes `${ENV}`, validates against the published schema and resolves a configuration text.
@@ -56,7 +72,7 @@ export function loadConfigText(
     const p = at(e.pos[0]);
     violations.push({ path: '', ...p, message: `YAML: ${e.message.split('\n')[0]}` });
   }
-  if (violations.length > 0) return fail(violations);
+  if (violations.length > 0) return fail(violations, []);
 
   for (const m of substituteEnv(doc, options.env ?? process.env)) {
     violations.push({
@@ -67,6 +83,7 @@ export function loadConfigText(
   }
   const data = (doc.toJS() ?? {}) as Record<string, unknown>;
   applyOverrides(data, options.overrides);
+  const secrets = secretsIn(data);
 
   const errors = typeof data === 'object' && !Array.isArray(data) ? schemaErrors(data) : [];
   if (typeof data !== 'object' || Array.isArray(data)) {
@@ -86,7 +103,7 @@ export function loadConfigText(
     violations.push({
       path: formatPath(key === undefined ? path : [...path, key]),
       ...at(node?.range?.[0]),
-      message: messageOf(e),
+      message: messageOf(e, isSecretName(path[path.length - 1] ?? '')),
     });
   }
   const schemaFailed = violations.length > 0;
@@ -110,8 +127,18 @@ export function loadConfigText(
         : (nodeAt(doc, issue.path) ?? nodeAt(doc, parent));
     violations.push({ path: formatPath(issue.path), ...at(node?.range?.[0]), message: issue.message });
   }
-  if (config === undefined || schemaFailed || violations.length > 0) return fail(violations);
-  return { ok: true, config, violations: [] };
+  if (config === undefined || schemaFailed || violations.length > 0) return fail(violations, secrets);
+  const warnings = checkConfig(config).map((w) => {
+    const node = nodeAt(doc, w.path);
+    return {
+      ...w,
+      path: formatPath(w.path),
+      ...at(node?.range?.[0]),
+      message: redactText(w.message, secrets),
+    };
+  });
+  rememberWarnings(config, warnings);
+  return { ok: true, config, violations: [], warnings };
 }
 
 /**
@@ -150,9 +177,11 @@ export function loadConfigOrThrow(file: string, options: LoadConfigOptions = {})
   );
 }
 
-function fail(violations: Violation[]): LoadResult {
+function fail(found: Violation[], secrets: readonly string[]): LoadResult {
+  // A message may quote a given value: the file's secrets and URL passwords never leave the loader.
+  const violations = found.map((v) => ({ ...v, message: redactText(v.message, secrets) }));
   violations.sort((a, b) => a.line - b.line || a.column - b.column);
-  return { ok: false, config: undefined, violations };
+  return { ok: false, config: undefined, violations, warnings: [] };
 }
 
 function applyOverrides(data: Record<string, unknown>, o: ConfigOverrides | undefined): void {
@@ -182,7 +211,8 @@ function relevantErrors(errors: ErrorObject[]): ErrorObject[] {
   return out;
 }
 
-function messageOf(e: ErrorObject): string {
+function messageOf(e: ErrorObject, secret: boolean): string {
+  const describe = (v: unknown) => (secret ? REDACTED : redactUrls(describeValue(v)));
   const parent = (e.parentSchema ?? {}) as { description?: string; properties?: Record<string, unknown> };
   switch (e.keyword) {
     case 'additionalProperties': {
@@ -206,7 +236,7 @@ function messageOf(e: ErrorObject): string {
   }
 }
 
-function describe(v: unknown): string {
+function describeValue(v: unknown): string {
   if (v === null) return 'null';
   if (Array.isArray(v)) return 'a list';
   if (typeof v === 'object') return 'a mapping';

@@ -7,10 +7,9 @@ import {
   parseTrustedProxies,
   problemTypeResolver,
 } from 'sluice/http';
-import { resolveDecisionConfig } from '../decision/decision-config.js';
-import { resolveEnvoyConfig } from '../envoy/envoy-config.js';
-import { resolveQuotaConfig } from '../quota/quota-config.js';
+import { resolveDecisionConfig } from './decision-config.js';
 import { durationMs, sizeBytes } from './duration.js';
+import { resolveEnvoyConfig } from './envoy-config.js';
 import {
   type ClassConfig,
   DEFAULT_PUBLIC_AUTH,
@@ -19,6 +18,7 @@ import {
   type RedisConfig,
   type TierConfig,
 } from './gateway-config.js';
+import { resolveQuotaConfig } from './quota-config.js';
 import { closestName } from './suggest.js';
 import type { ConfigPath } from './violation.js';
 
@@ -201,7 +201,7 @@ export function resolveConfig(
   let redis: RedisConfig | undefined;
   const topologies = ['url', 'cluster', 'sentinel'].filter((k) => store[k] !== undefined);
   if (storeType === 'memory') {
-    for (const k of topologies)
+    for (const k of [...topologies, ...(store.nodeCount === undefined ? [] : ['nodeCount'])])
       issues.push({ path: ['store', k], message: `applies only to store type "redis"`, atKey: true });
   } else {
     if (topologies.length !== 1) {
@@ -308,6 +308,7 @@ export function resolveConfig(
       redis,
       failureMode: store.failureMode ?? 'open',
       timeoutMs: durationMs(store.timeout) ?? 100,
+      nodeCount: store.nodeCount ?? 1,
     },
     identity: {
       jwt:

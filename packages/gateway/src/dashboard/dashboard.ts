@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { integerOption, invalidOption, objectOption, type RateLimitStore, rejectUnknownKeys } from 'sluice';
 import type { GatewayConfig } from '../config/gateway-config.js';
+import { redactUrls } from '../config/redact.js';
 import { DashboardAssets } from './dashboard-assets.js';
 import type {
   DashboardStatus,
@@ -328,7 +329,11 @@ export class Dashboard {
         })),
       };
     } catch (e) {
-      return { available: false, reason: `The quota store did not answer: ${(e as Error).message}` };
+      // A store error may quote its connection URL: the page shows it without the password.
+      return {
+        available: false,
+        reason: `The quota store did not answer: ${redactUrls((e as Error).message)}`,
+      };
     }
   }
 }

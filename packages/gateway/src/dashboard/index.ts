@@ -9,4 +9,3 @@ export { DASHBOARD_CSP, DashboardAssets, DEFAULT_ASSETS_DIR } from './dashboard-
 export type * from './dashboard-frame.js';
 export { RateWindow, type RateWindowOptions } from './rate-window.js';
 export { storeHealth } from './store-health.js';
-export { TappedMetrics } from './tapped-metrics.js';

@@ -1,11 +1,17 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { type IpRange, inRanges, normalizeIp, PROBLEM_CONTENT_TYPE, parseTrustedProxies } from 'sluice/http';
-import { normalizePath } from '../limits/normalize-path.js';
-import { type GatewayProblem, problemBody } from '../server/problem-response.js';
-import { requestIdOf } from '../server/request-id.js';
+import {
+  closesAfterDenial,
+  type IpRange,
+  inRanges,
+  normalizeIp,
+  PROBLEM_CONTENT_TYPE,
+  parseTrustedProxies,
+} from 'sluice/http';
+import { type GatewayProblem, problemBody } from '../admission/problem-response.js';
+import { requestIdOf } from '../admission/request-id.js';
+import type { DecisionConfig } from '../config/decision-config.js';
 import { type DecisionAnswer, type DecisionHost, decideRequest } from './decide-request.js';
-import type { DecisionConfig } from './decision-config.js';
 
 /** Options of {@link DecisionServer.start}. */
 export interface DecisionServerOptions {
@@ -110,8 +116,10 @@ async function handle(
   peers: readonly IpRange[],
   now: () => number,
 ): Promise<void> {
-  // auth_request sends no body; anything else sent is read and dropped so the connection stays usable.
-  req.resume();
+  // auth_request sends no body; a small one is read and dropped so the connection stays usable, while a large
+  // or chunked one is not worth reading: the answer says Connection: close and Node closes once it is sent.
+  if (!req.complete && closesAfterDenial(req.headers)) res.setHeader('connection', 'close');
+  else req.resume();
   const target = req.url ?? '/';
   const q = target.indexOf('?');
   if ((q < 0 ? target : target.slice(0, q)) !== config.path) {
@@ -163,11 +171,11 @@ async function handle(
   }
   const given = single(req.headers[h.clientAddress]);
   const clientIp = (given === undefined ? undefined : normalizeIp(given)) ?? peer;
-  const uq = uri.indexOf('?');
   const rt = host.runtime;
   const answer = await decideRequest(host, {
     method,
-    path: normalizePath(uq < 0 ? uri : uri.slice(0, uq)),
+    // Admission makes the target canonical (and refuses what cannot be matched safely), like the proxy's.
+    path: uri,
     headers: req.headers,
     clientIp,
     trustIdentityHeaders: config.trustIdentityHeaders,

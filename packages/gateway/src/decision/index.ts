@@ -1,8 +1,12 @@
 export {
+  type DecisionConfig,
+  type DecisionHeaderNames,
+  resolveDecisionConfig,
+} from '../config/decision-config.js';
+export {
   type DecisionAnswer,
   type DecisionHost,
   decideRequest,
   type RequestFacts,
 } from './decide-request.js';
-export { type DecisionConfig, type DecisionHeaderNames, resolveDecisionConfig } from './decision-config.js';
 export { asciiHeader, DecisionServer, type DecisionServerOptions } from './decision-server.js';

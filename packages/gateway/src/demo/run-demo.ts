@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { loadConfigOrThrow } from '../config/load-config.js';
-import { Gateway } from '../server/gateway.js';
+import { Gateway } from '../gateway/gateway.js';
 import { startEchoUpstream } from './echo-upstream.js';
 
 /** The contract's example configuration, shipped verbatim with the package. */

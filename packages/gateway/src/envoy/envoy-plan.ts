@@ -1,13 +1,13 @@
 import { definePolicy, type Policy } from 'sluice';
 import { boundKey } from 'sluice/http';
-import type { GatewayConfig } from '../config/gateway-config.js';
 import {
   type EnvoyConfig,
   type EnvoyDescriptorNode,
   type EnvoyRateLimit,
   type EnvoyUnit,
   UNIT_SECONDS,
-} from './envoy-config.js';
+} from '../config/envoy-config.js';
+import type { GatewayConfig } from '../config/gateway-config.js';
 
 /** A descriptor node with its policy built. */
 export interface CompiledNode {

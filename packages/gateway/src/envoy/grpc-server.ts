@@ -10,8 +10,8 @@ import {
   status,
 } from '@grpc/grpc-js';
 import { loadSync, type Options } from '@grpc/proto-loader';
-import type { DecisionHost } from '../decision/decide-request.js';
-import type { EnvoyConfig } from './envoy-config.js';
+import type { AdmissionHost } from '../admission/admit-request.js';
+import type { EnvoyConfig } from '../config/envoy-config.js';
 import {
   type RateLimitRequestMessage,
   type RateLimitResponseMessage,
@@ -49,7 +49,7 @@ export function rateLimitPackage(): { RateLimitService: ServiceClientConstructor
 
 /** Options of {@link EnvoyRateLimitServer.start}. */
 export interface EnvoyServerOptions {
-  readonly host: DecisionHost;
+  readonly host: AdmissionHost;
   /** The `envoy:` section (its host and port). */
   readonly config: EnvoyConfig;
   /** Wall-clock milliseconds for reset epochs; default `Date.now`. */

@@ -6,7 +6,7 @@ export {
   type EnvoyUnit,
   resolveEnvoyConfig,
   UNIT_SECONDS,
-} from './envoy-config.js';
+} from '../config/envoy-config.js';
 export { EnvoyPlan } from './envoy-plan.js';
 export { EnvoyRateLimitServer, type EnvoyServerOptions, PROTO_DIR, rateLimitPackage } from './grpc-server.js';
 export {

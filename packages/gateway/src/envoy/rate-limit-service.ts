@@ -6,8 +6,8 @@ import {
   PROBLEM_CONTENT_TYPE,
   rateLimitProblemBody,
 } from 'sluice/http';
-import type { DecisionHost } from '../decision/decide-request.js';
-import type { EnvoyUnit } from './envoy-config.js';
+import type { AdmissionHost } from '../admission/admit-request.js';
+import type { EnvoyUnit } from '../config/envoy-config.js';
 import { type CompiledNode, type DescriptorEntry, EnvoyPlan } from './envoy-plan.js';
 
 /** A `RateLimitRequest` as proto-loader decodes it (`keepCase`, enums as strings, 64-bit integers as strings). */
@@ -107,7 +107,7 @@ interface Resolved {
  * ```
  */
 export class RateLimitService {
-  readonly #host: DecisionHost;
+  readonly #host: AdmissionHost;
   readonly #now: () => number;
   #plan: EnvoyPlan | undefined;
 
@@ -115,7 +115,7 @@ export class RateLimitService {
    * @param host - the running gateway (store, metrics, configuration in effect).
    * @param now - wall-clock milliseconds for reset epochs; default `Date.now`.
    */
-  constructor(host: DecisionHost, now: () => number = Date.now) {
+  constructor(host: AdmissionHost, now: () => number = Date.now) {
     this.#host = host;
     this.#now = now;
   }
@@ -272,7 +272,7 @@ export class RateLimitService {
  * @param order - the descriptors in request order (default: the units in order).
  */
 async function decideUnits(
-  store: DecisionHost['store'],
+  store: AdmissionHost['store'],
   units: readonly (readonly Resolved[])[],
   order: readonly Resolved[] = units.flat(),
 ): Promise<Decision> {

@@ -1,5 +1,5 @@
 import { compilePathPattern, type PathPattern } from 'sluice/http';
-import type { QuotaConfig } from './quota-config.js';
+import type { QuotaConfig } from '../config/quota-config.js';
 
 interface CompiledCategory {
   readonly name: string;

@@ -1,8 +1,9 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Problems, sendProblem } from '../admission/problem-response.js';
 import type { GatewayConfig } from '../config/gateway-config.js';
-import type { Dashboard } from '../dashboard/index.js';
+import { redactConfig } from '../config/redact.js';
 import type { TenantQuota } from '../quota/tenant-quota.js';
 
 /** One bucket of a key, as the admin API shows it. */
@@ -13,6 +14,19 @@ export interface BucketView {
   readonly burst: number;
   readonly remaining: number;
   readonly resetSeconds: number;
+}
+
+/**
+ * Pages the admin listener serves beside its API (the live dashboard). An interface rather than the dashboard
+ * itself: the dashboard sits above the server layer and is handed in by the gateway.
+ */
+export interface AdminPages {
+  /** Answers the page and its files, which need no token; false when the request is not for them. */
+  serveAsset(req: IncomingMessage, res: ServerResponse): boolean;
+  /** Answers the data behind the token (checked before); false when the request is not for it. */
+  serveData(req: IncomingMessage, res: ServerResponse): boolean;
+  /** Ends open streams. */
+  close(): void;
 }
 
 /** What the admin API needs from the gateway. */
@@ -58,7 +72,7 @@ export class AdminServer {
   constructor(
     readonly target: AdminTarget,
     token: string,
-    readonly dashboard?: Dashboard,
+    readonly dashboard?: AdminPages,
   ) {
     this.#token = digest(token);
     this.#server = createServer((req, res) => void this.#handle(req, res));
@@ -110,10 +124,19 @@ export class AdminServer {
       return;
     }
     if (this.dashboard?.serveData(req, res)) return;
-    const url = new URL(req.url ?? '/', 'http://admin');
+    const target = req.url ?? '/';
+    const instance = target.split('?', 1)[0];
+    // Bad input is the client's problem (400), never the server's: a target no URL parser accepts, a "%" that
+    // does not start an escape in a key or tenant.
+    const badRequest = (detail: string) => sendProblem(res, Problems.badRequest(detail), instance, '');
+    const url = parseTarget(target);
+    if (url === undefined) {
+      badRequest('The request target must be a path starting with "/".');
+      return;
+    }
     try {
       if (url.pathname === '/config' && req.method === 'GET') {
-        send(200, redact(this.target.config));
+        send(200, redactConfig(this.target.config));
         return;
       }
       if (url.pathname.startsWith('/quota/') || url.pathname === '/limited-keys/top') {
@@ -180,6 +203,10 @@ export class AdminServer {
         ],
       });
     } catch (e) {
+      if (e instanceof URIError) {
+        badRequest('The path contains a "%" that does not start a valid UTF-8 escape (write "%" as "%25").');
+        return;
+      }
       send(500, { error: 'internal_error', detail: (e as Error).message });
     }
   }
@@ -202,15 +229,15 @@ function digest(s: string): Buffer {
   return createHash('sha256').update(s).digest();
 }
 
-const SECRET_KEYS = new Set(['token', 'password', 'secret']);
-
-/** The configuration with secrets replaced by `[redacted]` and passwords removed from URLs. */
-export function redact(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(redact);
-  if (typeof value === 'string') return value.replace(/^(rediss?:\/\/[^:/@]*:)[^@]*@/, '$1[redacted]@');
-  if (typeof value !== 'object' || value === null) return value;
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(value))
-    out[k] = SECRET_KEYS.has(k) && v !== undefined ? '[redacted]' : redact(v);
-  return out;
+/**
+ * The URL of an origin-form request target, read as a path of this listener: a target starting with `//` stays
+ * a path (not a host), and one no URL parser accepts gives `undefined`.
+ */
+function parseTarget(target: string): URL | undefined {
+  if (!target.startsWith('/')) return undefined;
+  try {
+    return new URL(`http://admin${target}`);
+  } catch {
+    return undefined;
+  }
 }

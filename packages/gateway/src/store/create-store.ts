@@ -1,8 +1,9 @@
-import { Cluster, Redis } from 'ioredis';
+import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import type { Clock, RateLimitStore } from 'sluice';
 import { MemoryStore } from 'sluice/memory';
-import { RedisStore } from 'sluice/redis';
+import { RedisStore, reconnectBackoff } from 'sluice/redis';
 import type { GatewayConfig } from '../config/gateway-config.js';
+import { untilFirstConnection } from './first-connection.js';
 
 /** A store and how to release what was opened for it. */
 export interface OpenedStore {
@@ -13,10 +14,38 @@ export interface OpenedStore {
   close(): Promise<void>;
 }
 
+/** How long the gateway's Redis clients wait for a connection to open before trying again. */
+export const REDIS_CONNECT_TIMEOUT_MS = 1000;
+
+/**
+ * The reconnect schedule of the gateway's Redis clients: 50 ms doubling to 500 ms, for ever. How soon a client is
+ * connected again after Redis returns bounds how soon decisions come from Redis again (the store's breaker adds at
+ * most one probe interval); ioredis's default backs off to 2 s.
+ */
+export const redisReconnect = reconnectBackoff({ initialMs: 50, maxMs: 500 });
+
+/**
+ * The ioredis settings of every gateway connection (sluice/redis README, "Recommended ioredis settings"): no
+ * offline queue and no resending after a reconnect, so that during an outage a call fails at once and follows
+ * the failure mode instead of waiting in the client and taking tokens late; a connect timeout; the bounded
+ * reconnect backoff.
+ */
+export function redisClientOptions(): RedisOptions {
+  return {
+    lazyConnect: false,
+    enableOfflineQueue: false,
+    autoResendUnfulfilledCommands: false,
+    maxRetriesPerRequest: 1,
+    connectTimeout: REDIS_CONNECT_TIMEOUT_MS,
+    retryStrategy: redisReconnect,
+  };
+}
+
 /**
  * Opens the configured store: a `MemoryStore` bounded by `ratelimit.max_tracked_keys` and swept every
  * `ratelimit.sweep_interval`, or a `RedisStore` over an ioredis client for a single node (`url`), a Redis
- * Cluster (`cluster.nodes`) or Sentinel (`sentinel`).
+ * Cluster (`cluster.nodes`) or Sentinel (`sentinel`), with `store.failureMode`, `store.timeout` and
+ * `store.nodeCount`.
  *
  * @param config - the resolved configuration.
  * @param clock - the time source for the memory store (a `ManualClock` in tests); Redis uses its server clock.
@@ -32,7 +61,7 @@ export function createStore(config: GatewayConfig, clock?: Clock): OpenedStore {
   }
   const r = config.store.redis;
   if (r === undefined) throw new Error('store.type redis without connection settings');
-  const common = { lazyConnect: false, maxRetriesPerRequest: 1, enableOfflineQueue: true };
+  const common = redisClientOptions();
   let client: Redis | Cluster;
   if (r.clusterNodes !== undefined) {
     client = new Cluster(
@@ -40,7 +69,11 @@ export function createStore(config: GatewayConfig, clock?: Clock): OpenedStore {
         const url = new URL(u);
         return { host: url.hostname, port: Number(url.port || 6379) };
       }),
-      { redisOptions: { ...common, password: passwordOf(r.clusterNodes[0]) } },
+      {
+        enableOfflineQueue: false,
+        clusterRetryStrategy: redisReconnect,
+        redisOptions: { ...common, password: passwordOf(r.clusterNodes[0]) },
+      },
     );
   } else if (r.sentinel !== undefined) {
     client = new Redis({
@@ -50,18 +83,21 @@ export function createStore(config: GatewayConfig, clock?: Clock): OpenedStore {
         const i = n.lastIndexOf(':');
         return { host: n.slice(0, i), port: Number(n.slice(i + 1)) };
       }),
+      sentinelRetryStrategy: redisReconnect,
       password: r.sentinel.password,
     });
   } else {
     client = new Redis(r.url as string, common);
   }
-  // ioredis reports connection trouble as events; the store's failure mode decides what requests see.
+  // ioredis reports connection trouble as events; the store's failure mode decides what requests see, and
+  // observeStore logs the switches.
   client.on('error', () => undefined);
   const store = new RedisStore({
-    client,
+    client: untilFirstConnection(client, config.store.timeoutMs),
     prefix: config.keys.prefix === '' ? 'rl:' : config.keys.prefix,
     failureMode: config.store.failureMode,
     timeoutMs: config.store.timeoutMs,
+    nodeCount: config.store.nodeCount,
   });
   return {
     store,

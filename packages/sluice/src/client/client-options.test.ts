@@ -66,8 +66,19 @@ describe('client options', () => {
     await expect(client.fetch('/no-base')).rejects.toThrow(TypeError);
   });
 
-  it('subscribe needs a function', () => {
-    expect(() => createClient().subscribe(undefined as never)).toThrow(TypeError);
+  it('subscribe needs a function: ERR_INVALID_OPTION naming the listener and what was given', () => {
+    let error: unknown;
+    try {
+      createClient().subscribe(undefined as never);
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(SluiceError);
+    expect(error).toMatchObject({
+      code: ErrorCode.InvalidOption,
+      message: 'listener must be a function, got undefined',
+      details: { option: 'listener', expected: 'a function' },
+    });
   });
 });
 

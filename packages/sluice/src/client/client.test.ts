@@ -374,7 +374,11 @@ describe('rate-limit state', () => {
       ['burst', 3, 60, 60, 2, 'ratelimit'],
       ['hourly', 98, 100, 3600, 72, 'ratelimit'],
     ]);
-    expect(entries[0].resetAt).toBe(manual.now() + 2000);
+    // t counts until the bucket is full; the next request passes at once (r >= 1).
+    expect(entries[0].fullAt).toBe(manual.now() + 2000);
+    expect(entries[0].nextAt).toBe(manual.now());
+    // Two requests from a full bucket of 5: r=3, t=2 at 1 per second bound the burst to exactly 5.
+    expect([entries[0].capacity, entries[0].capacityMax]).toEqual([5, 5]);
     expect(snapshots).toHaveLength(2);
     expect(snapshots[1]).toMatchObject({ origin, now: manual.now() });
     off();

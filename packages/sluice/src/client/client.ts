@@ -1,4 +1,5 @@
 import type { Clock } from '../core/clock.js';
+import { invalidOption } from '../core/options.js';
 import { fullJitterDelayMs } from './backoff.js';
 import {
   type ClientOptions,
@@ -23,11 +24,15 @@ export interface SluiceClient {
   readonly fetch: FetchFunction;
   /** The resolved, frozen options. */
   readonly options: ResolvedClientOptions;
-  /** The client's clock; countdowns of {@link RateLimitEntry.resetAt} are measured on it. */
+  /** The client's clock; `observedAt`, `nextAt` and `fullAt` of {@link RateLimitEntry} are readings of it. */
   readonly clock: Clock;
   /** The latest entry per origin and policy, or those of one origin. */
   entries(origin?: string): RateLimitEntry[];
-  /** Calls `listener` whenever a response changes the state; returns the unsubscribe function. */
+  /**
+   * Calls `listener` whenever a response changes the state; returns the unsubscribe function.
+   *
+   * @throws SluiceError `ERR_INVALID_OPTION` when `listener` is not a function.
+   */
   subscribe(listener: RateLimitListener): () => void;
   /** Forgets the state of one origin, or of all. */
   clear(origin?: string): void;
@@ -108,6 +113,7 @@ export function createClient(options: ClientOptions = {}): SluiceClient {
         originOf(response, origin),
         readRateLimitHeaders(response.headers, serverNow),
         retryAfterSeconds,
+        response.status,
       );
       if (!o.retryOnRateLimit || !retryable) return response;
 
@@ -226,7 +232,7 @@ export function createClient(options: ClientOptions = {}): SluiceClient {
     clock: o.clock,
     entries: (origin?: string) => state.entries(origin),
     subscribe: (listener: RateLimitListener) => {
-      if (typeof listener !== 'function') throw new TypeError('subscribe(listener) needs a function');
+      if (typeof listener !== 'function') throw invalidOption('listener', 'a function', listener);
       return state.subscribe(listener);
     },
     clear: (origin?: string) => state.clear(origin),

@@ -1,4 +1,14 @@
 export { fullJitterDelayMs } from './backoff.js';
+export {
+  type BucketFacts,
+  type BucketObservation,
+  type BucketView,
+  bucketAt,
+  type CapacityBounds,
+  mergeCapacity,
+  nextPassDelayMs,
+  observeCapacity,
+} from './bucket-estimate.js';
 export { createClient, type SluiceClient } from './client.js';
 export {
   CLIENT_DEFAULTS,
@@ -44,6 +54,7 @@ export {
   DEFAULT_STATUS_MESSAGES,
   formatCountdown,
   mostConstrained,
+  nextChangeAt,
   type RateLimitStatusMessages,
   type StatusLevel,
   type StatusView,

@@ -1,17 +1,40 @@
 import type { Clock } from '../core/clock.js';
+import {
+  type BucketFacts,
+  type CapacityBounds,
+  mergeCapacity,
+  nextPassDelayMs,
+  observeCapacity,
+} from './bucket-estimate.js';
 import type { RateLimitObservation } from './read-rate-limit-headers.js';
 
 /**
- * The latest known state of one policy at one origin: the last observation, placed on the client's clock.
- * `remaining` is as observed at `observedAt`; `resetSeconds` is as the server said it, when it did.
+ * The latest known state of one policy at one origin: the last observation, placed on the client's clock, with
+ * what the responses so far imply about the bucket. `remaining` is as observed at `observedAt`; `resetSeconds` is
+ * as the server said it, when it did. Read the bucket at an instant with `bucketAt`.
  */
-export interface RateLimitEntry extends RateLimitObservation {
+export interface RateLimitEntry extends RateLimitObservation, BucketFacts {
   /** The origin the responses came from, for example `https://api.example.com`. */
   readonly origin: string;
   /** When `remaining` was observed, in milliseconds of the client's clock. */
   readonly observedAt: number;
-  /** When the quota resets, in milliseconds of the client's clock; `undefined` when unknown. */
-  readonly resetAt: number | undefined;
+  /**
+   * `observedAt + t`: when the server said the bucket is full again (draft-11 `t` counts until full, not until a
+   * window resets); `undefined` when it gave no `t`.
+   */
+  readonly fullAt: number | undefined;
+  /**
+   * When the next request was expected to pass, at the latest: `observedAt` with `r >= 1`, else after one token's
+   * refill time, `t` or a 429's Retry-After, whichever is shortest.
+   */
+  readonly nextAt: number | undefined;
+  /**
+   * What the bucket holds when full, at least: the largest lower bound the responses so far imply (the burst, which
+   * the fields do not carry and which is often far below `q`). Exact once a response follows a full bucket.
+   */
+  readonly capacity: number | undefined;
+  /** What the bucket holds when full, at most; `undefined` when nothing bounds it. */
+  readonly capacityMax: number | undefined;
 }
 
 /** What a subscriber receives after every change. */
@@ -62,8 +85,15 @@ export class RateLimitState {
    * @param observations - from {@link readRateLimitHeaders}.
    * @param retryAfterSeconds - the response's Retry-After when it refused the request; no request to the origin
    *   is expected to pass before it.
+   * @param status - the response's status; only a 429's Retry-After also bounds an exhausted policy's wait (a 503's
+   *   may come from an upstream and say nothing about the bucket).
    */
-  record(origin: string, observations: readonly RateLimitObservation[], retryAfterSeconds?: number): void {
+  record(
+    origin: string,
+    observations: readonly RateLimitObservation[],
+    retryAfterSeconds?: number,
+    status?: number,
+  ): void {
     if (observations.length === 0 && retryAfterSeconds === undefined) return;
     const now = this.#clock.now();
     let state = this.#origins.get(origin);
@@ -83,18 +113,39 @@ export class RateLimitState {
       const fresh = o.remaining !== undefined;
       const resetSeconds = fresh ? o.resetSeconds : old?.resetSeconds;
       const observedAt = fresh || old === undefined ? now : old.observedAt;
+      const remaining = fresh ? o.remaining : old?.remaining;
+      const quota = o.quota ?? old?.quota;
+      const windowSeconds = o.windowSeconds ?? old?.windowSeconds;
+      const facts = { remaining, resetSeconds, quota, windowSeconds };
+      const reshaped = old !== undefined && (quota !== old.quota || windowSeconds !== old.windowSeconds);
+      let bounds: CapacityBounds | undefined =
+        old?.capacity === undefined || reshaped
+          ? undefined
+          : { min: old.capacity, max: old.capacityMax ?? Number.POSITIVE_INFINITY };
+      const seen = observeCapacity(facts);
+      // Another quota or window is another policy: what the old one implied no longer holds.
+      if (seen !== undefined && (fresh || reshaped)) bounds = mergeCapacity(bounds, seen);
+      let nextAt = old?.nextAt;
+      if (fresh || reshaped) {
+        const delay = nextPassDelayMs(facts, status === 429 ? retryAfterSeconds : undefined);
+        nextAt = delay === undefined ? undefined : observedAt + delay;
+      }
       state.policies.set(
         o.policy,
         Object.freeze({
           origin,
           policy: o.policy,
-          remaining: fresh ? o.remaining : old?.remaining,
-          quota: o.quota ?? old?.quota,
-          windowSeconds: o.windowSeconds ?? old?.windowSeconds,
+          remaining,
+          quota,
+          windowSeconds,
           quotaUnit: o.quotaUnit,
           resetSeconds,
           observedAt,
-          resetAt: resetSeconds === undefined ? undefined : observedAt + resetSeconds * 1000,
+          fullAt: resetSeconds === undefined ? undefined : observedAt + resetSeconds * 1000,
+          nextAt,
+          capacity: bounds?.min,
+          capacityMax:
+            bounds === undefined || bounds.max === Number.POSITIVE_INFINITY ? undefined : bounds.max,
           form: o.form,
         }),
       );
@@ -122,10 +173,10 @@ export class RateLimitState {
 
   /**
    * The earliest time, on the client's clock, at which the known state expects a request to the origin to pass:
-   * after the last Retry-After, and after every exhausted policy has earned a unit back. An exhausted policy waits
-   * `t`, or the time one unit takes at the policy's rate (`w / q`) when that is shorter: a token bucket (Sluice's
-   * own) reports in `t` the time until full, yet admits again after one unit. For a fixed-window server the
-   * shorter estimate costs at most one early request, answered by a 429 whose Retry-After then rules.
+   * after the last Retry-After, and after every exhausted policy's `nextAt` (one token's refill time `w / q`, `t`
+   * or a 429's Retry-After, whichever is shortest: a token bucket, Sluice's own, reports in `t` the time until
+   * full, yet admits again after one token). For a fixed-window server the shorter estimate costs at most one early
+   * request, answered by a 429 whose Retry-After then rules.
    *
    * @returns a clock reading; at or before now means there is no reason to wait.
    */
@@ -134,12 +185,7 @@ export class RateLimitState {
     if (state === undefined) return Number.NEGATIVE_INFINITY;
     let at = state.retryAt ?? Number.NEGATIVE_INFINITY;
     for (const e of state.policies.values()) {
-      if (e.remaining !== 0 || e.resetSeconds === undefined) continue;
-      let wait = e.resetSeconds;
-      if (e.quota !== undefined && e.quota > 0 && e.windowSeconds !== undefined) {
-        wait = Math.min(wait, e.windowSeconds / e.quota);
-      }
-      at = Math.max(at, e.observedAt + wait * 1000);
+      if (e.remaining === 0 && e.nextAt !== undefined) at = Math.max(at, e.nextAt);
     }
     return at;
   }

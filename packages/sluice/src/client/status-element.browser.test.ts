@@ -1,13 +1,17 @@
+import { readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { toolPath } from '../../../../test/support/tools.js';
 import { bundleForBrowser } from '../../test/client/bundle.js';
 import { type RateLimitServer, startRateLimitServer } from '../../test/client/rate-limit-server.js';
+import type { PolicyOptions } from '../core/index.js';
 import { ManualClock } from '../core/manual-clock.js';
 
-const CHROMIUM = '/usr/bin/chromium';
+const CHROMIUM = toolPath('chromium');
 const ARGS = [
   '--headless',
   '--no-sandbox',
@@ -38,32 +42,51 @@ declare global {
     };
     clock: ManualClock;
     client: import('./client.js').SluiceClient;
+    pending: Promise<number> | undefined;
   }
 }
 
-let server: RateLimitServer;
+interface ExampleTier {
+  requestsPerMinute: number;
+  requestsPerHour?: number;
+  burstLimit: number;
+}
+
+/**
+ * The tiers of the gateway's example configuration, as the gateway turns them into policies: a minute bucket of
+ * the burst refilled at requestsPerMinute, and an hour bucket (`<tier>.hour`) of requestsPerHour.
+ */
+function examplePolicies(tier: string): PolicyOptions[] {
+  const file = new URL('../../../gateway/examples/rate-limits.yaml', import.meta.url);
+  const doc = parse(readFileSync(file, 'utf8')) as { rateLimiting: { tiers: Record<string, ExampleTier> } };
+  const t = doc.rateLimiting.tiers[tier];
+  const out: PolicyOptions[] = [{ name: tier, quota: t.requestsPerMinute, window: 60, burst: t.burstLimit }];
+  if (t.requestsPerHour !== undefined) {
+    out.push({ name: `${tier}.hour`, quota: t.requestsPerHour, window: 3600, burst: t.requestsPerHour });
+  }
+  return out;
+}
+
+const servers: RateLimitServer[] = [];
 let context: BrowserContext;
 let page: Page;
 let profile: string;
+let bundle: string;
 const serverClock = new ManualClock(0);
 const requested: string[] = [];
 
-beforeAll(async () => {
-  server = await startRateLimitServer(serverClock, [{ name: 'api', quota: 100, window: 60 }]);
+async function startTier(tier: string): Promise<RateLimitServer> {
+  const server = await startRateLimitServer(serverClock, examplePolicies(tier));
   server.files.set('/', { type: 'text/html; charset=utf-8', body: PAGE });
-  server.files.set('/status.js', {
-    type: 'text/javascript; charset=utf-8',
-    body: await bundleForBrowser(new URL('../../test/client/status-page-entry.ts', import.meta.url)),
-  });
-  profile = await mkdtemp(join(tmpdir(), 'sluice-chromium-'));
-  context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ARGS,
-    viewport: { width: 640, height: 200 },
-  });
-  page = context.pages()[0] ?? (await context.newPage());
-  page.on('request', (r) => requested.push(new URL(r.url()).pathname));
+  server.files.set('/status.js', { type: 'text/javascript; charset=utf-8', body: bundle });
+  // Chromium asks for a favicon on its own; served as a file it takes no token from the bucket under test.
+  server.files.set('/favicon.ico', { type: 'image/x-icon', body: '' });
+  servers.push(server);
+  return server;
+}
+
+/** Opens the page of one tier's server with a fresh client on a fresh page clock. */
+async function open(server: RateLimitServer): Promise<void> {
   await page.goto(`${server.url}/`);
   await page.evaluate(() => {
     const { createClient, defineRateLimitStatus, ManualClock } = window.sluice;
@@ -75,19 +98,43 @@ beforeAll(async () => {
       (document.getElementById(id) as HTMLElement & { client: unknown }).client = window.client;
     }
   });
+}
+
+let standard: RateLimitServer;
+
+beforeAll(async () => {
+  bundle = await bundleForBrowser(new URL('../../test/client/status-page-entry.ts', import.meta.url));
+  standard = await startTier('standard');
+  profile = await mkdtemp(join(tmpdir(), 'sluice-chromium-'));
+  context = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ARGS,
+    viewport: { width: 720, height: 200 },
+  });
+  page = context.pages()[0] ?? (await context.newPage());
+  page.on('request', (r) => requested.push(new URL(r.url()).pathname));
+  await open(standard);
 }, 60_000);
 
 afterAll(async () => {
   await context?.close();
-  await server?.close();
+  for (const s of servers) await s.close();
   if (profile !== undefined) await rm(profile, { recursive: true, force: true });
 });
 
-/** Leaves `left` tokens in the server's bucket before the page's one request, which takes one more. */
+/** Leaves `left` tokens in the standard minute bucket (a full hour bucket) before the page's next request. */
 async function serverLeaves(left: number): Promise<void> {
-  await server.limiter.reset('client:1');
-  if (left < 100) server.limiter.check('api', 'client:1', 100 - left);
-  await page.evaluate(() => window.client.fetch('/api/items').then((r) => r.status));
+  await standard.limiter.reset('client:1');
+  if (left < 50) standard.limiter.check('standard', 'client:1', 50 - left);
+}
+
+const request = () => page.evaluate(() => window.client.fetch('/api/items').then((r) => r.status));
+
+/** Time passes for the server and the page alike. */
+async function advance(ms: number): Promise<void> {
+  serverClock.advance(ms);
+  await page.evaluate((m) => window.clock.advance(m), ms);
 }
 
 const shadowText = (id: string, selector: string) =>
@@ -104,57 +151,64 @@ const waitShadowText = (id: string, selector: string, text: string) =>
 const level = (id: string) =>
   page.evaluate((i) => (document.getElementById(i) as HTMLElement & { level: string }).level, id);
 
-describe('<sluice-rate-limit-status> in headless Chromium', () => {
-  it('renders the remaining count and the countdown from a real response, and warns at 19%', async () => {
-    await serverLeaves(20); // the page's request takes one: r=19 of q=100
-    await waitShadowText('status', '.remaining', '19 of 100 left');
-    // t = ceil(81 tokens / (100 per 60 s)) = 49 s until full
-    expect(await shadowText('status', '.reset')).toBe('resets in 49 s');
-    expect(await shadowText('status', '.label')).toBe('API quota');
-    expect(await level('status')).toBe('warning');
-    // Not colour alone: a visible text badge and icon.
-    const cue = await page.evaluate(() => {
-      const root = document.getElementById('status')?.shadowRoot;
-      const badge = root?.querySelector('.badge') as HTMLElement;
-      const icon = root?.querySelector('.icon') as HTMLElement;
-      return {
-        // biome-ignore lint/performance/useDomNodeTextContent: the rendered text (after CSS) is what is checked
-        badge: badge.innerText,
-        icon: getComputedStyle(icon).display !== 'none',
-        live: root?.querySelector('[role=status]')?.textContent,
-      };
-    });
-    expect(cue).toEqual({
-      badge: 'LOW',
-      icon: true,
-      live: 'Approaching the rate limit: 19 of 100 requests left.',
-    });
-    expect(await shadowText('acme', '.label')).toBe('Acme API');
-    expect(await shadowText('acme', '.badge')).toBe('Running low');
-
+describe('<sluice-rate-limit-status> in headless Chromium, on the example tiers (burst below quota)', () => {
+  it('after one standard request shows 49 of 50 left (the burst, not 300) and when the bucket is full', async () => {
+    await serverLeaves(50);
+    expect(await request()).toBe(200); // RateLimit-Policy: "standard";q=300;w=60 ... RateLimit: "standard";r=49;t=1
+    await waitShadowText('status', '.remaining', '49 of 50 left');
+    expect(await shadowText('status', '.full')).toBe('full in 1 s');
+    // A request passes now, so there is no countdown to the next one.
+    expect(await shadowText('status', '.next')).toBe('');
+    expect(await level('status')).toBe('ok');
+    expect(await shadowText('status', '.badge')).toBe('');
+    expect(await page.evaluate(() => window.client.entries().map((e) => [e.policy, e.capacity]))).toEqual([
+      ['standard', 50],
+      ['standard.hour', 10_000],
+    ]);
     await mkdir(ARTIFACTS, { recursive: true });
-    const file = join(ARTIFACTS, 'rate-limit-status-warning.png');
+    const file = join(ARTIFACTS, 'rate-limit-status-ok.png');
     await page.screenshot({ path: file });
     expect((await stat(file)).size).toBeGreaterThan(1000);
   });
 
-  it('counts down on the client clock and shows the reset', async () => {
-    await page.evaluate(() => window.clock.advance(1000));
-    await waitShadowText('status', '.reset', 'resets in 48 s');
-    await page.evaluate(() => window.clock.advance(10_000));
-    await waitShadowText('status', '.reset', 'resets in 38 s');
-    expect(await shadowText('status', 'time')).toBe('38 s');
-    await page.evaluate(() => window.clock.advance(38_000));
-    await waitShadowText('status', '.reset', 'reset');
-    // After t the quota is whole again, so the warning clears and the restoration is announced.
-    expect(await shadowText('status', '.remaining')).toBe('100 of 100 left');
-    expect(await level('status')).toBe('ok');
-    expect(await shadowText('status', '[role=status]')).toBe('Rate limit no longer low.');
+  it('one second later shows the bucket full: 50 of 50, never the quota of 300', async () => {
+    await advance(1000);
+    await waitShadowText('status', '.full', 'full');
+    expect(await shadowText('status', '.remaining')).toBe('50 of 50 left');
+    await advance(60_000);
+    expect(await shadowText('status', '.remaining')).toBe('50 of 50 left');
   });
 
-  it('does not warn at 21%', async () => {
-    await serverLeaves(22);
-    await waitShadowText('status', '.remaining', '21 of 100 left');
+  it('when exhausted, names the next request in 1 s and the full bucket in 10 s, and the retry after 1 s passes', async () => {
+    await serverLeaves(0);
+    await page.evaluate(() => {
+      window.pending = window.client.fetch('/api/items').then((r) => r.status);
+    });
+    // The 429 said r=0, t=10 and Retry-After: 1; one token takes 200 ms at 300 per minute.
+    await waitShadowText('status', '.badge', 'Limit reached');
+    expect(await shadowText('status', '.remaining')).toBe('0 of 50 left');
+    expect(await shadowText('status', '.next')).toBe('next request in 1 s');
+    expect(await shadowText('status', '.full')).toBe('full in 10 s');
+    expect(await shadowText('status', '.next time')).toBe('1 s');
+    expect(await level('status')).toBe('exhausted');
+    expect(await shadowText('status', '[role=status]')).toBe(
+      'Rate limit reached. The next request passes in 1 s.',
+    );
+    await page.screenshot({ path: join(ARTIFACTS, 'rate-limit-status-exhausted.png') });
+    // The client waits out Retry-After on its clock, then its retry passes: the display said so.
+    await advance(1000);
+    expect(await page.evaluate(() => window.pending)).toBe(200);
+    // 5 tokens came back in that second, the retry took one.
+    await waitShadowText('status', '.remaining', '4 of 50 left');
+    expect(await shadowText('status', '.next')).toBe('');
+    expect(await shadowText('status', '.full')).toBe('full in 10 s');
+    expect(await level('status')).toBe('warning');
+  });
+
+  it('warns below 20% of what the bucket holds, with a visible badge and icon: 9 of 50 warns, 10 of 50 does not', async () => {
+    await serverLeaves(11);
+    await request();
+    await waitShadowText('status', '.remaining', '10 of 50 left');
     expect(await level('status')).toBe('ok');
     const badge = await page.evaluate(() => {
       const b = document.getElementById('status')?.shadowRoot?.querySelector('.badge') as HTMLElement;
@@ -167,22 +221,50 @@ describe('<sluice-rate-limit-status> in headless Chromium', () => {
       return getComputedStyle(c).backgroundColor;
     });
     expect(background).toBe('rgb(232, 240, 255)');
-    await page.screenshot({ path: join(ARTIFACTS, 'rate-limit-status-ok.png') });
-  });
 
-  it('shows exhaustion, and the warning level is 20% exclusive', async () => {
-    await serverLeaves(1);
-    await waitShadowText('status', '.badge', 'Limit reached');
-    expect(await level('status')).toBe('exhausted');
-    expect(await shadowText('status', '[role=status]')).toMatch(/^Rate limit reached\. It resets in 1:00\.$/);
-    await serverLeaves(21);
-    await waitShadowText('status', '.remaining', '20 of 100 left');
-    expect(await level('status')).toBe('ok');
+    await serverLeaves(10);
+    await request();
+    await waitShadowText('status', '.remaining', '9 of 50 left');
+    expect(await level('status')).toBe('warning');
+    // Not colour alone: a visible text badge and icon.
+    const cue = await page.evaluate(() => {
+      const root = document.getElementById('status')?.shadowRoot;
+      const b = root?.querySelector('.badge') as HTMLElement;
+      const icon = root?.querySelector('.icon') as HTMLElement;
+      return {
+        // biome-ignore lint/performance/useDomNodeTextContent: the rendered text (after CSS) is what is checked
+        badge: b.innerText,
+        icon: getComputedStyle(icon).display !== 'none',
+        live: root?.querySelector('[role=status]')?.textContent,
+      };
+    });
+    expect(cue).toEqual({
+      badge: 'LOW',
+      icon: true,
+      live: 'Approaching the rate limit: 9 of 50 requests left.',
+    });
+    expect(await shadowText('acme', '.label')).toBe('Acme API');
+    expect(await shadowText('acme', '.badge')).toBe('Running low');
+    await page.screenshot({ path: join(ARTIFACTS, 'rate-limit-status-warning.png') });
   });
 
   it('makes no request of its own: only the page, its script and the client calls', async () => {
-    await page.evaluate(() => window.clock.advance(120_000));
+    await advance(120_000);
     expect(new Set(requested)).toEqual(new Set(['/', '/status.js', '/api/items']));
-    expect(requested.filter((p) => p === '/api/items')).toHaveLength(4);
+    // One request, one 429 and its retry, and the two of the warning test.
+    expect(requested.filter((p) => p === '/api/items')).toHaveLength(5);
+  });
+
+  it('knows the burst of the free and enterprise tiers too', async () => {
+    for (const [tier, text, full] of [
+      ['free', '9 of 10 left', 'full in 1 s'],
+      ['enterprise', '199 of 200 left', 'full in 1 s'],
+    ] as const) {
+      await open(await startTier(tier));
+      expect(await request()).toBe(200);
+      await waitShadowText('status', '.remaining', text);
+      expect(await shadowText('status', '.full')).toBe(full);
+      expect(await level('status')).toBe('ok');
+    }
   });
 });

@@ -6,6 +6,7 @@ import {
   DEFAULT_STATUS_MESSAGES,
   formatCountdown,
   mostConstrained,
+  nextChangeAt,
   type RateLimitStatusMessages,
   type StatusLevel,
   statusView,
@@ -13,7 +14,7 @@ import {
 
 /** What feeds the element: a {@link SluiceClient} fits, or anything with the same three members. */
 export interface RateLimitStatusSource {
-  /** The clock `resetAt` is measured on; the monotonic clock when absent. */
+  /** The clock the entries' times are readings of; the monotonic clock when absent. */
   readonly clock?: Clock;
   entries(): readonly RateLimitEntry[];
   subscribe(listener: RateLimitListener): () => void;
@@ -47,6 +48,8 @@ const STYLE = `
 .label { font-weight: 600; }
 .count { font-variant-numeric: tabular-nums; font-weight: 700; }
 time { font-variant-numeric: tabular-nums; }
+.next, .full { padding-inline-start: 0.5em; border-inline-start: 1px solid var(--sluice-status-separator-color, #9aa5b1); }
+.next:empty, .full:empty { display: none; }
 .icon, .badge { display: none; }
 .icon { inline-size: 1.25em; block-size: 1.25em; border: 2px solid currentColor; border-radius: 50%;
   align-items: center; justify-content: center; font-weight: 800; font-size: 0.8em; }
@@ -64,11 +67,13 @@ time { font-variant-numeric: tabular-nums; }
 `;
 
 /**
- * Registers the status element under `tagName` and returns its class: remaining requests, a countdown to the
- * reset, and a warning below 20% that shows an icon and a text badge (never colour alone). Changes of level are
- * announced through a polite live region; the per-second countdown is not, so screen readers are not flooded.
- * Themed with CSS custom properties (`--sluice-status-color`, `--sluice-status-background`,
- * `--sluice-status-warning-color`, ...) and `::part(container|label|icon|remaining|reset|badge)`.
+ * Registers the status element under `tagName` and returns its class: the requests left against what the bucket
+ * holds (`49 of 50 left`: the burst, not the quota per window, which a token bucket never hands out at once), when
+ * the next request passes (shown while none does), when the bucket is full, and a warning below 20% that shows an
+ * icon and a text badge (never colour alone). Changes of level are announced through a polite live region; the
+ * per-second countdowns are not, so screen readers are not flooded. Themed with CSS custom properties
+ * (`--sluice-status-color`, `--sluice-status-background`, `--sluice-status-warning-color`, ...) and
+ * `::part(container|label|icon|remaining|next|full|badge)`.
  *
  * The element never touches the network: it only reads the client it is given. Attributes: `label`, `origin`
  * and `policy` (which state to show; by default the most constrained policy of any origin) and `warn-below`.
@@ -124,8 +129,10 @@ export function defineRateLimitStatus(
     readonly #container: HTMLElement;
     readonly #label: HTMLElement;
     readonly #remaining: HTMLElement;
-    readonly #reset: HTMLElement;
-    readonly #time: HTMLTimeElement;
+    readonly #next: HTMLElement;
+    readonly #nextTime: HTMLTimeElement;
+    readonly #full: HTMLElement;
+    readonly #fullTime: HTMLTimeElement;
     readonly #badge: HTMLElement;
     readonly #live: HTMLElement;
 
@@ -147,15 +154,17 @@ export function defineRateLimitStatus(
       icon.textContent = '!';
       icon.setAttribute('aria-hidden', 'true');
       this.#remaining = make('span', 'remaining', 'remaining');
-      this.#reset = make('span', 'reset', 'reset');
-      this.#time = make('time', 'countdown');
+      this.#next = make('span', 'next', 'next');
+      this.#nextTime = make('time', 'countdown');
+      this.#full = make('span', 'full', 'full');
+      this.#fullTime = make('time', 'countdown');
       this.#badge = make('span', 'badge', 'badge');
       // role=status is a polite live region: level changes are announced once, without interrupting.
       this.#live = make('div', 'visually-hidden');
       this.#live.setAttribute('role', 'status');
       this.#live.setAttribute('aria-live', 'polite');
       this.#live.setAttribute('aria-atomic', 'true');
-      this.#container.append(this.#label, icon, this.#remaining, this.#reset, this.#badge);
+      this.#container.append(this.#label, icon, this.#remaining, this.#next, this.#full, this.#badge);
       root.append(style, this.#container, this.#live);
     }
 
@@ -225,7 +234,7 @@ export function defineRateLimitStatus(
       const candidates = this.#entries.filter(
         (e) => (origin === null || e.origin === origin) && (policy === null || e.policy === policy),
       );
-      const entry = mostConstrained(candidates);
+      const entry = mostConstrained(candidates, this.#clock.now());
       const changed = entry !== this.#entry;
       this.#entry = entry;
       this.#render();
@@ -244,7 +253,7 @@ export function defineRateLimitStatus(
       } else {
         const count = document.createElement('span');
         count.className = 'count';
-        const text = messages.remaining(view.remaining, view.quota);
+        const text = messages.remaining(view.remaining, view.capacity);
         // The number is emphasised where it appears in the (replaceable) sentence.
         const at = text.indexOf(String(view.remaining));
         if (at < 0) {
@@ -258,27 +267,24 @@ export function defineRateLimitStatus(
           );
         }
       }
-      let countdown: string | undefined;
-      if (view.secondsToReset === undefined) {
-        this.#reset.replaceChildren();
-      } else if (view.secondsToReset === 0) {
-        this.#reset.textContent = messages.resetDone;
-      } else {
-        countdown = formatCountdown(view.secondsToReset);
-        this.#time.textContent = countdown;
-        this.#time.dateTime = `PT${view.secondsToReset}S`;
-        const text = messages.resetsIn('\u0000');
-        const [before, after = ''] = text.split('\u0000');
-        this.#reset.replaceChildren(before, this.#time, after);
-      }
+      // The next request is worth a countdown only while none passes; "full" always has its own.
+      const nextCountdown =
+        view.secondsToNext === undefined || view.secondsToNext === 0
+          ? undefined
+          : countdownIn(this.#next, this.#nextTime, view.secondsToNext, messages.nextIn);
+      if (nextCountdown === undefined) this.#next.replaceChildren();
+      if (view.secondsToFull === undefined) this.#full.replaceChildren();
+      else if (view.secondsToFull === 0) this.#full.textContent = messages.full;
+      else countdownIn(this.#full, this.#fullTime, view.secondsToFull, messages.fullIn);
       this.#badge.textContent =
         view.level === 'warning' ? messages.warning : view.level === 'exhausted' ? messages.exhausted : '';
       if (view.level !== this.#level) {
         const previous = this.#level;
         this.#level = view.level;
         if (view.level === 'warning')
-          this.#live.textContent = messages.announceWarning(view.remaining ?? 0, view.quota);
-        else if (view.level === 'exhausted') this.#live.textContent = messages.announceExhausted(countdown);
+          this.#live.textContent = messages.announceWarning(view.remaining ?? 0, view.capacity);
+        else if (view.level === 'exhausted')
+          this.#live.textContent = messages.announceExhausted(nextCountdown);
         else if (previous === 'warning' || previous === 'exhausted')
           this.#live.textContent = messages.announceRestored;
         this.dispatchEvent(new CustomEvent('levelchange', { detail: { level: view.level, previous } }));
@@ -289,17 +295,20 @@ export function defineRateLimitStatus(
       this.#ticker?.abort();
       this.#ticker = undefined;
       const entry = this.#entry;
-      if (entry?.resetAt === undefined || !this.isConnected) return;
+      if (entry === undefined || !this.isConnected) return;
       const ticker = new AbortController();
       this.#ticker = ticker;
       const clock = this.#clock;
       const loop = async () => {
-        // One wait per displayed second on the client's clock: no interval timer, and a fake clock drives it.
+        // One wait per displayed second on the client's clock: no interval timer, and a fake clock drives it. The
+        // refilled count is redrawn at the same instants; between them it only understates.
         while (!ticker.signal.aborted) {
-          const left = (entry.resetAt as number) - clock.now();
-          if (left <= 0) break;
-          await clock.sleep(left % 1000 === 0 ? 1000 : left % 1000, ticker.signal);
-          this.#render();
+          const now = clock.now();
+          const at = nextChangeAt(entry, now);
+          if (at === undefined) break;
+          await clock.sleep(at - now, ticker.signal);
+          // Selecting again: as buckets refill, another policy may become the most constrained.
+          this.#select();
         }
       };
       loop().catch(() => {
@@ -310,4 +319,20 @@ export function defineRateLimitStatus(
 
   registry.define(tagName, Status);
   return Status;
+}
+
+/** Fills `part` with a labelled countdown around `time`; returns the countdown text (announced on exhaustion). */
+function countdownIn(
+  part: HTMLElement,
+  time: HTMLTimeElement,
+  seconds: number,
+  label: (countdown: string) => string,
+): string {
+  const countdown = formatCountdown(seconds);
+  time.textContent = countdown;
+  time.dateTime = `PT${seconds}S`;
+  // The label is a replaceable sentence; the countdown goes where the sentence puts it.
+  const [before, after = ''] = label('\u0000').split('\u0000');
+  part.replaceChildren(before, time, after);
+  return countdown;
 }

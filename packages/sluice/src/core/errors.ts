@@ -27,6 +27,8 @@ export const ErrorCode = {
   WebhookFailed: 'ERR_WEBHOOK_FAILED',
   /** A rate-limit service request (Envoy ShouldRateLimit) is malformed: empty domain, no descriptors, too many, empty entries. */
   InvalidRateLimitRequest: 'ERR_INVALID_RATE_LIMIT_REQUEST',
+  /** A memory store was asked for more distinct policy objects than it can tell apart (65,535). */
+  TooManyPolicies: 'ERR_TOO_MANY_POLICIES',
 } as const;
 
 /** One of the values of {@link ErrorCode}. */

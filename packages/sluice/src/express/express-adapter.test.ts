@@ -32,21 +32,34 @@ describe('Express adapter', () => {
     expect(calls).toBe(2);
   });
 
-  it('passes a store failure to the error handler', async () => {
+  it('answers the 503 problem when the store fails, and passes thrown errors to the error handler', async () => {
     const { http } = fixture('failing');
     const app = express();
+    const errors: (string | undefined)[] = [];
     app.use(rateLimit(http));
     app.get('/api/x', (_req, res) => res.end('never'));
     app.use(
       (err: { code?: string }, _req: express.Request, res: express.Response, _next: express.NextFunction) => {
-        res.status(503).json({ code: err.code });
+        errors.push(err.code);
+        res.status(500).json({ code: err.code });
       },
     );
     const s = await listen(createServer(app));
     closers.push(s.close);
     const r = await fetch(`${s.url}/api/x`);
     expect(r.status).toBe(503);
-    expect(await r.json()).toEqual({ code: 'ERR_STORE_UNAVAILABLE' });
+    expect(await r.json()).toMatchObject({ status: 503, code: 'rate_limiter_unavailable' });
+    expect(errors).toEqual([]);
+    const app2 = express();
+    app2.use(rateLimit(fixture().http, { cost: () => 0 }));
+    app2.use(
+      (err: { code?: string }, _req: express.Request, res: express.Response, _next: express.NextFunction) => {
+        res.status(500).json({ code: err.code });
+      },
+    );
+    const s2 = await listen(createServer(app2));
+    closers.push(s2.close);
+    expect(await (await fetch(`${s2.url}/api/x`)).json()).toEqual({ code: 'ERR_INVALID_COST' });
   });
 
   it('works with an asynchronous store', async () => {

@@ -1,10 +1,16 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import {
+  adapterOptions,
+  closesAfterDenial,
+  emitWarning,
   type HttpLimiter,
   type HttpRequestInfo,
+  httpLimiterOption,
   type Identity,
   isPromiseLike,
+  peerWarningsOf,
   type Verdict,
+  type WarnFunction,
 } from '../http/index.js';
 
 /** Per-request facts an application supplies to the Express adapter. */
@@ -18,7 +24,22 @@ export interface ExpressRateLimitOptions {
   readonly operation?: string | ((req: Request) => string | undefined);
   /** Whole tokens this request costs; default the rules' cost. */
   readonly cost?: (req: Request) => number | undefined;
+  /**
+   * Receives the once-only warnings (a request without a peer address, a forwarding header from a peer that is
+   * not a trusted proxy) with their stable code. Default: `process.emitWarning`.
+   */
+  readonly warn?: WarnFunction;
 }
+
+const KINDS = {
+  identify: 'function',
+  operation: 'string-or-function',
+  cost: 'function',
+  warn: 'function',
+} as const;
+const NO_PEER_HINT =
+  'The socket has no remote address, as on a Unix socket (where forwarding headers cannot be trusted either): ' +
+  'key such traffic by identity (identify) rather than by IP.';
 
 /**
  * The framework-neutral view of an Express request. The peer address is the socket's, never `req.ip`: the
@@ -62,6 +83,10 @@ function apply(v: Verdict, res: Response, next: NextFunction, again: boolean): v
   const body = v.body ?? '';
   res.statusCode = v.status;
   res.setHeader('Content-Length', Buffer.byteLength(body));
+  // The connection is kept (Node reads the rest of a small body after the answer) unless a large or chunked
+  // upload is still unread: reading it would cost more than a new connection, so say so and close.
+  const req = res.req;
+  if (!req.complete && closesAfterDenial(req.headers)) res.setHeader('Connection', 'close');
   res.end(body);
 }
 
@@ -71,7 +96,10 @@ function apply(v: Verdict, res: Response, next: NextFunction, again: boolean): v
  * operation-class rules; a store error the failure mode surfaces goes to Express's error handling.
  *
  * @param limiter - from `createHttpLimiter` (`sluice/http`).
- * @param options - identity, operation and cost.
+ * @param options - identity, operation, cost and `warn`.
+ * @throws SluiceError `ERR_INVALID_OPTION` at mount time for a limiter that is not an HttpLimiter (another
+ * library's options in its place, such as express-rate-limit's `{ windowMs, limit }`, are named) or an unknown
+ * or invalid option.
  *
  * @example
  * ```ts
@@ -79,13 +107,17 @@ function apply(v: Verdict, res: Response, next: NextFunction, again: boolean): v
  * ```
  */
 export function rateLimit(limiter: HttpLimiter, options: ExpressRateLimitOptions = {}): RequestHandler {
+  const http = httpLimiterOption('sluice/express rateLimit(limiter)', limiter);
+  const o = adapterOptions<ExpressRateLimitOptions>('sluice/express rateLimit options', options, KINDS);
+  const warn = o.warn ?? emitWarning;
+  const peers = peerWarningsOf(http);
   return (req, res, next) => {
     let v: ReturnType<HttpLimiter['evaluate']>;
     let again = false;
     try {
-      let info = expressRequestInfo(req, options);
+      let info = expressRequestInfo(req, o);
       const marked = req as Request & { [DECIDED]?: HttpLimiter };
-      if (marked[DECIDED] === limiter) {
+      if (marked[DECIDED] === http) {
         // Mounted globally and on the route: the global pass decided path rules; decide operation rules only.
         if (info.operation === undefined) {
           next();
@@ -94,8 +126,12 @@ export function rateLimit(limiter: HttpLimiter, options: ExpressRateLimitOptions
         info = { ...info, operationRulesOnly: true };
         again = true;
       }
-      marked[DECIDED] = limiter;
-      v = limiter.evaluate(info);
+      marked[DECIDED] = http;
+      // A socket that closed before this point has no address either; that is no configuration matter.
+      if (peers.pending && (info.remoteAddress !== undefined || !req.socket.destroyed)) {
+        peers.check('express', info.remoteAddress, info.headers, warn, NO_PEER_HINT);
+      }
+      v = http.evaluate(info);
     } catch (error) {
       next(error);
       return;

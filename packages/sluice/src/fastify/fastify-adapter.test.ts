@@ -24,7 +24,7 @@ describe('Fastify adapter', () => {
     expect(free.headers.ratelimit).toBeUndefined();
   });
 
-  it('works with an asynchronous store and surfaces store failures as errors', async () => {
+  it('works with an asynchronous store, answers 503 when the store fails, and 500 when deciding throws', async () => {
     const ok = Fastify();
     apps.push(ok);
     await ok.register(sluiceFastify, { limiter: fixture('async').http });
@@ -34,7 +34,14 @@ describe('Fastify adapter', () => {
     apps.push(down);
     await down.register(sluiceFastify, { limiter: fixture('failing').http });
     down.get('/api/x', async () => 'never');
-    expect((await down.inject({ url: '/api/x' })).statusCode).toBe(500);
+    const r = await down.inject({ url: '/api/x' });
+    expect(r.statusCode).toBe(503);
+    expect(r.json()).toMatchObject({ code: 'rate_limiter_unavailable' });
+    const costly = Fastify();
+    apps.push(costly);
+    await costly.register(sluiceFastify, { limiter: fixture().http });
+    costly.get('/api/x', { config: { rateLimit: { cost: 0 } } }, async () => 'never');
+    expect((await costly.inject({ url: '/api/x' })).statusCode).toBe(500);
   });
 
   it('decides in another hook when asked, and rejects bad options', async () => {

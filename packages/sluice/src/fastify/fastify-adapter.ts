@@ -6,12 +6,19 @@ import type {
   HookHandlerDoneFunction,
 } from 'fastify';
 import fp from 'fastify-plugin';
+import { invalidOption } from '../core/index.js';
 import {
+  adapterOptions,
+  closesAfterDenial,
+  emitWarning,
   type HttpLimiter,
   type HttpRequestInfo,
+  httpLimiterOption,
   type Identity,
   isPromiseLike,
+  peerWarningsOf,
   type Verdict,
+  type WarnFunction,
 } from '../http/index.js';
 
 /** Per-route settings, under `config.rateLimit` of a route. */
@@ -33,7 +40,19 @@ export interface SluiceFastifyOptions {
    * least) or `preValidation`/`preHandler` when identity is set by an earlier hook.
    */
   readonly hook?: 'onRequest' | 'preValidation' | 'preHandler';
+  /**
+   * Receives the once-only warnings (a request without a peer address, a forwarding header from a peer that is
+   * not a trusted proxy) with their stable code. Default: `process.emitWarning`.
+   */
+  readonly warn?: WarnFunction;
 }
+
+const KINDS = { limiter: 'checked', identify: 'function', hook: 'checked', warn: 'function' } as const;
+/** Options of `register` itself, which Fastify leaves in the plugin's options object. */
+const REGISTER_OPTIONS = ['prefix', 'logLevel', 'logSerializers'];
+const NO_PEER_HINT =
+  'The socket has no remote address, as on a Unix socket (where forwarding headers cannot be trusted either): ' +
+  'key such traffic by identity (identify) rather than by IP.';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -102,6 +121,10 @@ function apply(v: Verdict, reply: FastifyReply, done: HookHandlerDoneFunction): 
     done();
     return;
   }
+  // The connection is kept (Node reads the rest of a small body after the answer) unless a large or chunked
+  // upload is still unread: reading it would cost more than a new connection, so say so and close.
+  const raw = reply.request.raw;
+  if (!raw.complete && closesAfterDenial(raw.headers)) reply.header('connection', 'close');
   // The body goes out as a string through a pass-through serializer: Fastify then sends the content type as set
   // (a plain string send would append a charset, and the answer would differ from the other adapters), and Node
   // writes the head and the body in one chunk, without the copy into a Buffer per denial.
@@ -114,20 +137,25 @@ function apply(v: Verdict, reply: FastifyReply, done: HookHandlerDoneFunction): 
 type Hook = (request: FastifyRequest, reply: FastifyReply, next: HookHandlerDoneFunction) => void;
 const HOOKS = ['onRequest', 'preValidation', 'preHandler'] as const;
 
+const WHERE = 'sluice/fastify plugin options';
+
 const plugin: FastifyPluginCallback<SluiceFastifyOptions> = (fastify: FastifyInstance, options, done) => {
-  const limiter = options.limiter;
-  if (typeof limiter?.evaluate !== 'function') {
-    done(
-      new TypeError('sluice fastify plugin: options.limiter must be an HttpLimiter from createHttpLimiter'),
-    );
+  let limiter: HttpLimiter;
+  let o: SluiceFastifyOptions;
+  try {
+    o = adapterOptions<SluiceFastifyOptions>(WHERE, options, KINDS, REGISTER_OPTIONS);
+    limiter = httpLimiterOption(`${WHERE}.limiter`, o.limiter);
+    if (o.hook !== undefined && !HOOKS.includes(o.hook)) {
+      throw invalidOption(`${WHERE}.hook`, 'onRequest, preValidation or preHandler', o.hook);
+    }
+  } catch (error) {
+    done(error as Error);
     return;
   }
-  const name = options.hook ?? 'onRequest';
-  if (!HOOKS.includes(name)) {
-    done(new TypeError(`sluice fastify plugin: options.hook must be onRequest, preValidation or preHandler`));
-    return;
-  }
-  const identify = options.identify;
+  const name = o.hook ?? 'onRequest';
+  const identify = o.identify;
+  const warn = o.warn ?? emitWarning;
+  const peers = peerWarningsOf(limiter);
   const decide = (
     route: FastifyRouteRateLimit | undefined,
     request: FastifyRequest,
@@ -136,7 +164,12 @@ const plugin: FastifyPluginCallback<SluiceFastifyOptions> = (fastify: FastifyIns
   ): void => {
     let v: ReturnType<HttpLimiter['evaluate']>;
     try {
-      v = limiter.evaluate(requestInfo(request, identify, route));
+      const info = requestInfo(request, identify, route);
+      // A socket that closed before this point has no address either; that is no configuration matter.
+      if (peers.pending && (info.remoteAddress !== undefined || !request.raw.socket.destroyed)) {
+        peers.check('fastify', info.remoteAddress, info.headers, warn, NO_PEER_HINT);
+      }
+      v = limiter.evaluate(info);
     } catch (error) {
       next(error as Error);
       return;
@@ -170,7 +203,9 @@ const plugin: FastifyPluginCallback<SluiceFastifyOptions> = (fastify: FastifyIns
 /**
  * The Fastify 5 plugin (wrapped with fastify-plugin, so it covers every route of the instance registered after
  * it, and requests that match no route). Per route, `config: { rateLimit: { operation: 'rl.write', cost: 2 } }`
- * sets the operation class and cost, and `config: { rateLimit: false }` exempts the route.
+ * sets the operation class and cost, and `config: { rateLimit: false }` exempts the route. Registering fails with
+ * SluiceError `ERR_INVALID_OPTION` for a missing limiter, an unknown option (another library's, such as
+ * `max` or `timeWindow`, named with a hint) or an invalid `hook`.
  *
  * @example
  * ```ts

@@ -35,14 +35,22 @@ describe('Hono adapter', () => {
     expect(boom.headers.get('ratelimit')).toBe('"rl.read";r=1;t=1');
   });
 
-  it('keys requests without a known peer as ip:unknown and reports store failures to onError', async () => {
-    const { http } = fixture('failing');
-    const app = new Hono();
-    app.use('*', rateLimit(http));
-    app.get('/api/x', (c) => c.text('never'));
-    app.onError((err, c) => c.json({ code: (err as { code?: string }).code }, 503));
-    const r = await app.request('/api/x');
+  it('keys requests without a known peer as ip:unknown, answers 503 when the store fails, and throws to onError', async () => {
+    const warnings: string[] = [];
+    const warn = (_message: string, code: string) => void warnings.push(code);
+    const app = (limiter: ReturnType<typeof fixture>['http'], cost?: () => number) => {
+      const a = new Hono();
+      a.use('*', rateLimit(limiter, { warn, cost }));
+      a.get('*', (c) => c.text('never'));
+      a.onError((err, c) => c.json({ code: (err as { code?: string }).code }, 500));
+      return a;
+    };
+    const r = await app(fixture('failing').http).request('/api/x');
     expect(r.status).toBe(503);
-    expect(await r.json()).toEqual({ code: 'ERR_STORE_UNAVAILABLE' });
+    expect(await r.json()).toMatchObject({ code: 'rate_limiter_unavailable' });
+    const costly = await app(fixture().http, () => 0).request('/api/x');
+    expect(costly.status).toBe(500);
+    expect(await costly.json()).toEqual({ code: 'ERR_INVALID_COST' });
+    expect(warnings).toEqual(['SLUICE_W_NO_PEER_ADDRESS', 'SLUICE_W_NO_PEER_ADDRESS']); // one per limiter
   });
 });

@@ -1,24 +1,67 @@
 import type { Context, MiddlewareHandler } from 'hono';
-import type { HttpLimiter, HttpRequestInfo, Identity, Verdict } from '../http/index.js';
+import {
+  adapterOptions,
+  closesAfterDenial,
+  emitWarning,
+  type HttpLimiter,
+  type HttpRequestInfo,
+  httpLimiterOption,
+  type Identity,
+  peerWarningsOf,
+  type Verdict,
+  type WarnFunction,
+} from '../http/index.js';
+import { runtimeRemoteAddress } from './peer-address.js';
 
 /** Options of the Hono middleware. */
 export interface HonoRateLimitOptions {
   /** The verified caller (for example from `c.get('user')`). */
   readonly identify?: (c: Context) => Identity | undefined;
   /**
-   * The peer address. Default: the Node.js socket of `@hono/node-server` (`c.env.incoming.socket`). On other
-   * runtimes pass the runtime's connection info (for example `getConnInfo(c).remote.address` of `hono/bun`).
+   * The peer address. Default: what the runtime passes as `c.env`: the socket on `@hono/node-server`, the
+   * server's `requestIP` on Bun, `remoteAddr` on Deno, the source IP on AWS Lambda, `context.ip` on Netlify,
+   * `CF-Connecting-IP` on Cloudflare Workers. Elsewhere pass the runtime's connection info, for example
+   * `(c) => getConnInfo(c).remote.address` with the `getConnInfo` of your runtime's Hono adapter.
    */
   readonly remoteAddress?: (c: Context) => string | undefined;
   /** The operation class of the route, for rules with `operation`. */
   readonly operation?: string | ((c: Context) => string | undefined);
   /** Whole tokens this request costs; default the rules' cost. */
   readonly cost?: (c: Context) => number | undefined;
+  /**
+   * Receives the once-only warnings (a request without a peer address, a forwarding header from a peer that is
+   * not a trusted proxy) with their stable code. Default: `process.emitWarning`, or `console.warn` on runtimes
+   * without it.
+   */
+  readonly warn?: WarnFunction;
 }
 
-function nodeSocketAddress(c: Context): string | undefined {
-  const env = c.env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined;
-  return env?.incoming?.socket?.remoteAddress;
+const KINDS = {
+  identify: 'function',
+  remoteAddress: 'function',
+  operation: 'string-or-function',
+  cost: 'function',
+  warn: 'function',
+} as const;
+const NO_PEER_HINT =
+  'The runtime gave no peer address (the default finds it on @hono/node-server, Bun, Deno, AWS Lambda, ' +
+  'Netlify and Cloudflare Workers; app.request() in tests has none). Pass remoteAddress to rateLimit, for ' +
+  "example (c) => getConnInfo(c).remote.address with the getConnInfo of your runtime's Hono adapter.";
+
+function nodeSocketClosed(c: Context): boolean {
+  const env = c.env as { incoming?: { socket?: { destroyed?: boolean } } } | undefined;
+  return env?.incoming?.socket?.destroyed === true;
+}
+
+/** The Node request under `@hono/node-server`, whose unread body decides whether a denial keeps the socket. */
+function nodeIncoming(
+  c: Context,
+): { complete: boolean; headers: Record<string, string | string[] | undefined> } | undefined {
+  const env = c.env as { incoming?: { complete?: boolean; headers?: object } } | undefined;
+  const incoming = env?.incoming;
+  return typeof incoming?.complete === 'boolean' && typeof incoming.headers === 'object'
+    ? (incoming as { complete: boolean; headers: Record<string, string | string[] | undefined> })
+    : undefined;
 }
 
 /**
@@ -34,7 +77,7 @@ export function honoRequestInfo(c: Context, options: HonoRateLimitOptions = {}):
     method: c.req.method,
     path: start < 0 ? '/' : url.slice(start),
     headers: c.req.raw.headers,
-    remoteAddress: (options.remoteAddress ?? nodeSocketAddress)(c),
+    remoteAddress: (options.remoteAddress ?? runtimeRemoteAddress)(c),
     identity: options.identify?.(c),
     operation: typeof op === 'function' ? op(c) : op,
     cost: options.cost?.(c),
@@ -71,7 +114,10 @@ function setAll(c: Context, v: Verdict, append: boolean): void {
  * is thrown to Hono's `onError`.
  *
  * @param limiter - from `createHttpLimiter` (`sluice/http`).
- * @param options - identity, peer address, operation and cost.
+ * @param options - identity, peer address, operation, cost and `warn`.
+ * @throws SluiceError `ERR_INVALID_OPTION` at mount time for a limiter that is not an HttpLimiter (another
+ * library's options in its place, such as hono-rate-limiter's `{ windowMs, limit }`, are named) or an unknown
+ * or invalid option.
  *
  * @example
  * ```ts
@@ -80,20 +126,34 @@ function setAll(c: Context, v: Verdict, append: boolean): void {
  * ```
  */
 export function rateLimit(limiter: HttpLimiter, options: HonoRateLimitOptions = {}): MiddlewareHandler {
+  const http = httpLimiterOption('sluice/hono rateLimit(limiter)', limiter);
+  const o = adapterOptions<HonoRateLimitOptions>('sluice/hono rateLimit options', options, KINDS);
+  const warn = o.warn ?? emitWarning;
+  const peers = peerWarningsOf(http);
   return async (c, next) => {
-    let info = honoRequestInfo(c, options);
+    let info = honoRequestInfo(c, o);
     const marked = c as Context & { [DECIDED]?: HttpLimiter };
-    const outer = marked[DECIDED] !== limiter;
+    const outer = marked[DECIDED] !== http;
     if (!outer) {
       // Mounted globally and on the route: the global pass decides path rules; decide operation rules only.
       if (info.operation === undefined) return next();
       info = { ...info, operationRulesOnly: true };
     }
-    marked[DECIDED] = limiter;
-    const v = await limiter.evaluate(info);
+    marked[DECIDED] = http;
+    // On Node, a socket that closed before this point has no address either; that is no configuration matter.
+    if (peers.pending && (info.remoteAddress !== undefined || !nodeSocketClosed(c))) {
+      peers.check('hono', info.remoteAddress, info.headers, warn, NO_PEER_HINT);
+    }
+    const v = await http.evaluate(info);
     if (v.action === 'deny') {
       const headers = new Headers();
       for (const [name, value] of v.headers) headers.set(name, value);
+      // On Node the connection is kept (the rest of a small body is read after the answer) unless a large or
+      // chunked upload is still unread: say so and close. Other runtimes manage their connections themselves.
+      const incoming = nodeIncoming(c);
+      if (incoming !== undefined && !incoming.complete && closesAfterDenial(incoming.headers)) {
+        headers.set('Connection', 'close');
+      }
       return new Response(v.body ?? '', { status: v.status, headers });
     }
     await next();

@@ -1,7 +1,8 @@
-import { isFullAt, type Policy } from '../core/index.js';
+import { ErrorCode, isFullAt, type Policy, SluiceError } from '../core/index.js';
 
 const NONE = -1;
-const MAX_POLICIES = 65_535;
+/** Policies one table can tell apart: a slot names its policy in 16 bits. */
+export const MAX_POLICIES = 65_535;
 
 /**
  * Bucket state as a struct of arrays: slot i holds `units[i]` at time `last[i]` for key `keys[i]` of policy
@@ -56,21 +57,36 @@ export class BucketTable {
   }
 
   /**
+   * Registers a policy (once) and returns its index. A decision over several policies calls this for each new
+   * one before it writes anything, so that a refusal leaves every bucket as it was (all or nothing).
+   *
+   * @throws SluiceError `ERR_TOO_MANY_POLICIES` for a policy beyond the 65,535th: policies are meant to come from
+   * configuration, not to be defined per request or per key.
+   */
+  ensurePolicy(policy: Policy): number {
+    const known = this.#policyIndex.get(policy);
+    if (known !== undefined) return known;
+    if (this.#policies.length >= MAX_POLICIES) {
+      throw new SluiceError(
+        ErrorCode.TooManyPolicies,
+        `a memory store tells at most 65,535 distinct policies apart; policy "${policy.name}" would be one more (define policies once, from configuration, and reuse the objects)`,
+        { limit: MAX_POLICIES, policy: policy.name },
+      );
+    }
+    const index = this.#policies.length;
+    this.#policies.push(policy);
+    this.#maps.set(policy, new Map());
+    this.#policyIndex.set(policy, index);
+    return index;
+  }
+
+  /**
    * Takes a slot for a new key, evicting one first when the table is at its cap. `pinned` lists the slots of
    * the decision in progress, which must survive it.
    */
   insert(policy: Policy, key: string, now: number, pinned: Int32Array, pinnedCount: number): number {
-    let map = this.#maps.get(policy);
-    let index = this.#policyIndex.get(policy);
-    if (map === undefined || index === undefined) {
-      if (this.#policies.length >= MAX_POLICIES)
-        throw new RangeError('too many policies in one memory store');
-      map = new Map();
-      index = this.#policies.length;
-      this.#policies.push(policy);
-      this.#maps.set(policy, map);
-      this.#policyIndex.set(policy, index);
-    }
+    const index = this.ensurePolicy(policy);
+    const map = this.#maps.get(policy) as Map<string, number>;
     if (this.size >= this.#cap) this.#evict(now, pinned, pinnedCount);
     let slot: number;
     if (this.#freeHead !== NONE) {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { definePolicy, ErrorCode, ManualClock } from '../core/index.js';
+import { definePolicy, ErrorCode, ManualClock, SluiceError } from '../core/index.js';
 import { MemoryStore, resolveMemoryStoreOptions } from './index.js';
 
 const p = definePolicy({ name: 'rl.write', quota: 60, window: 60, burst: 2 });
@@ -139,5 +139,35 @@ describe('bounded memory', () => {
     for (let i = 0; i < 4000; i++) s.decide([{ policy: q, key: `k${i}` }], 1);
     expect(s.size).toBe(4000);
     expect(s.peek([{ policy: q, key: 'k3999' }], 1).outcomes[0].remaining).toBe(1);
+  });
+});
+
+describe('policy count', () => {
+  it('refuses a 65,536th distinct policy with ERR_TOO_MANY_POLICIES, and keeps deciding for the others', () => {
+    const { store: s } = store({ maxTrackedKeys: 100 });
+    const first = definePolicy({ name: 'p0', quota: 1, window: 60, burst: 1 });
+    s.decide([{ policy: first, key: 'k' }], 1);
+    for (let i = 1; i < 65_535; i++) {
+      s.decide([{ policy: definePolicy({ name: `p${i}`, quota: 1, window: 60, burst: 1 }), key: 'k' }], 1);
+    }
+    const extra = definePolicy({ name: 'one-too-many', quota: 1, window: 60, burst: 1 });
+    let thrown: unknown;
+    try {
+      s.decide([{ policy: extra, key: 'k' }], 1);
+    } catch (e) {
+      thrown = e;
+    }
+    expect(thrown).toBeInstanceOf(SluiceError);
+    expect(thrown).toMatchObject({ code: ErrorCode.TooManyPolicies, details: { limit: 65_535 } });
+    expect((thrown as Error).message).toMatch(/65,535 distinct policies/);
+    // With a known policy beside it, nothing is taken from the known one (all or nothing).
+    const both = [
+      { policy: first, key: 'aon' },
+      { policy: extra, key: 'aon' },
+    ];
+    expect(() => s.decide(both, 1)).toThrow(/65,535 distinct policies/);
+    expect(s.peek([{ policy: first, key: 'aon' }], 1).outcomes[0].remaining).toBe(1);
+    // A policy already known still works: the table is not damaged.
+    expect(s.decide([{ policy: first, key: 'other' }], 1).allowed).toBe(true);
   });
 });

@@ -292,6 +292,8 @@ export class MemoryStore implements RateLimitStore {
       slots[i] = slot;
       if (slot < 0) {
         units[i] = policy.capacityUnits;
+        // Refused here, before anything is taken, rather than half way through writing the buckets back.
+        if (mode !== 'peek') t.ensurePolicy(policy);
       } else {
         const last = t.last[slot];
         units[i] = now > last ? refill(policy, t.units[slot], now - last) : t.units[slot];

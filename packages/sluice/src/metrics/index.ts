@@ -23,3 +23,5 @@ export {
 export { metricOutcome, OUTCOME_INDEX, outcomeOf } from './metric-outcome.js';
 export { NoopMetrics, noopMetrics } from './noop-metrics.js';
 export { type FailoverSource, reportFailovers } from './report-failovers.js';
+export { reportStoreEvents, type StoreEventSource } from './report-store-events.js';
+export { isStoreStatsSource } from './store-stats.js';

@@ -19,20 +19,22 @@ describe('node:http adapter', () => {
     expect(r.headers.get('ratelimit')).toBe('"rl.read";r=2;t=1');
   });
 
-  it('answers 500 when the store fails and the failure mode surfaces it', async () => {
-    const { http } = fixture('failing');
+  it('answers the 503 problem when the store fails, and a plain 500 when deciding throws', async () => {
     let called = 0;
-    const s = await listen(
-      createServer(
-        withRateLimit(http, (_req, res) => {
-          called++;
-          res.end();
-        }),
-      ),
-    );
-    closers.push(s.close);
-    const r = await fetch(`${s.url}/api/x`);
-    expect(r.status).toBe(500);
+    const handler = (_req: unknown, res: { end(): void }) => {
+      called++;
+      res.end();
+    };
+    const down = await listen(createServer(withRateLimit(fixture('failing').http, handler)));
+    closers.push(down.close);
+    const r = await fetch(`${down.url}/api/x`);
+    expect(r.status).toBe(503);
+    expect(await r.json()).toMatchObject({ code: 'rate_limiter_unavailable' });
+    const bad = await listen(createServer(withRateLimit(fixture().http, handler, { cost: () => 0 })));
+    closers.push(bad.close);
+    const b = await fetch(`${bad.url}/api/x`);
+    expect(b.status).toBe(500);
+    expect(await b.text()).toBe('Internal Server Error');
     expect(called).toBe(0);
   });
 

@@ -1,11 +1,19 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { invalidOption } from '../core/index.js';
 import {
+  adapterOptions,
+  closesAfterDenial,
+  emitWarning,
   type HeaderPair,
   type HttpLimiter,
   type HttpRequestInfo,
+  httpLimiterOption,
   type Identity,
   isPromiseLike,
+  type PeerWarnings,
+  peerWarningsOf,
   type Verdict,
+  type WarnFunction,
 } from '../http/index.js';
 
 /** Per-request facts an application supplies to the node:http adapter. */
@@ -18,6 +26,43 @@ export interface NodeRateLimitOptions {
   readonly params?: (req: IncomingMessage) => Readonly<Record<string, string | undefined>> | undefined;
   /** Whole tokens this request costs; default the rules' cost. */
   readonly cost?: (req: IncomingMessage) => number | undefined;
+  /**
+   * Receives the once-only warnings (a request without a peer address, a forwarding header from a peer that is
+   * not a trusted proxy) with their stable code. Default: `process.emitWarning`.
+   */
+  readonly warn?: WarnFunction;
+}
+
+const KINDS = {
+  identify: 'function',
+  operation: 'string-or-function',
+  params: 'function',
+  cost: 'function',
+  warn: 'function',
+} as const;
+const NO_PEER_HINT =
+  'The socket has no remote address, as on a Unix socket (where forwarding headers cannot be trusted either): ' +
+  'key such traffic by identity (identify) rather than by IP.';
+
+/** The checked limiter and options of one mount, and the limiter's warning state. */
+interface Mount {
+  readonly limiter: HttpLimiter;
+  readonly options: NodeRateLimitOptions;
+  readonly warn: WarnFunction;
+  readonly peers: PeerWarnings;
+}
+
+function mount(name: string, limiter: unknown, options: unknown): Mount {
+  const where = `sluice/node ${name}`;
+  const l = httpLimiterOption(`${where}(limiter)`, limiter);
+  const o = adapterOptions<NodeRateLimitOptions>(`${where} options`, options, KINDS);
+  return { limiter: l, options: o, warn: o.warn ?? emitWarning, peers: peerWarningsOf(l) };
+}
+
+function watch(m: Mount, req: IncomingMessage, info: HttpRequestInfo): void {
+  // A socket that closed before this point has no address either; that is no configuration matter.
+  if (info.remoteAddress === undefined && req.socket.destroyed) return;
+  m.peers.check('node', info.remoteAddress, info.headers, m.warn, NO_PEER_HINT);
 }
 
 /**
@@ -77,27 +122,44 @@ function requestFor(
 }
 
 /**
- * Answers a denied request with the verdict's status, headers and problem body, and ends the response.
+ * Whether a denial must close the connection: only when a large or chunked request body is still unread. The
+ * connection is kept otherwise, since Node reads the rest of a small body after the answer.
+ */
+function closeAfter(res: ServerResponse): boolean {
+  const req = res.req as IncomingMessage | undefined;
+  return req !== undefined && !req.complete && closesAfterDenial(req.headers);
+}
+
+/**
+ * Answers a denied request with the verdict's status, headers and problem body, and ends the response. The
+ * connection stays open for the next request, unless a large or chunked request body is still unread: then the
+ * answer says `Connection: close` and Node closes the socket once it is sent, rather than read the upload.
  */
 export function sendDenial(res: ServerResponse, verdict: Verdict): void {
   const body = verdict.body ?? '';
+  const close = closeAfter(res);
   if (res.getHeaderNames().length > 0) {
     // Headers set earlier (by other middleware) must survive: merge through setHeader.
     applyHeaders(res, verdict.headers);
     res.statusCode = verdict.status;
     res.setHeader('Content-Length', Buffer.byteLength(body));
+    if (close) res.setHeader('Connection', 'close');
     res.end(body);
     return;
   }
   // The common case: one writeHead with a flat list, the cheapest way to send a flood of denials.
   const h = verdict.headers;
-  const flat: string[] = new Array(h.length * 2 + 2);
+  const flat: string[] = new Array(h.length * 2 + (close ? 4 : 2));
   for (let i = 0; i < h.length; i++) {
     flat[2 * i] = h[i][0];
     flat[2 * i + 1] = h[i][1];
   }
   flat[2 * h.length] = 'Content-Length';
   flat[2 * h.length + 1] = String(Buffer.byteLength(body));
+  if (close) {
+    flat[2 * h.length + 2] = 'Connection';
+    flat[2 * h.length + 3] = 'close';
+  }
   res.writeHead(verdict.status, flat);
   res.end(body);
 }
@@ -115,7 +177,9 @@ export type NodeMiddleware = (
  * a store error that the store's failure mode surfaces goes to `next(error)`.
  *
  * @param limiter - from `createHttpLimiter` (`sluice/http`).
- * @param options - identity, operation, params and cost functions.
+ * @param options - identity, operation, params and cost functions, and `warn`.
+ * @throws SluiceError `ERR_INVALID_OPTION` at mount time for a limiter that is not an HttpLimiter (another
+ * library's options in its place are named) or an unknown or invalid option.
  *
  * @example
  * ```ts
@@ -127,6 +191,7 @@ export function rateLimitMiddleware(
   limiter: HttpLimiter,
   options: NodeRateLimitOptions = {},
 ): NodeMiddleware {
+  const m = mount('rateLimitMiddleware', limiter, options);
   const apply = (v: Verdict, res: ServerResponse, next: (error?: unknown) => void, again: boolean): void => {
     if (v.action === 'deny') {
       sendDenial(res, v);
@@ -139,12 +204,13 @@ export function rateLimitMiddleware(
     let v: ReturnType<HttpLimiter['evaluate']>;
     let info: HttpRequestInfo | undefined;
     try {
-      info = requestFor(limiter, req, options);
+      info = requestFor(m.limiter, req, m.options);
       if (info === undefined) {
         next();
         return;
       }
-      v = limiter.evaluate(info);
+      if (m.peers.pending) watch(m, req, info);
+      v = m.limiter.evaluate(info);
     } catch (error) {
       next(error);
       return;
@@ -161,7 +227,9 @@ export function rateLimitMiddleware(
  *
  * @param limiter - from `createHttpLimiter`.
  * @param handler - your `(req, res)` handler.
- * @param options - identity, operation, params and cost functions.
+ * @param options - identity, operation, params and cost functions, and `warn`.
+ * @throws SluiceError `ERR_INVALID_OPTION` at mount time, as {@link rateLimitMiddleware}, and for a handler
+ * that is not a function.
  *
  * @example
  * ```ts
@@ -173,6 +241,10 @@ export function withRateLimit(
   handler: (req: IncomingMessage, res: ServerResponse) => void,
   options: NodeRateLimitOptions = {},
 ): (req: IncomingMessage, res: ServerResponse) => void {
+  const m = mount('withRateLimit', limiter, options);
+  if (typeof handler !== 'function') {
+    throw invalidOption('sluice/node withRateLimit handler', 'a function (req, res) => void', handler);
+  }
   // A wrapper decides each request exactly once, so it needs no mark on the request (which would cost a shape
   // change of every IncomingMessage) and no `next` closure per request.
   const fail = (res: ServerResponse): void => {
@@ -193,7 +265,9 @@ export function withRateLimit(
   return (req, res) => {
     let v: ReturnType<HttpLimiter['evaluate']>;
     try {
-      v = limiter.evaluate(nodeRequestInfo(req, options));
+      const info = nodeRequestInfo(req, m.options);
+      if (m.peers.pending) watch(m, req, info);
+      v = m.limiter.evaluate(info);
     } catch {
       fail(res);
       return;

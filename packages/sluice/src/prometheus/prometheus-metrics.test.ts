@@ -1,14 +1,9 @@
-import { execFile } from 'node:child_process';
-import { once } from 'node:events';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import fc from 'fast-check';
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { type Decision, Limiter, ManualClock, SluiceError } from '../core/index.js';
 import { MemoryStore } from '../memory/index.js';
 import { decideWithMetrics } from '../metrics/index.js';
-import { metricsHandler } from './metrics-handler.js';
 import { PrometheusMetrics, prometheusMetricNames } from './prometheus-metrics.js';
 
 type Json = Awaited<ReturnType<Registry['getMetricsAsJSON']>>;
@@ -223,52 +218,4 @@ describe('PrometheusMetrics', () => {
     expect(metrics.registry).toBe(registry);
     expect(await registry.metrics()).toContain('edge_rate_limit_exceeded_total');
   });
-
-  it('serves the registry over node:http and passes promtool check metrics', async () => {
-    const { limiter, metrics, store } = setup();
-    metrics.observeStore(store);
-    for (let i = 0; i < 6; i++) {
-      decideWithMetrics(limiter, [{ policy: 'rl.write', key: 'user:1' }], 1, metrics, {
-        tier: 'free',
-        store: 'memory',
-      });
-    }
-    metrics.recordExempt({ reason: 'endpoint', rule: '/health' });
-    metrics.recordFailover('memory', 'closed', false);
-    metrics.setQuotaUsage(new Map([['acme', 0.4]]));
-    metrics.recordQuotaAlert(1);
-    metrics.recordWebhook('delivered');
-    metrics.recordStoreError('memory');
-    metrics.recordDenyCacheHit('rl.write');
-    const server = http.createServer(metricsHandler(metrics.registry));
-    server.listen(0, '127.0.0.1');
-    await once(server, 'listening');
-    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    try {
-      const res = await fetch(`${base}/metrics`);
-      expect(res.status).toBe(200);
-      expect(res.headers.get('content-type')).toBe(metrics.registry.contentType);
-      const text = await res.text();
-      expect(text).toContain('sluice_rate_limit_exceeded_total{policy="rl.write",tier="free",rule=""} 3');
-      const post = await fetch(`${base}/metrics`, { method: 'POST' });
-      expect(post.status).toBe(405);
-      expect(post.headers.get('allow')).toBe('GET, HEAD');
-      const head = await fetch(`${base}/metrics`, { method: 'HEAD' });
-      expect(head.status).toBe(200);
-      const lint = await promtoolCheckMetrics(text);
-      expect(lint).toEqual({ code: 0, output: '' });
-    } finally {
-      server.close();
-    }
-  });
 });
-
-function promtoolCheckMetrics(text: string): Promise<{ code: number; output: string }> {
-  return new Promise((resolve, reject) => {
-    const child = execFile('promtool', ['check', 'metrics'], (error, stdout, stderr) => {
-      if (error && typeof error.code !== 'number') reject(error);
-      else resolve({ code: error ? Number(error.code) : 0, output: `${stdout}${stderr}`.trim() });
-    });
-    child.stdin?.end(text);
-  });
-}

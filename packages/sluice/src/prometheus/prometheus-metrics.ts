@@ -7,6 +7,7 @@ import {
   type ExemptLabels,
   FAILURE_MODES,
   type FailureMode,
+  isStoreStatsSource,
   type LabelOptions,
   type LimiterMetrics,
   METRIC_OUTCOMES,
@@ -207,7 +208,9 @@ export class PrometheusMetrics implements LimiterMetrics {
         const sums = new Map(tracked);
         for (const s of sources) {
           const store = labels.store.value(s.kind);
-          sums.set(store, (sums.get(store) ?? 0) + s.stats().trackedKeys);
+          const n = s.stats().trackedKeys;
+          // A store's snapshot is checked when observed; a later bad value still never becomes a NaN series.
+          if (Number.isFinite(n)) sums.set(store, (sums.get(store) ?? 0) + n);
         }
         for (const [store, v] of sums) g.set({ store }, v);
       },
@@ -280,13 +283,21 @@ export class PrometheusMetrics implements LimiterMetrics {
   }
 
   /**
-   * Reads a store's counters (tracked keys, evictions) at every scrape, for example a `MemoryStore`. The decision
-   * path is untouched.
+   * Reads a store's counters (tracked keys, evictions) at every scrape, for example a `MemoryStore` or a
+   * `RedisStore` (see {@link isStoreStatsSource}). The decision path is untouched. Observing the same store again
+   * changes nothing.
+   *
+   * @throws SluiceError `ERR_INVALID_OPTION` for a store whose `stats()` does not report whole numbers.
    */
   observeStore(source: StoreStatsSource): this {
-    if (typeof source !== 'object' || source === null || typeof source.stats !== 'function') {
-      throw invalidOption('observeStore source', 'a store with kind and stats()', source);
+    if (!isStoreStatsSource(source)) {
+      throw invalidOption(
+        'observeStore source',
+        'a store with kind and stats() reporting whole numbers trackedKeys and evictions',
+        source,
+      );
     }
+    if (this.#sources.includes(source)) return this;
     this.#sources.push(source);
     this.#sourceEvictions.set(source, source.stats().evictions);
     return this;
@@ -418,7 +429,7 @@ export class PrometheusMetrics implements LimiterMetrics {
     for (const s of this.#sources) {
       const now = s.stats().evictions;
       const before = this.#sourceEvictions.get(s) ?? 0;
-      if (now > before) this.recordEvictions(s.kind, now - before);
+      if (Number.isFinite(now) && now > before) this.recordEvictions(s.kind, now - before);
       this.#sourceEvictions.set(s, now);
     }
   }

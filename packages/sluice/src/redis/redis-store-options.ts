@@ -8,16 +8,9 @@ import {
   SluiceError,
 } from '../core/index.js';
 import { type RedisScriptClient, toScriptClient } from './client-adapter.js';
+import type { FailureMode } from './failure-mode.js';
 import type { HashTagFunction } from './key-layout.js';
-
-/**
- * What the store does while Redis does not answer (error, timeout, breaker open):
- * - `open`: admit (reason `store_unavailable_open`) and count;
- * - `closed`: deny (reason `store_unavailable`, for a 503 problem);
- * - `local`: decide in process memory with every quota, burst and queue limit divided by `nodeCount`, so a
- *   fleet of `nodeCount` nodes admits about the configured total.
- */
-export type FailureMode = 'open' | 'closed' | 'local';
+import type { StoreLogger } from './store-events.js';
 
 /** Options of {@link RedisStore}. */
 export interface RedisStoreOptions {
@@ -58,6 +51,11 @@ export interface RedisStoreOptions {
     /** Milliseconds between probes while switched; decisions return within about this after Redis does. Default 250. */
     readonly probeIntervalMs?: number;
   };
+  /**
+   * Where to write one warn-level line on entering the failure mode and one on leaving it (pino fits as it is).
+   * Default: no lines; the `failover` and `recover` events fire either way.
+   */
+  readonly logger?: StoreLogger;
 }
 
 /** Validated, frozen options. */
@@ -74,6 +72,7 @@ export interface ResolvedRedisStoreOptions {
   readonly batchMaxInFlight: number;
   readonly failureThreshold: number;
   readonly probeIntervalMs: number;
+  readonly logger: StoreLogger | undefined;
 }
 
 const KNOWN = [
@@ -87,6 +86,7 @@ const KNOWN = [
   'denyCache',
   'batch',
   'breaker',
+  'logger',
 ];
 
 /**
@@ -123,6 +123,13 @@ export function resolveRedisStoreOptions(options: RedisStoreOptions): ResolvedRe
   } else if (o.denyCache !== undefined && o.denyCache !== true) {
     throw invalidOption('denyCache', 'true, false or { maxEntries }', o.denyCache);
   }
+  const logger = o.logger as StoreLogger | undefined;
+  if (
+    logger !== undefined &&
+    (typeof logger !== 'object' || logger === null || typeof logger.warn !== 'function')
+  ) {
+    throw invalidOption('logger', 'an object with a warn(fields, message) method (pino fits)', logger);
+  }
   const batch = o.batch === undefined ? {} : objectOption('batch', o.batch);
   rejectUnknownKeys('batch', batch, ['maxEntries', 'maxInFlight']);
   const breaker = o.breaker === undefined ? {} : objectOption('breaker', o.breaker);
@@ -140,5 +147,6 @@ export function resolveRedisStoreOptions(options: RedisStoreOptions): ResolvedRe
     batchMaxInFlight: integerOption('batch.maxInFlight', batch.maxInFlight, 1, 1024, 8),
     failureThreshold: integerOption('breaker.failureThreshold', breaker.failureThreshold, 1, 1_000_000, 3),
     probeIntervalMs: integerOption('breaker.probeIntervalMs', breaker.probeIntervalMs, 1, 3_600_000, 250),
+    logger,
   });
 }

@@ -1,8 +1,8 @@
 import { Cluster, Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { redisCli, startRedisCluster, startRedisServer } from '../../../../test/support/redis-server.js';
-import { type Decision, definePolicy } from '../core/index.js';
-import { RedisStore } from './index.js';
+import { type Decision, definePolicy, ManualClock } from '../core/index.js';
+import { RedisStore, reconnectBackoff } from './index.js';
 
 const policy = definePolicy({ name: 'rl.chaos', quota: 100_000, window: 1, burst: 100_000 });
 
@@ -98,6 +98,100 @@ describe('RedisStore under chaos (real redis-server processes)', () => {
       await server.stop();
     }
     expect(run.errors).toEqual([]);
+  });
+
+  it('is back on Redis within one probe interval of the client reconnecting (counted in decisions)', async () => {
+    // The client settings the gateway uses (packages/gateway/src/store/create-store.ts): no offline queue, a
+    // reconnect backoff of 50 ms doubling to 500 ms, a connect timeout. The store runs on a ManualClock that the
+    // test moves STEP ms per decision, so the probe interval is counted in the store's own time and decisions.
+    const PROBE_MS = 250;
+    const STEP_MS = 5;
+    const server = await startRedisServer();
+    const client = new Redis({
+      host: server.host,
+      port: server.port,
+      enableOfflineQueue: false,
+      connectTimeout: 1000,
+      retryStrategy: reconnectBackoff({ initialMs: 50, maxMs: 500 }),
+    });
+    client.on('error', () => {});
+    await new Promise((resolve) => client.once('ready', resolve));
+    const clock = new ManualClock(1_700_000_000_000);
+    const store = new RedisStore({
+      client,
+      clock,
+      failureMode: 'local',
+      nodeCount: 2,
+      timeoutMs: 1_000,
+      breaker: { probeIntervalMs: PROBE_MS },
+    });
+    const keys = ['a', 'b', 'c'];
+    let i = 0;
+    // One decision per step, then a real millisecond for sockets and timers (the reconnect, the probe's answer).
+    const step = async () => {
+      clock.advance(STEP_MS);
+      await store.decide([{ policy, key: keys[i++ % keys.length] }], 1);
+      await new Promise((r) => setTimeout(r, 1));
+    };
+    const until = async (check: () => boolean, what: string, max = 20_000) => {
+      for (let n = 0; !check(); n++) {
+        if (n >= max) throw new Error(`no ${what} after ${max} decisions`);
+        await step();
+      }
+    };
+    let ready: { at: number; wall: number; fallback: number; probes: number } | undefined;
+    let recovered: { at: number; wall: number; fallback: number; probes: number } | undefined;
+    const snapshot = () => ({
+      at: clock.now(),
+      wall: performance.now(),
+      fallback: store.stats().fallbackDecisions,
+      probes: store.stats().probes,
+    });
+    store.on('recover', () => {
+      recovered = snapshot();
+    });
+    try {
+      await until(() => store.stats().redisDecisions >= 50, 'decisions from Redis');
+      await server.kill();
+      await until(() => store.stats().state === 'fallback', 'switch to the failure mode');
+      // Down long enough for the reconnect backoff to reach its cap: the slowest return the settings allow.
+      let longestBackoff = 0;
+      client.on('reconnecting', (ms: number) => {
+        longestBackoff = Math.max(longestBackoff, ms);
+      });
+      client.on('ready', () => {
+        ready = snapshot();
+      });
+      await until(
+        () => store.stats().fallbackDecisions >= 100 && longestBackoff === 500,
+        'local decisions while down, and reconnect attempts 500 ms apart',
+      );
+      await server.restart();
+      const restarted = snapshot();
+      await until(() => recovered !== undefined, 'recovery');
+      const back = recovered as NonNullable<typeof recovered>;
+      // The probe that brought the store back may have been answered while the client was still finishing its
+      // handshake, before 'ready': then nothing at all was answered locally after the client was ready.
+      const from = ready !== undefined && ready.at >= restarted.at && ready.at <= back.at ? ready : back;
+      const afterReady = back.fallback - from.fallback;
+      const storeMs = back.at - from.at;
+      console.log(
+        `recovery: ${back.fallback - restarted.fallback} decisions by the failure mode and ` +
+          `${Math.round(back.wall - restarted.wall)} ms (wall) from redis-server answering again to decisions ` +
+          `from Redis (reconnect backoff included); ${afterReady} decisions and ${storeMs} ms (store clock, ` +
+          `probe interval ${PROBE_MS} ms) from the client being ready; ${back.probes - restarted.probes} probe(s)`,
+      );
+      // Within one probe interval of store time after the client is ready, plus the decisions made while the
+      // probe's PING was in flight (each waits a real millisecond): one due probe is enough.
+      expect(back.probes - from.probes).toBeLessThanOrEqual(1);
+      expect(afterReady).toBeLessThanOrEqual(PROBE_MS / STEP_MS + 50);
+      const fromRedis = store.stats().redisDecisions;
+      await until(() => store.stats().redisDecisions > fromRedis + 20, 'decisions from Redis again');
+      expect(store.stats()).toMatchObject({ state: 'redis', failovers: 1, recoveries: 1 });
+    } finally {
+      client.disconnect();
+      await server.stop();
+    }
   });
 
   it('recovers from SCRIPT FLUSH under load without a single failed decision', async () => {

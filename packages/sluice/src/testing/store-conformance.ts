@@ -8,6 +8,7 @@ import {
   type Policy,
   type RateLimitStore,
 } from '../core/index.js';
+import { expectWellFormedDecision } from './decision-shape.js';
 import { ReferenceStore } from './reference-store.js';
 
 /** Builds a fresh store on the given clock; remote stores take the clock instead of their server time in tests. */
@@ -252,6 +253,7 @@ export function storeConformance(name: string, make: StoreFactory, options: Conf
             const got =
               o.kind === 'peek' ? await store.peek(checks, o.cost) : await store.decide(checks, o.cost);
             const want = o.kind === 'peek' ? oracle.peek(checks, o.cost) : oracle.decide(checks, o.cost);
+            expectWellFormedDecision(got, o.cost);
             expect(facts(got)).toEqual(facts(want));
           }
         }),

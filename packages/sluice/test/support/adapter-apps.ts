@@ -31,7 +31,15 @@ export interface Counters {
 export interface RunningApp {
   readonly url: string;
   readonly counters: Counters;
+  /** The codes of the adapter's warnings, in order. */
+  readonly warnings: string[];
   close(): Promise<void>;
+}
+
+/** A `warn` option that records the codes, and the list it records into. */
+function recorder(): { warn: (message: string, code: string) => void; warnings: string[] } {
+  const warnings: string[] = [];
+  return { warn: (_message, code) => void warnings.push(code), warnings };
 }
 
 export type AdapterName = 'node' | 'express' | 'fastify' | 'hono';
@@ -71,7 +79,8 @@ function closeServer(server: Server): Promise<void> {
 
 async function nodeApp(http: HttpLimiter): Promise<RunningApp> {
   const counters: Counters = { handler: 0, auth: 0 };
-  const options = { identify: (req: IncomingMessage) => principalOf(req.headers['x-test-principal']) };
+  const { warn, warnings } = recorder();
+  const options = { identify: (req: IncomingMessage) => principalOf(req.headers['x-test-principal']), warn };
   const send = (res: ServerResponse, status: number, body: string) => {
     res.statusCode = status;
     res.setHeader('Content-Type', 'application/json');
@@ -108,12 +117,13 @@ async function nodeApp(http: HttpLimiter): Promise<RunningApp> {
     ),
   );
   const url = await listen(server);
-  return { url, counters, close: () => closeServer(server) };
+  return { url, counters, warnings, close: () => closeServer(server) };
 }
 
 async function expressApp(http: HttpLimiter): Promise<RunningApp> {
   const counters: Counters = { handler: 0, auth: 0 };
-  const options = { identify: (req: express.Request) => principalOf(req.headers['x-test-principal']) };
+  const { warn, warnings } = recorder();
+  const options = { identify: (req: express.Request) => principalOf(req.headers['x-test-principal']), warn };
   const app = express();
   app.use(expressRateLimit(http, options));
   app.get('/health', (_req, res) => {
@@ -137,15 +147,16 @@ async function expressApp(http: HttpLimiter): Promise<RunningApp> {
   });
   const server = createServer(app);
   const url = await listen(server);
-  return { url, counters, close: () => closeServer(server) };
+  return { url, counters, warnings, close: () => closeServer(server) };
 }
 
 async function fastifyApp(http: HttpLimiter): Promise<RunningApp> {
   const counters: Counters = { handler: 0, auth: 0 };
   const identify = (req: { headers: Record<string, string | string[] | undefined> }) =>
     principalOf(req.headers['x-test-principal']);
+  const { warn, warnings } = recorder();
   const app = Fastify();
-  await app.register(sluiceFastify, { limiter: http, identify });
+  await app.register(sluiceFastify, { limiter: http, identify, warn });
   app.get('/health', async () => 'ok');
   app.get<{ Params: { id: string } }>('/api/items/:id', async (req, reply) => {
     counters.handler++;
@@ -168,6 +179,7 @@ async function fastifyApp(http: HttpLimiter): Promise<RunningApp> {
   return {
     url: `http://127.0.0.1:${port}`,
     counters,
+    warnings,
     close: async () => {
       app.server.closeAllConnections();
       await app.close();
@@ -177,7 +189,11 @@ async function fastifyApp(http: HttpLimiter): Promise<RunningApp> {
 
 async function honoApp(http: HttpLimiter): Promise<RunningApp> {
   const counters: Counters = { handler: 0, auth: 0 };
-  const options = { identify: (c: import('hono').Context) => principalOf(c.req.header('x-test-principal')) };
+  const { warn, warnings } = recorder();
+  const options = {
+    identify: (c: import('hono').Context) => principalOf(c.req.header('x-test-principal')),
+    warn,
+  };
   const app = new Hono();
   app.use('*', honoRateLimit(http, options));
   app.get('/health', (c) => c.json('ok'));
@@ -202,7 +218,7 @@ async function honoApp(http: HttpLimiter): Promise<RunningApp> {
     const s = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, () => resolve(s as Server));
   });
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return { url, counters, close: () => closeServer(server) };
+  return { url, counters, warnings, close: () => closeServer(server) };
 }
 
 /** Starts the app on one adapter over the given limiter. */

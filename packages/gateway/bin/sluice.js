@@ -1,0 +1,18 @@
+#!/usr/bin/env node
+// The `sluice` command that npm links. npm links bins when it installs, before anything is built, so the link
+// has to point at a committed file: this one hands over to the compiled command in dist/, and says how to build
+// it when a fresh clone has not been built yet.
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+const cli = new URL('../dist/bin/sluice.js', import.meta.url);
+
+if (existsSync(cli)) {
+  await import(cli.href);
+} else {
+  process.stderr.write(
+    `sluice: the command is not built yet (${fileURLToPath(cli)} is missing).\n` +
+      'Run npm run build in the repository root, then try again.\n',
+  );
+  process.exitCode = 1;
+}

@@ -1,0 +1,70 @@
+import type { GatewayConfig } from '../../src/config/gateway-config.js';
+import type { BucketView } from '../../src/server/admin-server.js';
+
+/** The admin token was missing or refused (HTTP 401). */
+export class UnauthorizedError extends Error {
+  constructor() {
+    super('The admin token was refused.');
+    this.name = 'UnauthorizedError';
+  }
+}
+
+/** A key's buckets, as `GET /keys/<key>` returns them. */
+export interface KeyInspection {
+  readonly key: string;
+  readonly buckets: readonly BucketView[];
+}
+
+/**
+ * The admin API of the listener that served the page (same origin), with the bearer token in the
+ * `Authorization` header of every call; never in a URL, so it stays out of logs and history.
+ */
+export class AdminApi {
+  readonly #token: string;
+
+  /** @param token - the admin bearer token. */
+  constructor(token: string) {
+    this.#token = token;
+  }
+
+  /** The effective configuration, secrets redacted (`GET /config`). */
+  config(): Promise<GatewayConfig> {
+    return this.#json<GatewayConfig>('GET', '/config');
+  }
+
+  /** A key's bucket under every policy, without taking a token (`GET /keys/<key>`). */
+  inspect(key: string): Promise<KeyInspection> {
+    return this.#json<KeyInspection>('GET', `/keys/${encodeURIComponent(key)}`);
+  }
+
+  /** Forgets every bucket of a key (`DELETE /keys/<key>`). */
+  async reset(key: string): Promise<void> {
+    await this.#call('DELETE', `/keys/${encodeURIComponent(key)}`);
+  }
+
+  /** The headers of an authorized call, for the event stream. */
+  headers(): Record<string, string> {
+    return { authorization: `Bearer ${this.#token}` };
+  }
+
+  async #json<T>(method: string, path: string): Promise<T> {
+    const r = await this.#call(method, path);
+    return (await r.json()) as T;
+  }
+
+  async #call(method: string, path: string): Promise<Response> {
+    const r = await fetch(path, { method, headers: this.headers(), cache: 'no-store' });
+    if (r.status === 401) throw new UnauthorizedError();
+    if (!r.ok) {
+      let detail = `${r.status} ${r.statusText}`;
+      try {
+        const body = (await r.json()) as { error?: string; detail?: string };
+        detail = body.detail ?? body.error ?? detail;
+      } catch {
+        // Not JSON: the status line says enough.
+      }
+      throw new Error(`${method} ${path} failed: ${detail}`);
+    }
+    return r;
+  }
+}

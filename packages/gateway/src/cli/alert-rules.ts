@@ -1,0 +1,86 @@
+import { prometheusMetricNames } from 'sluice/prometheus';
+
+/** The placeholder the template holds wherever a metric name starts; a plain token, never valid PromQL. */
+const PREFIX_PLACEHOLDER = '{prefix}';
+
+/**
+ * The Prometheus alert rules on Sluice's metrics, with `{prefix}` where the metric name prefix goes. The one
+ * source of the rules: deploy/prometheus/rules/rate-limiting.yaml is its rendering for the default prefix (a test
+ * compares them byte for byte) and `sluice rules` renders it for a configuration's `metrics.prefix`, so the shipped
+ * file and the command cannot drift apart. The first rule is the design contract's, verbatim but for the metric
+ * name.
+ */
+export const ALERT_RULES_TEMPLATE = `# Prometheus alert rules on the rate limiter's metrics, metric name prefix \`{prefix}\` (gateway \`metrics.prefix\`,
+# PrometheusMetrics \`prefix\`), as printed by \`sluice rules --config FILE\`. One template
+# (packages/gateway/src/cli/alert-rules.ts) gives both that output and deploy/prometheus/rules/rate-limiting.yaml
+# (the default prefix \`sluice\`): edit the template, a test holds the two equal.
+# Load with \`rule_files\` in prometheus.yml; check with \`promtool check rules FILE\`.
+groups:
+  - name: rate_limiting
+    rules:
+      # The contract's rule, on our metric name: more than 10 denials per second for one policy, tier and endpoint
+      # rule, sustained for 5 minutes.
+      - alert: HighRateLimitExceeded
+        expr: rate({prefix}_rate_limit_exceeded_total[5m]) > 10
+        for: 5m
+        labels:
+          severity: warning
+        annotations:
+          summary: "High rate of rate limit exceeded events"
+          description: >-
+            Policy {{ $labels.policy }} (tier "{{ $labels.tier }}", rule "{{ $labels.rule }}") denied
+            {{ $value | humanize }} requests per second over the last 5 minutes on {{ $labels.instance }}.
+
+      # A tenant has used 80% or more of its quota over the rolling window (the quota tracker's gauge).
+      - alert: TenantNearQuota
+        expr: max by (tenant) ({prefix}_quota_usage_ratio) >= 0.8 < 1
+        for: 5m
+        labels:
+          severity: warning
+        annotations:
+          summary: "Tenant near its quota"
+          description: >-
+            Tenant {{ $labels.tenant }} has used {{ $value | humanizePercentage }} of its quota over the window.
+
+      # A tenant has used its whole quota.
+      - alert: TenantQuotaExhausted
+        expr: max by (tenant) ({prefix}_quota_usage_ratio) >= 1
+        for: 1m
+        labels:
+          severity: critical
+        annotations:
+          summary: "Tenant quota exhausted"
+          description: >-
+            Tenant {{ $labels.tenant }} has used {{ $value | humanizePercentage }} of its quota over the window.
+
+      # The rate limit store cannot answer and its failure mode is deciding instead (open: admit everything,
+      # closed: deny everything, local: an in-process limiter per node).
+      - alert: RateLimitStoreFailureModeActive
+        expr: max by (instance, store, mode) ({prefix}_store_failure_mode_active) == 1
+        for: 1m
+        labels:
+          severity: critical
+        annotations:
+          summary: "Rate limit store failure mode active"
+          description: >-
+            Store {{ $labels.store }} on {{ $labels.instance }} has been unavailable for over a minute; failure
+            mode "{{ $labels.mode }}" is in effect.
+`;
+
+/**
+ * Renders {@link ALERT_RULES_TEMPLATE} for a metric name prefix.
+ *
+ * @param prefix - the prefix of the metric names (`metrics.prefix` of the gateway); default `sluice`.
+ * @returns the rules file as YAML text, ready for `rule_files` in prometheus.yml.
+ * @throws SluiceError `ERR_INVALID_OPTION` when the prefix is not a metric name start (`[a-zA-Z_][a-zA-Z0-9_]*`),
+ *   the same check the Prometheus sink applies, so the rules name exactly the series the sink exports.
+ *
+ * @example
+ * ```ts
+ * renderAlertRules('stellaops'); // ...expr: rate(stellaops_rate_limit_exceeded_total[5m]) > 10...
+ * ```
+ */
+export function renderAlertRules(prefix = 'sluice'): string {
+  prometheusMetricNames(prefix);
+  return ALERT_RULES_TEMPLATE.replaceAll(PREFIX_PLACEHOLDER, prefix);
+}

@@ -1,0 +1,204 @@
+import { inRanges, normalizeIp, parseTrustedProxies } from 'sluice/http';
+import type { GatewayConfig } from './gateway-config.js';
+import { coveredFamilies } from './ip-coverage.js';
+import { methodsOverlap, patternFindings, patternKey } from './pattern-warnings.js';
+import { type ConfigPath, formatPath } from './violation.js';
+
+/**
+ * The stable codes of configuration warnings: a valid file that probably does not do what its author meant.
+ * Each is documented in packages/gateway/README.md ("Configuration warnings").
+ */
+export const WarningCode = Object.freeze({
+  /** The admin listener listens on an address other hosts can reach, in plain HTTP. */
+  AdminPlaintextPublic: 'W_ADMIN_PLAINTEXT_PUBLIC',
+  /** The decision API listens on an address other hosts can reach, in plain HTTP. */
+  DecisionPlaintextPublic: 'W_DECISION_PLAINTEXT_PUBLIC',
+  /** `server.trustedProxies` covers every IPv4 or every IPv6 address, alone or together. */
+  TrustedProxiesAll: 'W_TRUSTED_PROXIES_ALL',
+  /** An endpoint pattern no canonical request path can match. */
+  PatternNeverMatches: 'W_PATTERN_NEVER_MATCHES',
+  /** An endpoint pattern with a query, which matching ignores. */
+  PatternQuery: 'W_PATTERN_QUERY',
+  /** An endpoint pattern equal to an earlier one of the same list, for overlapping methods. */
+  PatternDuplicate: 'W_PATTERN_DUPLICATE',
+});
+
+/** One of {@link WarningCode}. */
+export type WarningCode = (typeof WarningCode)[keyof typeof WarningCode];
+
+/** A warning found in a resolved configuration, before its position in the file is known. */
+export interface WarningFinding {
+  readonly code: WarningCode;
+  readonly path: ConfigPath;
+  readonly message: string;
+  /** What to write instead. */
+  readonly suggestion: string;
+}
+
+/** A configuration warning with its place in the file, shaped like a violation. */
+export interface ConfigWarning {
+  readonly code: WarningCode;
+  /** Dotted path such as `admin.host`. */
+  readonly path: string;
+  /** 1-based line in the file, or 0 when unknown. */
+  readonly line: number;
+  /** 1-based column, or 0 when unknown. */
+  readonly column: number;
+  readonly message: string;
+  readonly suggestion: string;
+}
+
+const LOOPBACK = parseTrustedProxies('loopback', ['loopback']);
+
+/**
+ * Checks a valid configuration for settings that are allowed but risky or useless: an admin or decision
+ * listener reachable from other hosts without TLS, trusted proxies that cover every address, endpoint patterns
+ * that can never match, carry a query, or repeat an earlier one.
+ *
+ * @param config - the resolved configuration.
+ * @returns every finding, in file order of the sections checked; empty when there is nothing to say.
+ */
+export function checkConfig(config: GatewayConfig): WarningFinding[] {
+  const out: WarningFinding[] = [];
+  if (config.admin !== undefined && !isLoopbackHost(config.admin.host)) {
+    out.push({
+      code: WarningCode.AdminPlaintextPublic,
+      path: ['admin', 'host'],
+      message: `the admin listener on ${config.admin.host} is reachable from other hosts without TLS: the admin token, key resets and the configuration travel in plain text`,
+      suggestion:
+        'keep admin.host on 127.0.0.1 (the default) and reach it through an SSH tunnel or a reverse proxy that terminates TLS',
+    });
+  }
+  if (config.decision !== undefined && !isLoopbackHost(config.decision.host)) {
+    out.push({
+      code: WarningCode.DecisionPlaintextPublic,
+      path: ['decision', 'host'],
+      message: `the decision API on ${config.decision.host} is reachable from other hosts without TLS: whoever reaches it can spend any client's tokens`,
+      suggestion:
+        'listen on 127.0.0.1 next to the proxy (the default), or keep it on a private network and narrow decision.allowedPeers',
+    });
+  }
+  out.push(...trustedProxyFindings(config));
+  out.push(...ruleFindings(config), ...exemptionFindings(config));
+  return out;
+}
+
+const positioned = new WeakMap<GatewayConfig, readonly ConfigWarning[]>();
+
+/**
+ * Records the warnings of a configuration the loader produced, with their lines, for {@link configWarnings}.
+ *
+ * @param config - the loaded configuration.
+ * @param warnings - its warnings.
+ */
+export function rememberWarnings(config: GatewayConfig, warnings: readonly ConfigWarning[]): void {
+  positioned.set(config, Object.freeze([...warnings]));
+}
+
+/**
+ * The warnings of a configuration: with file positions when it came from `loadConfigText` or `loadConfigFile`
+ * (the same list as their `warnings`), else computed now without positions (line and column 0). The gateway
+ * logs them at `warn` when it starts and after a reload.
+ *
+ * @param config - a configuration.
+ */
+export function configWarnings(config: GatewayConfig): readonly ConfigWarning[] {
+  return (
+    positioned.get(config) ??
+    checkConfig(config).map((f) => ({ ...f, path: formatPath(f.path), line: 0, column: 0 }))
+  );
+}
+
+/**
+ * Renders warnings one a line as `file:line:column path: warning CODE: message; suggestion: ...`, the shape of
+ * violations, so editors and CI logs link both.
+ *
+ * @param file - the file name shown first.
+ */
+export function formatWarnings(file: string, warnings: readonly ConfigWarning[]): string {
+  return warnings
+    .map(
+      (w) =>
+        `${file}:${w.line}:${w.column} ${w.path === '' ? '(file)' : w.path}: warning ${w.code}: ${w.message}; suggestion: ${w.suggestion}`,
+    )
+    .join('\n');
+}
+
+function isLoopbackHost(host: string): boolean {
+  if (host.toLowerCase() === 'localhost') return true;
+  const ip = normalizeIp(host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host);
+  return ip !== undefined && inRanges(ip, LOOPBACK);
+}
+
+function trustedProxyFindings(config: GatewayConfig): WarningFinding[] {
+  const list = config.server.trustedProxies;
+  const header = config.server.proxyHeader === 'forwarded' ? 'Forwarded' : 'X-Forwarded-For';
+  const finding = (path: ConfigPath, families: string[]): WarningFinding => ({
+    code: WarningCode.TrustedProxiesAll,
+    path,
+    message: `trusts every ${families.join(' and every ')} address as a proxy: any client can write ${header} (and identity headers) and choose the address it is limited as`,
+    suggestion:
+      'list only the addresses of your load balancers or reverse proxies, for example 10.0.0.0/8 or loopback',
+  });
+  const out: WarningFinding[] = [];
+  list.forEach((entry, i) => {
+    const families = coveredFamilies(parseTrustedProxies('entry', [entry]));
+    if (families.length > 0) out.push(finding(['server', 'trustedProxies', i], families));
+  });
+  if (out.length > 0) return out;
+  const families = coveredFamilies(parseTrustedProxies('server.trustedProxies', list));
+  return families.length > 0 ? [finding(['server', 'trustedProxies'], families)] : [];
+}
+
+function ruleFindings(config: GatewayConfig): WarningFinding[] {
+  const out: WarningFinding[] = [];
+  const seen: { key: string; methods: readonly string[] | undefined; index: number }[] = [];
+  for (const rule of config.endpoints) {
+    const path: ConfigPath = ['rateLimiting', 'endpoints', rule.index, 'pattern'];
+    for (const f of patternFindings(rule.pattern)) out.push({ ...f, code: f.code, path });
+    const key = patternKey(rule.pattern);
+    const earlier = seen.find((s) => s.key === key && methodsOverlap(s.methods, rule.methods));
+    if (earlier !== undefined) {
+      out.push({
+        code: WarningCode.PatternDuplicate,
+        path,
+        message: `matches the same requests as rateLimiting.endpoints[${earlier.index}].pattern: both rules apply to every request they match, and the stricter one decides`,
+        suggestion: 'merge the two rules, or give them methods that do not overlap',
+      });
+    }
+    seen.push({ key, methods: rule.methods, index: rule.index });
+  }
+  return out;
+}
+
+function exemptionFindings(config: GatewayConfig): WarningFinding[] {
+  const out: WarningFinding[] = [];
+  const seen: { key: string; methods: string[]; index: number }[] = [];
+  config.exemptions.endpoints.forEach((entry, i) => {
+    const text = entry.trim();
+    const space = text.indexOf(' ');
+    const methods =
+      space < 0
+        ? []
+        : text
+            .slice(0, space)
+            .split(',')
+            .map((m) => m.trim().toUpperCase());
+    const pattern = space < 0 ? text : text.slice(space + 1).trim();
+    const prefix = space < 0 ? '' : `${text.slice(0, space)} `;
+    const path: ConfigPath = ['exemptions', 'endpoints', i];
+    for (const f of patternFindings(pattern, (p) => `${prefix}${p}`)) out.push({ ...f, code: f.code, path });
+    const key = patternKey(pattern);
+    const earlier = seen.find((s) => s.key === key && methodsOverlap(s.methods, methods));
+    if (earlier !== undefined) {
+      out.push({
+        code: WarningCode.PatternDuplicate,
+        path,
+        message: `exempts the same requests as exemptions.endpoints[${earlier.index}]`,
+        suggestion: 'remove one of the two entries',
+      });
+    }
+    seen.push({ key, methods, index: i });
+  });
+  return out;
+}

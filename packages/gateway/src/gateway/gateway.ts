@@ -1,0 +1,249 @@
+import { EventEmitter } from 'node:events';
+import type { Clock, Decision, RateLimitStore } from 'sluice';
+import type { PrometheusMetrics } from 'sluice/prometheus';
+import { TopLimitedKeys, wallClock } from 'sluice/quota';
+import { EXEMPT_REASONS } from '../admission/admit-request.js';
+import { Runtime } from '../admission/runtime.js';
+import { configWarnings } from '../config/config-warnings.js';
+import type { GatewayConfig } from '../config/gateway-config.js';
+import type { ConfigOverrides } from '../config/load-config.js';
+import { RateWindow } from '../dashboard/index.js';
+import { createLogger, type Logger } from '../log/create-logger.js';
+import { logConfigWarnings } from '../log/log-config-warnings.js';
+import { TappedMetrics } from '../metrics/tapped-metrics.js';
+import { TenantQuota } from '../quota/tenant-quota.js';
+import type { BucketView } from '../server/admin-server.js';
+import { ProxyServer } from '../server/proxy-server.js';
+import { createStore, type OpenedStore } from '../store/create-store.js';
+import { observeStore } from '../store/observe-store.js';
+import { ReloadController, type ReloadResult } from './reload-controller.js';
+import { SideListeners } from './side-listeners.js';
+
+/** A key's bucket as the admin API and {@link Gateway.inspect} show it. */
+export type { BucketView, ReloadResult };
+
+/** Options of {@link Gateway.start}. */
+export interface GatewayOptions {
+  /** The resolved configuration (from `loadConfigFile`). */
+  readonly config: GatewayConfig;
+  /** The file to reload on SIGHUP or change; default `config.file`. */
+  readonly configFile?: string;
+  /** Command-line values re-applied on every reload, so a flag keeps winning over the file. */
+  readonly overrides?: ConfigOverrides;
+  /** Variables for `${NAME}` on reload; default `process.env`. */
+  readonly env?: Readonly<Record<string, string | undefined>>;
+  /** The logger; default pino on standard output at `logging.level`. */
+  readonly logger?: Logger;
+  /** The store's clock (a `ManualClock` in tests); default monotonic time. Only the memory store uses it. */
+  readonly clock?: Clock;
+  /** Wall-clock milliseconds for `X-RateLimit-Reset` and the problem's `reset`; default `Date.now`. */
+  readonly now?: () => number;
+  /** Watch the file for changes; default `config.reload.watch` when there is a file. */
+  readonly watch?: boolean;
+}
+
+/**
+ * The sluice gateway: a rate-limiting reverse proxy. Each request is checked against its exemptions, its
+ * identity (JWT, API key or trusted identity headers, failed credentials counting against the client IP's
+ * public-auth bucket) and its policies (the tier's minute and hour buckets plus every matching endpoint rule,
+ * all or nothing), then proxied to the upstream with undici, bodies streamed both ways. It owns every listener
+ * its configuration asks for: the proxy, and the admin API with the dashboard (`admin:`), the HTTP decision API
+ * (`decision:`) and the Envoy rate limit service (`envoy:`), which decide with the same store and policies.
+ *
+ * Events: `reload` ({@link ReloadResult}) after each reload attempt, `closed` after shutdown.
+ *
+ * @example
+ * ```ts
+ * const gateway = await Gateway.start({ config: loadConfigOrThrow('rate-limits.yaml') });
+ * console.log(gateway.url, gateway.decisionUrl, gateway.envoyAddress);
+ * process.on('SIGTERM', () => gateway.close());
+ * ```
+ */
+export class Gateway extends EventEmitter {
+  /** The base URL clients use, for example `http://127.0.0.1:8080`. */
+  url = '';
+  /** The Prometheus sink every decision is recorded in (it also feeds the dashboard's sinks below). */
+  readonly metrics: PrometheusMetrics;
+  /** Per-second counts of the last minutes of decisions, for the dashboard. */
+  readonly rates: RateWindow;
+  /** The keys denied most often, as keyed hashes, for the dashboard. */
+  readonly topLimitedKeys: TopLimitedKeys;
+  /**
+   * Tenant quota tracking (the `quota:` section): usage by tenant, endpoint category and time bucket, alerts at
+   * thresholds; `undefined` when not configured.
+   */
+  readonly quota: TenantQuota | undefined;
+  readonly logger: Logger;
+  readonly store: RateLimitStore;
+  readonly #opened: OpenedStore;
+  readonly #reloads: ReloadController;
+  readonly #proxy: ProxyServer;
+  readonly #side: SideListeners;
+  readonly #unobserveStore: () => void;
+  #closing: Promise<void> | undefined;
+
+  private constructor(options: GatewayOptions) {
+    super();
+    const config = options.config;
+    const now = options.now ?? Date.now;
+    this.logger = options.logger ?? createLogger(config.logging.level);
+    this.#opened = createStore(config, options.clock);
+    this.store = this.#opened.store;
+    this.#reloads = new ReloadController({
+      // Reloaded runtimes keep these events: the wall clock of reset times, and a log line per store failure.
+      runtime: new Runtime(config, this.store, undefined, {
+        now,
+        onStoreError: (e) => this.logger.error({ err: e }, 'rate-limit store failed'),
+      }),
+      store: this.store,
+      logger: this.logger,
+      file: options.configFile,
+      overrides: options.overrides,
+      env: options.env,
+      onReload: (result) => this.emit('reload', result),
+    });
+    const clock = options.clock === undefined ? {} : { clock: options.clock };
+    this.rates = new RateWindow(clock);
+    // The last five to ten minutes (the current and the previous period), like the dashboard's chart.
+    this.topLimitedKeys = new TopLimitedKeys({ periodMs: 300_000, ...clock });
+    this.metrics = new TappedMetrics([this.rates, this.topLimitedKeys], {
+      prefix: config.metrics.prefix,
+      exemptReasons: [...EXEMPT_REASONS],
+    });
+    this.#unobserveStore = observeStore(this.metrics, this.store, this.logger);
+    this.quota = TenantQuota.open({
+      config,
+      current: () => this.#reloads.runtime.config,
+      redis: this.#opened.redis,
+      metrics: this.metrics,
+      logger: this.logger,
+      // Quota buckets are wall-clock time, shared by a fleet through Redis.
+      clock: { now: () => now(), sleep: (ms, signal) => wallClock.sleep(ms, signal) },
+    });
+    this.#proxy = new ProxyServer(this, config.server, now);
+    this.#side = new SideListeners(this, config, now);
+  }
+
+  /**
+   * Starts the gateway: opens the store, listens on `server.host:server.port` and on every other listener the
+   * configuration has (admin, decision API, Envoy service), and watches the configuration file when asked.
+   *
+   * @throws SluiceError `ERR_INVALID_CONFIG` when a JWKS or API key file is unusable; listen errors as Node and
+   * gRPC report them (for example `EADDRINUSE`), after whatever started is closed.
+   */
+  static async start(options: GatewayOptions): Promise<Gateway> {
+    const g = new Gateway(options);
+    const c = options.config;
+    try {
+      g.url = await g.#proxy.listen(c.server.host, c.server.port);
+      await g.#side.start(c);
+    } catch (e) {
+      await g.close();
+      throw e;
+    }
+    if (g.#reloads.file !== undefined && (options.watch ?? c.reload.watch)) g.#reloads.watch();
+    g.logger.info(
+      {
+        url: g.url,
+        admin: g.adminUrl,
+        decision: g.decisionUrl,
+        envoy: g.envoyAddress,
+        upstream: c.upstream.url,
+        store: g.store.kind,
+      },
+      'sluice gateway listening',
+    );
+    logConfigWarnings(g.logger, configWarnings(c), g.#reloads.file);
+    return g;
+  }
+
+  /** The admin listener's base URL, or `undefined` when no `admin:` section is configured. */
+  get adminUrl(): string | undefined {
+    return this.#side.adminUrl;
+  }
+
+  /**
+   * The decision API's base URL (its endpoint is `decision.path` below it, `/decide` by default), or `undefined`
+   * when no `decision:` section is configured.
+   */
+  get decisionUrl(): string | undefined {
+    return this.#side.decisionUrl;
+  }
+
+  /** `host:port` of the Envoy rate limit service, or `undefined` when no `envoy:` section is configured. */
+  get envoyAddress(): string | undefined {
+    return this.#side.envoyAddress;
+  }
+
+  /** The configuration in effect. */
+  get config(): GatewayConfig {
+    return this.#reloads.runtime.config;
+  }
+
+  /**
+   * The compiled configuration in effect (policies, identity, exemptions); replaced as a whole on reload. The
+   * decision API and the Envoy service read it per request, so they decide exactly as the proxy does.
+   */
+  get runtime(): Runtime {
+    return this.#reloads.runtime;
+  }
+
+  /** Requests being served now. */
+  get inflight(): number {
+    return this.#proxy.inflight;
+  }
+
+  /**
+   * Reads the configuration file again. A valid file replaces the configuration; policies whose limits did not
+   * change keep their buckets. An invalid file changes nothing and every violation is logged.
+   */
+  async reload(): Promise<ReloadResult> {
+    return this.#reloads.reload();
+  }
+
+  /**
+   * The buckets of a key under every policy, without taking anything.
+   *
+   * @param key - an identity key such as `ip:203.0.113.9` or `acme:ci-bot` (without the key prefix).
+   */
+  async inspect(key: string): Promise<BucketView[]> {
+    const plan = this.#reloads.runtime.plan;
+    const out: BucketView[] = [];
+    for (const check of plan.allChecks(key)) {
+      const d: Decision = await plan.limiter.peek([check], 1);
+      const o = d.outcomes[0];
+      const { name, quota, window, burst } = check.policy;
+      out.push({ policy: name, quota, window, burst, remaining: o.remaining, resetSeconds: o.resetSeconds });
+    }
+    return out;
+  }
+
+  /** Forgets every bucket of a key, so it starts full under each policy. */
+  async resetKey(key: string): Promise<void> {
+    const plan = this.#reloads.runtime.plan;
+    await plan.limiter.store.reset(plan.allChecks(key));
+    this.logger.info({ key }, 'key reset');
+  }
+
+  /**
+   * Stops the gateway: stops accepting connections on every listener, reports not ready, lets requests in flight
+   * finish (up to `server.shutdownTimeout`), then closes every connection, the upstream pool and the store.
+   */
+  close(): Promise<void> {
+    this.#closing ??= this.#shutdown();
+    return this.#closing;
+  }
+
+  async #shutdown(): Promise<void> {
+    this.#reloads.close();
+    await Promise.all([this.#proxy.close(), this.#side.close()]);
+    const rt = this.#reloads.runtime;
+    await rt.proxy?.destroy();
+    // The last counts go to the quota store before its connection closes; queued alert webhooks get a moment.
+    await this.quota?.close(Math.min(5000, rt.config.server.shutdownTimeoutMs));
+    this.#unobserveStore();
+    await this.#opened.close();
+    this.logger.info('sluice gateway stopped');
+    this.emit('closed');
+  }
+}

@@ -1,0 +1,150 @@
+import { type FSWatcher, watch } from 'node:fs';
+import { basename, dirname } from 'node:path';
+import type { RateLimitStore } from 'sluice';
+import { Runtime } from '../admission/runtime.js';
+import { type ConfigOverrides, loadConfigFile } from '../config/load-config.js';
+import type { Violation } from '../config/violation.js';
+import type { Logger } from '../log/create-logger.js';
+import { logConfigWarnings } from '../log/log-config-warnings.js';
+import { restartRequired } from './restart-settings.js';
+
+/** The outcome of a reload. */
+export interface ReloadResult {
+  readonly ok: boolean;
+  readonly violations: readonly Violation[];
+  /** Settings that changed but only take effect after a restart (listeners, TLS, store); see `SETTINGS`. */
+  readonly restartRequired: readonly string[];
+}
+
+/** Options of {@link ReloadController}. */
+export interface ReloadOptions {
+  /** The runtime built at start. */
+  readonly runtime: Runtime;
+  /** The store every runtime shares, so that unchanged policies keep their buckets. */
+  readonly store: RateLimitStore;
+  readonly logger: Logger;
+  /** The file to read; default the file the configuration in effect came from. */
+  readonly file?: string;
+  /** Command-line values re-applied on every reload, so a flag keeps winning over the file. */
+  readonly overrides?: ConfigOverrides;
+  /** Variables for `${NAME}`; default `process.env`. */
+  readonly env?: Readonly<Record<string, string | undefined>>;
+  /** Called after each reload attempt, valid or not. */
+  readonly onReload: (result: ReloadResult) => void;
+}
+
+/**
+ * Holds the runtime in effect and replaces it from the configuration file, on demand (SIGHUP, the admin API) or
+ * when the file changes. A valid file swaps the runtime as a whole; an invalid one changes nothing.
+ */
+export class ReloadController {
+  readonly #options: ReloadOptions;
+  #runtime: Runtime;
+  #watcher: FSWatcher | undefined;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(options: ReloadOptions) {
+    this.#options = options;
+    this.#runtime = options.runtime;
+  }
+
+  /** The runtime in effect; requests read it once when they start. */
+  get runtime(): Runtime {
+    return this.#runtime;
+  }
+
+  /** The file reloads read, or `undefined` for a configuration that did not come from a file. */
+  get file(): string | undefined {
+    return this.#options.file ?? this.#runtime.config.file;
+  }
+
+  /**
+   * Reads the configuration file again. A valid file replaces the runtime; policies whose limits did not change
+   * keep their buckets; settings bound at start are reported, not applied. Every violation is logged.
+   */
+  reload(): ReloadResult {
+    const file = this.file;
+    const result: ReloadResult =
+      file === undefined
+        ? { ok: false, violations: [violation('no configuration file to reload')], restartRequired: [] }
+        : this.#reloadFrom(file);
+    this.#options.onReload(result);
+    return result;
+  }
+
+  /** Reloads when the file changes. The folder is watched: editors and config management replace files by renaming. */
+  watch(): void {
+    const file = this.file;
+    if (file === undefined) return;
+    const name = basename(file);
+    const logger = this.#options.logger;
+    try {
+      this.#watcher = watch(dirname(file), (_event, changed) => {
+        if (changed !== null && changed !== name) return;
+        if (this.#timer !== undefined) clearTimeout(this.#timer);
+        // One save often arrives as several events; reload once they settle.
+        this.#timer = setTimeout(() => this.reload(), 50);
+      });
+      this.#watcher.on('error', (e) =>
+        logger.warn({ err: e }, 'configuration watch failed; SIGHUP still reloads'),
+      );
+    } catch (e) {
+      logger.warn({ err: e }, 'cannot watch the configuration file; SIGHUP still reloads');
+    }
+  }
+
+  /** Stops watching. */
+  close(): void {
+    this.#watcher?.close();
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+  }
+
+  #reloadFrom(file: string): ReloadResult {
+    const { logger, env, overrides } = this.#options;
+    let loaded: ReturnType<typeof loadConfigFile>;
+    try {
+      loaded = loadConfigFile(file, { env, overrides });
+    } catch (e) {
+      const v = violation((e as Error).message);
+      logger.error({ file, violation: v }, 'configuration reload failed; keeping the current configuration');
+      return { ok: false, violations: [v], restartRequired: [] };
+    }
+    if (!loaded.ok) {
+      for (const v of loaded.violations) {
+        logger.error(
+          { file, path: v.path, line: v.line, column: v.column },
+          `invalid configuration: ${v.message}`,
+        );
+      }
+      logger.error(
+        { file, violations: loaded.violations.length },
+        'configuration reload rejected; keeping the current configuration',
+      );
+      return { ok: false, violations: loaded.violations, restartRequired: [] };
+    }
+    const old = this.#runtime;
+    let next: Runtime;
+    try {
+      next = new Runtime(loaded.config, this.#options.store, old);
+    } catch (e) {
+      const v = violation((e as Error).message);
+      logger.error(
+        { file, violation: v },
+        'configuration reload rejected; keeping the current configuration',
+      );
+      return { ok: false, violations: [v], restartRequired: [] };
+    }
+    const restart = restartRequired(old.config, loaded.config);
+    this.#runtime = next;
+    if (old.proxy !== undefined && old.proxy !== next.proxy) void old.proxy.close();
+    if (restart.length > 0)
+      logger.warn({ settings: restart }, 'changed settings take effect after a restart');
+    logConfigWarnings(logger, loaded.warnings, file);
+    logger.info({ file, policies: next.plan.limiter.policies.length }, 'configuration reloaded');
+    return { ok: true, violations: [], restartRequired: restart };
+  }
+}
+
+function violation(message: string): Violation {
+  return { path: '', line: 0, column: 0, message };
+}

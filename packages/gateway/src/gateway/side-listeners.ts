@@ -1,0 +1,96 @@
+import type { TopLimitedKeys } from 'sluice/quota';
+import type { GatewayConfig } from '../config/gateway-config.js';
+import { Dashboard, type DashboardSource, type RateWindow } from '../dashboard/index.js';
+import type { DecisionHost } from '../decision/decide-request.js';
+import { DecisionServer } from '../decision/decision-server.js';
+import { EnvoyRateLimitServer } from '../envoy/grpc-server.js';
+import { AdminServer, type AdminTarget } from '../server/admin-server.js';
+
+/** What the listeners beside the proxy read of the gateway. */
+export type SideListenerHost = DecisionHost &
+  AdminTarget &
+  DashboardSource & {
+    /** The dashboard's per-second counts. */
+    readonly rates: RateWindow;
+    readonly topLimitedKeys: TopLimitedKeys;
+  };
+
+/**
+ * The gateway's listeners beside the proxy, each started only when its section is configured: the admin API with
+ * the dashboard (`admin:`), the HTTP decision API (`decision:`) and the Envoy rate limit service (`envoy:`). They
+ * decide with the gateway's store, policies and metrics and follow its reloads; their addresses are bound at
+ * start.
+ */
+export class SideListeners {
+  /** The admin listener's base URL, once started. */
+  adminUrl: string | undefined;
+  /** The decision API's base URL, once started. */
+  decisionUrl: string | undefined;
+  /** `host:port` of the Envoy service, once started. */
+  envoyAddress: string | undefined;
+  readonly #host: SideListenerHost;
+  readonly #now: () => number;
+  readonly #admin: AdminServer | undefined;
+  #decision: DecisionServer | undefined;
+  #envoy: EnvoyRateLimitServer | undefined;
+
+  /**
+   * @param host - the gateway.
+   * @param config - the configuration at start (its admin token is read here, once).
+   * @param now - wall-clock milliseconds for reset epochs.
+   */
+  constructor(host: SideListenerHost, config: GatewayConfig, now: () => number) {
+    this.#host = host;
+    this.#now = now;
+    const quota = host.quota?.tracker;
+    this.#admin =
+      config.admin === undefined
+        ? undefined
+        : new AdminServer(
+            host,
+            config.admin.token,
+            new Dashboard(host, {
+              rates: host.rates,
+              topLimitedKeys: host.topLimitedKeys,
+              ...(quota === undefined ? {} : { quota }),
+            }),
+          );
+  }
+
+  /**
+   * Starts every configured listener, one after the other.
+   *
+   * @throws the listen error as Node or gRPC reports it; the caller closes whatever started.
+   */
+  async start(config: GatewayConfig): Promise<void> {
+    if (this.#admin !== undefined && config.admin !== undefined) {
+      const port = await this.#admin.listen(config.admin.host, config.admin.port);
+      this.adminUrl = `http://${hostForUrl(config.admin.host)}:${port}`;
+    }
+    if (config.decision !== undefined) {
+      this.#decision = await DecisionServer.start({
+        host: this.#host,
+        config: config.decision,
+        now: this.#now,
+      });
+      this.decisionUrl = this.#decision.url;
+    }
+    if (config.envoy !== undefined) {
+      this.#envoy = await EnvoyRateLimitServer.start({
+        host: this.#host,
+        config: config.envoy,
+        now: this.#now,
+      });
+      this.envoyAddress = this.#envoy.address;
+    }
+  }
+
+  /** Closes every listener that started; a decision is short, so none drains. */
+  async close(): Promise<void> {
+    await Promise.all([this.#admin?.close(), this.#decision?.close(), this.#envoy?.close()]);
+  }
+}
+
+function hostForUrl(host: string): string {
+  return host.includes(':') ? `[${host}]` : host;
+}

@@ -1,0 +1,60 @@
+import type { IncomingMessage, OutgoingHttpHeaders } from 'node:http';
+import { type HeaderPair, PROBLEM_CONTENT_TYPE } from 'sluice/http';
+import type { Admission } from '../admission/admit-request.js';
+import type { Runtime } from '../admission/runtime.js';
+import { upstreamRequestHeaders } from '../proxy/forward-headers.js';
+
+/** An admission that lets the request through (allowed or exempt). */
+export type Admitted = Exclude<Admission, { readonly kind: 'deny' }>;
+
+const NO_NAMES: readonly string[] = Object.freeze([]);
+const NO_PAIRS: readonly HeaderPair[] = Object.freeze([]);
+
+/*
+ * The headers of every answer of the proxy listener, written in one place for plain requests and upgrades alike:
+ * what goes upstream, what the gateway adds to a proxied answer, and the head of a problem it answers itself.
+ */
+
+/**
+ * The headers the gateway adds to a proxied answer (a response or a `101 Switching Protocols`): the request id,
+ * and the rate-limit headers of an allowed request (an exempt one has none).
+ */
+export function admittedHeaders(rt: Runtime, id: string, admission: Admitted): OutgoingHttpHeaders {
+  const extra: OutgoingHttpHeaders = { [rt.config.server.requestIdHeader]: id };
+  if (admission.kind === 'allow') for (const [k, v] of admission.headers) extra[k] = v;
+  return extra;
+}
+
+/** The request headers sent upstream, with the forwarding headers of this client connection. */
+export function upstreamHeaders(rt: Runtime, req: IncomingMessage, id: string): OutgoingHttpHeaders {
+  const peer = req.socket.remoteAddress ?? 'unknown';
+  const trusted = rt.trustedPeer(req.socket.remoteAddress);
+  return upstreamRequestHeaders(req.headers, {
+    peer: peer.startsWith('::ffff:') ? peer.slice(7) : peer,
+    proto: (req.socket as { encrypted?: boolean }).encrypted === true ? 'https' : 'http',
+    host: req.headers.host,
+    requestId: id,
+    requestIdHeader: rt.config.server.requestIdHeader,
+    // Identity headers are believed only from trusted proxies; from anyone else they never reach the upstream.
+    strip: trusted ? NO_NAMES : rt.identifier.identityHeaderNames,
+    trustedPeer: trusted,
+    preserveHost: rt.config.upstream.preserveHost,
+  });
+}
+
+/**
+ * The head of a problem the gateway answers itself (a denial, a bad target, an upstream failure): the headers
+ * admission gave (rate-limit headers, `Retry-After`), the problem's content type, no caching, and the request id.
+ */
+export function problemHeaders(
+  rt: Runtime,
+  id: string,
+  given: readonly HeaderPair[] = NO_PAIRS,
+): HeaderPair[] {
+  return [
+    ...given,
+    ['content-type', PROBLEM_CONTENT_TYPE],
+    ['cache-control', 'no-store'],
+    [rt.config.server.requestIdHeader, id],
+  ];
+}

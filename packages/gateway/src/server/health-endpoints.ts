@@ -1,0 +1,90 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { RateLimitStore } from 'sluice';
+import { metricsHandler, type PrometheusMetrics } from 'sluice/prometheus';
+import type { Runtime } from '../admission/runtime.js';
+
+const HEALTH_PATHS = new Set(['/health', '/ready', '/metrics']);
+/** How long `/ready` waits for the store before calling it unavailable. */
+const STORE_PROBE_MS = 1000;
+
+/** What the health endpoints read of the gateway. */
+export interface HealthSource {
+  /** The configuration in effect (`metrics.enabled`, the policies to probe the store with). */
+  readonly runtime: Runtime;
+  readonly store: RateLimitStore;
+  /** The registry `/metrics` serves. */
+  readonly metrics: PrometheusMetrics;
+}
+
+/** True for `GET` or `HEAD` of `/health`, `/ready` or `/metrics`: the gateway answers them itself. */
+export function isHealthRequest(method: string, path: string): boolean {
+  return (method === 'GET' || method === 'HEAD') && HEALTH_PATHS.has(path);
+}
+
+/**
+ * Answers the gateway's own endpoints on the proxy listener: `/health` (the process runs), `/ready` (not
+ * draining, and the store answers within a second) and `/metrics` (Prometheus text, 404 when `metrics.enabled` is
+ * false).
+ *
+ * @param draining - true once shutdown began: `/ready` answers 503 so that load balancers stop sending.
+ */
+export async function answerHealth(
+  source: HealthSource,
+  draining: boolean,
+  path: string,
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<void> {
+  const send = (status: number, body: unknown) => {
+    const text = JSON.stringify(body);
+    res.writeHead(status, {
+      'content-type': 'application/json',
+      'cache-control': 'no-store',
+      'content-length': Buffer.byteLength(text),
+    });
+    res.end(req.method === 'HEAD' ? undefined : text);
+  };
+  if (path === '/health') {
+    send(200, { status: 'ok' });
+    return;
+  }
+  if (path === '/ready') {
+    if (draining) {
+      send(503, { status: 'draining' });
+      return;
+    }
+    const ok = await storeAnswers(source.runtime);
+    send(ok ? 200 : 503, { status: ok ? 'ready' : 'store_unavailable', store: source.store.kind });
+    return;
+  }
+  if (!source.runtime.config.metrics.enabled) {
+    send(404, { status: 'metrics disabled' });
+    return;
+  }
+  metricsHandler(source.metrics.registry)(req, res);
+}
+
+/** True when the store answers a read within its timeout (a peek of a key no one uses). */
+async function storeAnswers(rt: Runtime): Promise<boolean> {
+  const plan = rt.plan;
+  try {
+    const d = await withTimeout(
+      Promise.resolve(plan.limiter.peek([{ policy: plan.publicAuth, key: '\u0000ready' }], 1)),
+      STORE_PROBE_MS,
+    );
+    return d !== undefined && d.reason !== 'store_unavailable' && d.reason !== 'store_unavailable_open';
+  } catch {
+    return false;
+  }
+}
+
+function withTimeout<T>(p: Promise<T>, ms: number): Promise<T | undefined> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  return Promise.race([
+    p,
+    new Promise<undefined>((r) => {
+      timer = setTimeout(() => r(undefined), ms);
+      timer.unref();
+    }),
+  ]).finally(() => clearTimeout(timer));
+}

@@ -1,0 +1,46 @@
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { type Admission, type AdmissionHost, admitRequest } from '../admission/admit-request.js';
+import type { Runtime } from '../admission/runtime.js';
+
+/** What the request pipeline and the upgrade path share of the proxy listener that runs them. */
+export interface ProxyContext {
+  /** The gateway: the configuration in effect, metrics, store, logger and quota that admission uses. */
+  readonly host: AdmissionHost;
+  /** Wall-clock milliseconds for `X-RateLimit-Reset` and the problem's `reset`. */
+  readonly now: () => number;
+  /** True once shutdown began: answers close their connection, `/ready` says draining, upgrades are refused. */
+  readonly draining: boolean;
+  /** Counts a request in flight until {@link ProxyContext.end}; shutdown waits for none to be left. */
+  begin(): void;
+  end(): void;
+  /** Keeps an upgraded connection, so shutdown can close it. */
+  keepUpgraded(socket: Duplex): void;
+}
+
+/**
+ * Admits a request of the gateway's own listener through the one admission function, with what only this
+ * listener knows: the client address behind trusted proxies, whether the peer may send identity headers, and the
+ * TLS socket for the mTLS exemption.
+ */
+export function admitOwnRequest(
+  ctx: ProxyContext,
+  rt: Runtime,
+  req: IncomingMessage,
+  method: string,
+  path: string,
+  id: string,
+): Admission | Promise<Admission> {
+  const peer = req.socket.remoteAddress;
+  return admitRequest(ctx.host, {
+    method,
+    path,
+    headers: req.headers,
+    clientIp: rt.clientIp(peer, req.headers),
+    trustIdentityHeaders: rt.trustedPeer(peer),
+    cost: 1,
+    correlationId: id,
+    nowMs: ctx.now(),
+    socket: req.socket,
+  });
+}

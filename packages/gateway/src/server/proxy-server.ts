@@ -1,0 +1,134 @@
+import { readFileSync } from 'node:fs';
+import {
+  createServer as createHttpServer,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
+import type { AdmissionHost } from '../admission/admit-request.js';
+import type { GatewayConfig } from '../config/gateway-config.js';
+import type { ProxyContext } from './proxy-context.js';
+import { handleRequest } from './request-pipeline.js';
+import { handleUpgrade } from './upgrade-path.js';
+
+/**
+ * The proxy listener (`server.host:server.port`, HTTP or HTTPS with optional client certificates): it runs the
+ * request pipeline and the upgrade path, counts requests in flight and drains them on close.
+ */
+export class ProxyServer implements ProxyContext {
+  readonly host: AdmissionHost;
+  readonly now: () => number;
+  readonly #server: Server;
+  readonly #tls: boolean;
+  readonly #upgraded = new Set<Duplex>();
+  #inflight = 0;
+  #drainWaiters: (() => void)[] = [];
+  #draining = false;
+
+  /**
+   * @param host - the gateway (admission reads the configuration in effect from it per request).
+   * @param server - the `server:` section at start: TLS files are read here, once.
+   * @param now - wall-clock milliseconds.
+   * @throws the file system error when a TLS file cannot be read.
+   */
+  constructor(host: AdmissionHost, server: GatewayConfig['server'], now: () => number) {
+    this.host = host;
+    this.now = now;
+    const handler = (req: IncomingMessage, res: ServerResponse) => void handleRequest(this, req, res);
+    const tls = server.tls;
+    this.#tls = tls !== undefined;
+    this.#server =
+      tls === undefined
+        ? createHttpServer(handler)
+        : createHttpsServer(
+            {
+              cert: readFileSync(tls.cert),
+              key: readFileSync(tls.key),
+              ca: tls.clientCa === undefined ? undefined : readFileSync(tls.clientCa),
+              // Clients without a certificate are still served (and limited); only a verified one can be exempt.
+              requestCert: tls.clientCa !== undefined,
+              rejectUnauthorized: false,
+            },
+            handler,
+          );
+    this.#server.on(
+      'upgrade',
+      (req: IncomingMessage, socket: Duplex, head: Buffer) => void handleUpgrade(this, req, socket, head),
+    );
+    this.#server.on('clientError', (_e, socket: Duplex) => {
+      if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\n\r\n');
+      else socket.destroy();
+    });
+  }
+
+  get draining(): boolean {
+    return this.#draining;
+  }
+
+  /** Requests being served now. */
+  get inflight(): number {
+    return this.#inflight;
+  }
+
+  begin(): void {
+    this.#inflight++;
+  }
+
+  end(): void {
+    this.#inflight--;
+    if (this.#inflight === 0 && this.#drainWaiters.length > 0) {
+      for (const w of this.#drainWaiters.splice(0)) w();
+    }
+  }
+
+  keepUpgraded(socket: Duplex): void {
+    this.#upgraded.add(socket);
+    socket.once('close', () => this.#upgraded.delete(socket));
+  }
+
+  /**
+   * Listens and returns the base URL clients use.
+   *
+   * @throws the listen error as Node reports it (for example `EADDRINUSE`).
+   */
+  listen(host: string, port: number): Promise<string> {
+    return new Promise((resolve, reject) => {
+      this.#server.once('error', reject);
+      this.#server.listen(port, host, () => {
+        this.#server.off('error', reject);
+        const bound = (this.#server.address() as AddressInfo).port;
+        resolve(`${this.#tls ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${bound}`);
+      });
+    });
+  }
+
+  /**
+   * Stops accepting, reports draining, lets requests in flight finish (up to `server.shutdownTimeout` of the
+   * configuration in effect), then closes every connection, upgraded ones included.
+   */
+  async close(): Promise<void> {
+    this.#draining = true;
+    const closed = this.#server.listening
+      ? new Promise<void>((r) => this.#server.close(() => r()))
+      : Promise.resolve();
+    this.#server.closeIdleConnections();
+    if (this.#inflight > 0) {
+      this.host.logger.info({ inflight: this.#inflight }, 'draining requests in flight');
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([
+        new Promise<void>((r) => this.#drainWaiters.push(r)),
+        new Promise<void>((r) => {
+          timer = setTimeout(r, this.host.runtime.config.server.shutdownTimeoutMs);
+          timer.unref();
+        }),
+      ]);
+      clearTimeout(timer);
+    }
+    this.#server.closeAllConnections();
+    for (const s of this.#upgraded) s.destroy();
+    await closed;
+  }
+}

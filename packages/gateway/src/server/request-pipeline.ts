@@ -1,0 +1,166 @@
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import { closesAfterDenial, DENIAL_DRAIN_LIMIT, isPromiseLike } from 'sluice/http';
+import { type GatewayProblem, Problems, sendProblem } from '../admission/problem-response.js';
+import { requestIdOf } from '../admission/request-id.js';
+import type { Runtime } from '../admission/runtime.js';
+import { admittedHeaders, upstreamHeaders } from './answer-headers.js';
+import { answerHealth, isHealthRequest } from './health-endpoints.js';
+import { admitOwnRequest, type ProxyContext } from './proxy-context.js';
+
+/**
+ * Serves one request of the proxy listener: the request target, the health endpoints, admission (exemptions,
+ * identity, policies), then the upstream, with one log line per request once its response is closed. Answers
+ * with a problem body whatever fails; never throws.
+ */
+export async function handleRequest(
+  ctx: ProxyContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<void> {
+  const started = performance.now();
+  const host = ctx.host;
+  const rt = host.runtime;
+  const c = rt.config;
+  const id = requestIdOf(req.headers[c.server.requestIdHeader]);
+  ctx.begin();
+  let outcome = 'proxied';
+  let key: string | undefined;
+  let tier: string | undefined;
+  res.once('close', () => {
+    ctx.end();
+    if (!host.logger.isLevelEnabled('info')) return;
+    host.logger.info(
+      {
+        reqId: id,
+        method: req.method,
+        url: req.url,
+        status: res.statusCode,
+        ms: Math.round((performance.now() - started) * 100) / 100,
+        outcome,
+        key,
+        tier,
+      },
+      'request',
+    );
+  });
+  // The request id header is set here only on the gateway's own answers: a proxied response carries it in
+  // `extra`, and a response with nothing set before `writeHead` lets Node serialize the flat header list as is.
+  if (ctx.draining) res.setHeader('connection', 'close');
+  const raw = req.url ?? '/';
+  const method = req.method ?? 'GET';
+  // The one target parser, shared with the upgrade path and admission: the health endpoints, the rules and the
+  // upstream all see this canonical form. A target without one is admission's to refuse (400).
+  const target = rt.http.canonicalTarget(raw);
+  if (target.ok && isHealthRequest(method, target.path)) {
+    outcome = 'own';
+    res.setHeader(c.server.requestIdHeader, id);
+    host.metrics.recordExempt({ reason: 'endpoint' });
+    await answerHealth(host, ctx.draining, target.path, req, res);
+    return;
+  }
+  try {
+    const admitting = admitOwnRequest(ctx, rt, req, method, raw, id);
+    // The memory store answers in the same tick: no await, so no microtask hop for most requests.
+    const admission = isPromiseLike(admitting) ? await admitting : admitting;
+    if (admission.kind === 'deny') {
+      outcome = admission.outcome;
+      key = admission.key;
+      tier = admission.tier;
+      if (res.headersSent) return;
+      // Admission's headers are complete: rate-limit headers, the problem's content type, no caching, request id.
+      for (const [k, v] of admission.headers) res.setHeader(k, v);
+      // A denial keeps the connection (Node reads the rest of a small body after the answer). Only a large or
+      // chunked upload still unread closes it, announced first, since a silent close fails the next request.
+      if (
+        !req.complete &&
+        closesAfterDenial(req.headers, Math.min(c.server.maxBodyBytes, DENIAL_DRAIN_LIMIT))
+      ) {
+        res.setHeader('connection', 'close');
+      }
+      res.writeHead(admission.status, { 'content-length': Buffer.byteLength(admission.body) });
+      res.end(admission.body);
+      return;
+    }
+    if (admission.kind === 'exempt') {
+      outcome = `exempt_${admission.reason}`;
+      tier = admission.tier;
+    } else {
+      key = admission.key;
+      tier = admission.tier;
+    }
+    // Admission admits canonical targets only; forwarding anything else would let the upstream see a path the
+    // rules did not.
+    if (!target.ok) throw new Error('admission admitted a request target it refuses');
+    proxy(ctx, rt, req, res, target.path + target.query, id, admittedHeaders(rt, id, admission), (o) => {
+      outcome = o;
+    });
+  } catch (e) {
+    outcome = 'error';
+    host.logger.error({ reqId: id, err: e }, 'request failed');
+    if (!res.headersSent) res.setHeader(c.server.requestIdHeader, id);
+    sendProblem(
+      res,
+      {
+        status: 500,
+        title: 'Internal Server Error',
+        detail: 'The gateway failed to handle the request.',
+        code: 'internal_error',
+      },
+      target.ok ? target.path : raw,
+      id,
+    );
+  }
+}
+
+/** Forwards an admitted request to the upstream, streaming the body both ways, and answers its failures. */
+function proxy(
+  ctx: ProxyContext,
+  rt: Runtime,
+  req: IncomingMessage,
+  res: ServerResponse,
+  pathAndQuery: string,
+  id: string,
+  extra: OutgoingHttpHeaders,
+  setOutcome: (o: string) => void,
+): void {
+  const c = rt.config;
+  const instance = pathAndQuery;
+  if (rt.proxy === undefined) {
+    setOutcome('no_upstream');
+    sendProblem(res, Problems.noUpstream(), instance, id, extra as Record<string, string>);
+    return;
+  }
+  const length = Number(req.headers['content-length'] ?? 0);
+  if (length > c.server.maxBodyBytes) {
+    setOutcome('too_large');
+    res.setHeader('connection', 'close');
+    sendProblem(res, Problems.tooLarge(c.server.maxBodyBytes), instance, id, extra as Record<string, string>);
+    res.once('finish', () => req.socket.destroySoon?.());
+    return;
+  }
+  const headers = upstreamHeaders(rt, req, id);
+  delete headers.expect;
+  rt.proxy.forward(req, res, pathAndQuery, headers, extra, c.server.maxBodyBytes, (failure) => {
+    if (failure === undefined) return;
+    setOutcome(`upstream_${failure.kind}`);
+    if (failure.kind === 'aborted') return;
+    try {
+      const problem: GatewayProblem =
+        failure.kind === 'timeout'
+          ? Problems.gatewayTimeout()
+          : failure.kind === 'too_large'
+            ? Problems.tooLarge(c.server.maxBodyBytes)
+            : Problems.badGateway();
+      ctx.host.logger.warn(
+        { reqId: id, err: failure.error.message, kind: failure.kind },
+        'upstream request failed',
+      );
+      if (failure.kind === 'too_large') res.setHeader('connection', 'close');
+      sendProblem(res, problem, instance, id, extra as Record<string, string>);
+    } catch (e) {
+      // Called from undici's handler: an error here must end this response, never reach the pool.
+      ctx.host.logger.error({ reqId: id, err: e }, 'request failed');
+      res.destroy();
+    }
+  });
+}

@@ -1,0 +1,95 @@
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { Admission } from '../admission/admit-request.js';
+import {
+  type GatewayProblem,
+  Problems,
+  problemBody,
+  writeRawResponse,
+} from '../admission/problem-response.js';
+import { requestIdOf } from '../admission/request-id.js';
+import type { Runtime } from '../admission/runtime.js';
+import { admittedHeaders, problemHeaders, upstreamHeaders } from './answer-headers.js';
+import { admitOwnRequest, type ProxyContext } from './proxy-context.js';
+
+/**
+ * Serves a protocol upgrade (WebSocket) of the proxy listener: the same target parser, admission and headers as a
+ * plain request, limited once at connect; then the upstream's `101` and both sockets joined. A refusal is written
+ * on the raw socket, which is then closed. Never throws.
+ */
+export async function handleUpgrade(
+  ctx: ProxyContext,
+  req: IncomingMessage,
+  socket: Duplex,
+  head: Buffer,
+): Promise<void> {
+  const host = ctx.host;
+  const rt = host.runtime;
+  const id = requestIdOf(req.headers[rt.config.server.requestIdHeader]);
+  socket.on('error', () => socket.destroy());
+  if (ctx.draining) {
+    writeRawResponse(socket, 503, [], '');
+    return;
+  }
+  const raw = req.url ?? '/';
+  const method = req.method ?? 'GET';
+  // The same parser as a plain request's and admission's: a target without a canonical form is refused below.
+  const target = rt.http.canonicalTarget(raw);
+  let admission: Admission;
+  try {
+    admission = await admitOwnRequest(ctx, rt, req, method, raw, id);
+  } catch (e) {
+    host.logger.error({ reqId: id, err: e }, 'upgrade failed');
+    writeRawResponse(socket, 500, [], '');
+    return;
+  }
+  const log = (status: number, outcome: string, key?: string) =>
+    host.logger.info({ reqId: id, method, url: raw, status, outcome, key, upgrade: true }, 'request');
+  if (admission.kind === 'deny') {
+    log(admission.status, admission.outcome, admission.key);
+    // Admission's headers are complete: rate-limit headers, the problem's content type, no caching, request id.
+    writeRawResponse(socket, admission.status, admission.headers, admission.body);
+    return;
+  }
+  // Admission admits canonical targets only; anything else must not reach the upstream.
+  if (!target.ok) {
+    host.logger.error({ reqId: id }, 'admission admitted a request target it refuses');
+    writeRawResponse(socket, 500, [], '');
+    return;
+  }
+  const path = target.path;
+  if (rt.proxy === undefined) {
+    refuse(rt, socket, Problems.noUpstream(), path, id);
+    return;
+  }
+  const failure = await rt.proxy.upgrade(
+    req,
+    socket,
+    head,
+    path + target.query,
+    upstreamHeaders(rt, req, id),
+    admittedHeaders(rt, id, admission),
+  );
+  if (failure !== undefined) {
+    if (failure.kind !== 'aborted') {
+      refuse(
+        rt,
+        socket,
+        failure.kind === 'timeout' ? Problems.gatewayTimeout() : Problems.badGateway(),
+        path,
+        id,
+      );
+    }
+    host.logger.warn(
+      { reqId: id, kind: failure.kind, err: failure.error.message },
+      'upgrade not passed through',
+    );
+    return;
+  }
+  ctx.keepUpgraded(socket);
+  log(101, admission.kind === 'exempt' ? `exempt_${admission.reason}` : 'proxied');
+}
+
+function refuse(rt: Runtime, socket: Duplex, p: GatewayProblem, instance: string, id: string): void {
+  writeRawResponse(socket, p.status, problemHeaders(rt, id), problemBody(p, instance, id));
+}

@@ -1,0 +1,126 @@
+import type { Check, Decision, EvaluateMode } from '../core/index.js';
+
+/** The script's operation codes: decide, reserve, peek, refund (`f`), reset (`x`). See lua-script.ts. */
+export type Op = 'd' | 'r' | 'p' | 'f' | 'x';
+
+/** The operation code of each decision mode. */
+export const OP_OF: Readonly<Record<EvaluateMode, Op>> = Object.freeze({
+  decide: 'd',
+  reserve: 'r',
+  peek: 'p',
+});
+
+/** One call of the store waiting for, or riding in, a script call. */
+export interface Entry {
+  readonly op: Op;
+  /** The decision mode, or `undefined` for a refund or reset. */
+  readonly mode: EvaluateMode | undefined;
+  readonly checks: readonly Check[];
+  readonly keys: readonly string[];
+  readonly cost: number;
+  /** The injected clock's reading, or '' for the server's TIME. */
+  readonly now: string;
+  /** Local time of the call, for the deny cache and the breaker. */
+  readonly local: number;
+  readonly slot: number;
+  /** performance.now() when queued: a call never waits longer than timeoutMs for its turn either. */
+  readonly queuedAt: number;
+  resolve: (value: Decision | undefined) => void;
+  reject: (error: unknown) => void;
+}
+
+/** Settings and callbacks of a {@link BatchQueue}. */
+export interface BatchQueueOptions {
+  /** Most entries per script call. */
+  readonly maxEntries: number;
+  /** Script calls in flight at once. */
+  readonly maxInFlight: number;
+  /** How long an entry may wait for its turn before it is expired. */
+  readonly timeoutMs: number;
+  /** True on a Redis Cluster: a script call carries entries of one slot only. */
+  readonly cluster: boolean;
+  /** Sends one script call; the store calls {@link BatchQueue.done} when it settles. */
+  readonly send: (entries: Entry[]) => void;
+  /** An entry waited `timeoutMs` for a free slot: it follows the failure mode instead of waiting on. */
+  readonly expire: (entry: Entry) => void;
+}
+
+/**
+ * Groups concurrent calls into script calls: calls made in the same tick share one (per Cluster slot), up to
+ * `maxEntries` each and `maxInFlight` at once; later calls wait and share the next one.
+ */
+export class BatchQueue {
+  readonly #o: BatchQueueOptions;
+  #queue: Entry[] = [];
+  #scheduled = false;
+  #inFlight = 0;
+  readonly #flush = () => this.#flushQueue();
+
+  constructor(options: BatchQueueOptions) {
+    this.#o = options;
+  }
+
+  /** Queues an entry and resolves with its result (a decision, or `undefined` for a refund or reset). */
+  push(entry: Entry): Promise<Decision | undefined> {
+    return new Promise((resolve, reject) => {
+      entry.resolve = resolve;
+      entry.reject = reject;
+      this.#queue.push(entry);
+      this.#schedule();
+    });
+  }
+
+  /** One script call settled: its slot is free for the next batch. */
+  done(): void {
+    this.#inFlight--;
+    this.#schedule();
+  }
+
+  #schedule(): void {
+    if (this.#scheduled || this.#queue.length === 0 || this.#inFlight >= this.#o.maxInFlight) return;
+    this.#scheduled = true;
+    // A microtask, not a timer: calls made in the same tick share one script call, and a lone call waits for nothing.
+    queueMicrotask(this.#flush);
+  }
+
+  #flushQueue(): void {
+    this.#scheduled = false;
+    const max = this.#o.maxEntries;
+    this.#expireQueued();
+    while (this.#queue.length > 0 && this.#inFlight < this.#o.maxInFlight) {
+      const chunk = this.#queue.length <= max ? this.#queue : this.#queue.slice(0, max);
+      this.#queue = this.#queue.length <= max ? [] : this.#queue.slice(max);
+      if (!this.#o.cluster) {
+        this.#sendOne(chunk);
+        continue;
+      }
+      const bySlot = new Map<number, Entry[]>();
+      for (const e of chunk) {
+        const group = bySlot.get(e.slot);
+        if (group === undefined) bySlot.set(e.slot, [e]);
+        else group.push(e);
+      }
+      for (const group of bySlot.values()) this.#sendOne(group);
+    }
+  }
+
+  #sendOne(entries: Entry[]): void {
+    this.#inFlight++;
+    this.#o.send(entries);
+  }
+
+  /** Calls that waited a whole timeout for a free slot follow the failure mode instead of waiting on. */
+  #expireQueued(): void {
+    const q = this.#queue;
+    if (q.length === 0) return;
+    const limit = performance.now() - this.#o.timeoutMs;
+    if (q[0].queuedAt > limit) return;
+    let kept = 0;
+    for (let i = 0; i < q.length; i++) {
+      const e = q[i];
+      if (e.queuedAt <= limit) this.#o.expire(e);
+      else q[kept++] = e;
+    }
+    q.length = kept;
+  }
+}

@@ -1,0 +1,85 @@
+import type { Policy } from '../core/index.js';
+import type { Entry } from './batch-queue.js';
+
+/** The KEYS and ARGV of one script call. */
+export interface ScriptCall {
+  readonly keys: string[];
+  readonly args: string[];
+}
+
+/**
+ * Encodes batches of calls as the rate-limit script's arguments (the layout is documented in lua-script.ts):
+ * the clock slack and the call's policies first, once each; then runs of entries that share op, cost, clock
+ * reading and policies, each run naming its policies by index and costing a few arguments besides its keys.
+ */
+export class ScriptArgs {
+  readonly #slack: string;
+  readonly #policyArgs = new WeakMap<Policy, readonly string[]>();
+
+  /**
+   * @param slack - extra milliseconds of key TTL, as a string: `'60000'` with an injected clock (which need not
+   * run at the server's pace), else `'0'`.
+   */
+  constructor(slack: string) {
+    this.#slack = slack;
+  }
+
+  /** The keys and arguments of one script call carrying `entries`, in order. */
+  encode(entries: readonly Entry[]): ScriptCall {
+    const keys: string[] = [];
+    const index = new Map<Policy, string>();
+    const args: string[] = [this.#slack, ''];
+    for (const e of entries) {
+      for (const c of e.checks) {
+        if (index.has(c.policy)) continue;
+        index.set(c.policy, String(index.size + 1));
+        for (const a of this.#argsOf(c.policy)) args.push(a);
+      }
+    }
+    args[1] = String(index.size);
+    let run: Entry | undefined;
+    let countAt = 0;
+    let count = 0;
+    for (const e of entries) {
+      if (run === undefined || !sameShape(run, e)) {
+        if (run !== undefined) args[countAt] = String(count);
+        run = e;
+        count = 0;
+        args.push(e.op, String(e.cost), e.now, String(e.checks.length));
+        for (const c of e.checks) args.push(index.get(c.policy) as string);
+        countAt = args.length;
+        args.push('');
+      }
+      count++;
+      for (const k of e.keys) keys.push(k);
+    }
+    args[countAt] = String(count);
+    return { keys, args };
+  }
+
+  /** A policy's six arguments, built once per policy object. */
+  #argsOf(p: Policy): readonly string[] {
+    let args = this.#policyArgs.get(p);
+    if (args === undefined) {
+      args = Object.freeze([
+        String(p.quota),
+        String(p.unitsPerToken),
+        String(p.burst),
+        p.shadow ? '1' : '0',
+        String(p.queue?.limit ?? 0),
+        String(p.queue?.maxWaitMs ?? 0),
+      ]);
+      this.#policyArgs.set(p, args);
+    }
+    return args;
+  }
+}
+
+/** True when two entries can share a run of the script's arguments: everything but their keys is equal. */
+function sameShape(a: Entry, b: Entry): boolean {
+  if (a.op !== b.op || a.cost !== b.cost || a.now !== b.now) return false;
+  const n = a.checks.length;
+  if (b.checks.length !== n) return false;
+  for (let i = 0; i < n; i++) if (a.checks[i].policy !== b.checks[i].policy) return false;
+  return true;
+}

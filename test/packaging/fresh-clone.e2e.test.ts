@@ -1,0 +1,341 @@
+/**
+ * What a newcomer and a user do, for real: a fresh copy of the repository (the files a clone of this working tree
+ * would have), `npm ci`, `npx sluice --help` before and after `npm run build`; then both packages packed with
+ * `npm pack`, installed from the tarballs into an empty project (offline, from npm's cache) and used from ESM,
+ * from CommonJS (require(esm)) and from TypeScript with `module: nodenext`.
+ *
+ * A copy of the working tree rather than `git clone`: a clone holds only commits, and the test must see the
+ * package.json and launcher being changed. `npm ci` runs for real (about a minute on two cores): linking the
+ * bins at install time is what the test is about, so a copied or linked node_modules would prove nothing.
+ * `npm exec --no -- sluice` is `npx sluice` that never fetches a package named sluice from the registry.
+ */
+import { execFile } from 'node:child_process';
+import {
+  copyFileSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { delimiter, dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const MINUTE = 60_000;
+const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) as {
+  packages: Record<string, { version?: string }>;
+};
+
+/** The locked version of a package, so that installs in the consumer project come from npm's cache. */
+const locked = (name: string) => `${name}@${lock.packages[`node_modules/${name}`]?.version ?? 'latest'}`;
+
+/** Runtime anchors: one or two exports per entry point that the READMEs document. */
+const ANCHORS: Record<string, string[]> = {
+  sluice: ['Limiter', 'ManualClock', 'SluiceError', 'ErrorCode'],
+  'sluice/memory': ['MemoryStore'],
+  'sluice/redis': ['RedisStore'],
+  'sluice/http': ['createHttpLimiter'],
+  'sluice/node': ['withRateLimit'],
+  'sluice/express': ['rateLimit'],
+  'sluice/fastify': ['sluiceFastify'],
+  'sluice/hono': ['rateLimit'],
+  'sluice/client': ['createClient'],
+  'sluice/prometheus': ['PrometheusMetrics'],
+  'sluice/otel': ['OtelMetrics'],
+  'sluice/metrics': ['decideWithMetrics'],
+  'sluice/quota': ['QuotaTracker'],
+  '@sluice/gateway': ['main', 'loadConfigText'],
+};
+
+/** Entry points that load a peer at run time, and the peer a user must install for them. */
+const RUNTIME_PEERS: Record<string, string> = {
+  'sluice/prometheus': 'prom-client',
+  'sluice/fastify': 'fastify-plugin',
+  'sluice/testing': 'fast-check',
+};
+
+/** Peers (and the types a TypeScript consumer adds) installed before importing every entry point. */
+const PEERS = [
+  'prom-client',
+  'fastify-plugin',
+  'fastify',
+  'express',
+  '@types/express',
+  'hono',
+  '@opentelemetry/api',
+  '@types/node',
+];
+
+interface Result {
+  readonly code: number;
+  readonly out: string;
+}
+
+/**
+ * The environment of every command: none of the npm_* variables of the `npm test` that runs this file but the
+ * cache and registry, and no node_modules/.bin folder on PATH, so `npx sluice` cannot find the workspace's link.
+ */
+function cleanEnv(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  const keep = /^npm_config_(cache|registry|userconfig)$/i;
+  for (const [k, v] of Object.entries(process.env)) if (!/^npm_/i.test(k) || keep.test(k)) env[k] = v;
+  env.PATH = (process.env.PATH ?? '')
+    .split(delimiter)
+    .filter((d) => !d.includes('node_modules/.bin'))
+    .join(delimiter);
+  env.NO_UPDATE_NOTIFIER = '1';
+  return env;
+}
+
+/** Runs a command to its end (bounded by `timeout`) and returns its exit code and output. */
+function run(cmd: string, args: string[], cwd: string, timeout = 5 * MINUTE): Promise<Result> {
+  return new Promise((resolve) => {
+    execFile(
+      cmd,
+      args,
+      { cwd, env: cleanEnv(), timeout, maxBuffer: 64 * 1024 * 1024 },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
+        const out = `${stdout}${stderr}${error && typeof error.code !== 'number' ? `\n${error.message}` : ''}`;
+        resolve({ code, out });
+      },
+    );
+  });
+}
+
+/** Like {@link run}, but a failure throws with the command and its output. */
+async function ok(cmd: string, args: string[], cwd: string, timeout?: number): Promise<string> {
+  const r = await run(cmd, args, cwd, timeout);
+  if (r.code !== 0) throw new Error(`${cmd} ${args.join(' ')} exited ${r.code} in ${cwd}:\n${r.out}`);
+  return r.out;
+}
+
+/** Copies the files `git` would put in a clone of this working tree (tracked and new, not ignored). */
+async function copyWorkingTree(to: string): Promise<void> {
+  const listing = await ok('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], ROOT);
+  for (const file of listing.split('\0')) {
+    if (file === '') continue;
+    const from = join(ROOT, file);
+    try {
+      if (!lstatSync(from).isFile()) continue;
+    } catch {
+      continue; // deleted in the working tree, not yet in a commit
+    }
+    mkdirSync(dirname(join(to, file)), { recursive: true });
+    copyFileSync(from, join(to, file));
+  }
+}
+
+describe('a fresh clone and the packed packages', () => {
+  const work = mkdtempSync(join(tmpdir(), 'sluice-clone-'));
+  const clone = join(work, 'clone');
+  const packs = join(work, 'packs');
+  const consumer = join(work, 'consumer');
+  const tarballs: Record<string, { filename: string; files: string[] }> = {};
+
+  beforeAll(async () => {
+    await copyWorkingTree(clone);
+    await ok('npm', ['ci', '--prefer-offline', '--no-audit', '--no-fund'], clone, 8 * MINUTE);
+  }, 10 * MINUTE);
+
+  afterAll(() => {
+    rmSync(work, { recursive: true, force: true });
+  });
+
+  it('links the sluice command at install time; before a build it says to run npm run build', async () => {
+    const r = await run('npm', ['exec', '--no', '--', 'sluice', '--help'], clone, MINUTE);
+    expect(r.out).toMatch(/run npm run build/i);
+    expect(r.code).toBe(1);
+  });
+
+  it('runs npx sluice --help once built', { timeout: 8 * MINUTE }, async () => {
+    await ok('npm', ['run', 'build'], clone, 6 * MINUTE);
+    const out = await ok('npm', ['exec', '--no', '--', 'sluice', '--help'], clone, MINUTE);
+    expect(out).toMatch(/sluice serve/);
+  });
+
+  it('packs both packages with the license, a README and no tests', { timeout: 3 * MINUTE }, async () => {
+    mkdirSync(packs);
+    const out = await ok(
+      'npm',
+      ['pack', '--json', '--pack-destination', packs, '-w', 'packages/sluice', '-w', 'packages/gateway'],
+      clone,
+      2 * MINUTE,
+    );
+    const packed = JSON.parse(out.slice(out.indexOf('['))) as {
+      name: string;
+      filename: string;
+      files: { path: string }[];
+    }[];
+    for (const p of packed) tarballs[p.name] = { filename: p.filename, files: p.files.map((f) => f.path) };
+    expect(Object.keys(tarballs).sort()).toEqual(['@sluice/gateway', 'sluice']);
+    for (const { files } of Object.values(tarballs)) {
+      expect(files).toContain('LICENSE');
+      expect(files).toContain('README.md');
+      expect(files).toContain('package.json');
+      expect(files.filter((f) => /\.test\.|(^|\/)test\//.test(f))).toEqual([]);
+    }
+    expect(tarballs['@sluice/gateway'].files).toContain('bin/sluice.js');
+    expect(tarballs['@sluice/gateway'].files).toContain('dist/bin/sluice.js');
+    expect(tarballs.sluice.files).toContain('dist/core/index.js');
+    expect(tarballs.sluice.files).toContain('dist/core/index.d.ts');
+    const license = readFileSync(join(ROOT, 'LICENSE'), 'utf8');
+    expect(readFileSync(join(ROOT, 'packages/sluice/LICENSE'), 'utf8')).toBe(license);
+    expect(readFileSync(join(ROOT, 'packages/gateway/LICENSE'), 'utf8')).toBe(license);
+  });
+
+  it('installs the sluice tarball alone: each entry point loads, or names the optional peer to install', {
+    timeout: 5 * MINUTE,
+  }, async () => {
+    mkdirSync(consumer);
+    writeFileSync(
+      join(consumer, 'package.json'),
+      JSON.stringify({ name: 'consumer', private: true }, null, 2),
+    );
+    const tarball = join(packs, tarballs.sluice.filename);
+    await ok(
+      'npm',
+      ['install', '--prefer-offline', '--no-audit', '--no-fund', tarball],
+      consumer,
+      4 * MINUTE,
+    );
+    const entries = [...Object.keys(ANCHORS).filter((e) => e.startsWith('sluice')), 'sluice/testing'];
+    writeFileSync(
+      join(consumer, 'alone.mjs'),
+      `const peers = ${JSON.stringify(RUNTIME_PEERS)};
+const report = {};
+for (const entry of ${JSON.stringify(entries)}) {
+  try {
+    await import(entry);
+    report[entry] = 'loaded';
+  } catch (error) {
+    report[entry] = String(error.message).includes(peers[entry]) ? 'names ' + peers[entry] : String(error.message);
+  }
+}
+console.log(JSON.stringify(report));
+`,
+    );
+    const report = JSON.parse(await ok('node', ['alone.mjs'], consumer, MINUTE)) as Record<string, string>;
+    const expected: Record<string, string> = {};
+    for (const e of entries)
+      expected[e] = RUNTIME_PEERS[e] === undefined ? 'loaded' : `names ${RUNTIME_PEERS[e]}`;
+    expect(report).toEqual(expected);
+  });
+
+  it('installs the gateway tarball: its entry point and the sluice command work', {
+    timeout: 5 * MINUTE,
+  }, async () => {
+    const tarball = join(packs, tarballs['@sluice/gateway'].filename);
+    await ok(
+      'npm',
+      ['install', '--prefer-offline', '--no-audit', '--no-fund', tarball],
+      consumer,
+      4 * MINUTE,
+    );
+    writeFileSync(
+      join(consumer, 'gateway.mjs'),
+      "const m = await import('@sluice/gateway');\nconsole.log(typeof m.main);\n",
+    );
+    expect(await ok('node', ['gateway.mjs'], consumer, MINUTE)).toBe('function\n');
+    expect(await ok('npm', ['exec', '--no', '--', 'sluice', '--help'], consumer, MINUTE)).toMatch(
+      /sluice serve/,
+    );
+  });
+
+  it('imports every entry point from ESM once the peers are installed', { timeout: 5 * MINUTE }, async () => {
+    const peers = PEERS.map(locked);
+    await ok(
+      'npm',
+      ['install', '--prefer-offline', '--no-audit', '--no-fund', ...peers],
+      consumer,
+      4 * MINUTE,
+    );
+    writeFileSync(
+      join(consumer, 'esm.mjs'),
+      `import assert from 'node:assert/strict';
+import { Limiter, ManualClock } from 'sluice';
+import { MemoryStore } from 'sluice/memory';
+const anchors = ${JSON.stringify(ANCHORS)};
+for (const [entry, names] of Object.entries(anchors)) {
+  const m = await import(entry);
+  for (const name of names) assert.ok(name in m, entry + ' exports ' + name);
+}
+const clock = new ManualClock();
+const limiter = new Limiter({ policies: [{ name: 'p', quota: 1, window: 60 }], store: new MemoryStore({ clock }) });
+const first = await limiter.decide([{ policy: 'p', key: 'k' }]);
+const second = await limiter.decide([{ policy: 'p', key: 'k' }]);
+console.log(JSON.stringify([first.allowed, second.allowed]));
+`,
+    );
+    expect(JSON.parse(await ok('node', ['esm.mjs'], consumer, MINUTE))).toEqual([true, false]);
+  });
+
+  it('requires every entry point from CommonJS (require of ES modules)', { timeout: MINUTE }, async () => {
+    writeFileSync(
+      join(consumer, 'cjs.cjs'),
+      `const assert = require('node:assert/strict');
+if (!process.features.require_module) {
+  console.error('CommonJS programs need Node.js 20.19, 22.12 or newer to require sluice (an ES module).');
+  process.exit(2);
+}
+const anchors = ${JSON.stringify(ANCHORS)};
+for (const [entry, names] of Object.entries(anchors)) {
+  const m = require(entry);
+  for (const name of names) assert.ok(name in m, entry + ' exports ' + name);
+}
+console.log('ok');
+`,
+    );
+    const r = await run('node', ['--no-warnings', 'cjs.cjs'], consumer, MINUTE);
+    expect(r).toEqual({ code: 0, out: 'ok\n' });
+  });
+
+  it('type-checks ESM and CommonJS consumers with module nodenext', { timeout: 3 * MINUTE }, async () => {
+    const imports = Object.entries(ANCHORS).map(([entry, names], i) => ({
+      entry,
+      name: names[0],
+      alias: `a${i}`,
+    }));
+    writeFileSync(
+      join(consumer, 'tsconfig.json'),
+      JSON.stringify({
+        compilerOptions: {
+          module: 'nodenext',
+          moduleResolution: 'nodenext',
+          target: 'es2022',
+          strict: true,
+          noEmit: true,
+          // The build already checked the declarations; this checks how a consumer resolves them.
+          skipLibCheck: true,
+          types: ['node'],
+        },
+        files: ['consumer.mts', 'consumer.cts'],
+      }),
+    );
+    writeFileSync(
+      join(consumer, 'consumer.mts'),
+      `${imports.map((x) => `import { ${x.name} as ${x.alias} } from '${x.entry}';`).join('\n')}
+import type { Decision, RateLimitStore } from 'sluice';
+export const all: unknown[] = [${imports.map((x) => x.alias).join(', ')}];
+export async function allowed(store: RateLimitStore): Promise<boolean> {
+  const limiter = new a0({ policies: [{ name: 'p', quota: 1, window: 60 }], store });
+  const d: Decision = await limiter.decide([{ policy: 'p', key: 'k' }]);
+  return d.allowed;
+}
+`,
+    );
+    writeFileSync(
+      join(consumer, 'consumer.cts'),
+      `${imports.map((x) => `import ${x.alias} = require('${x.entry}');`).join('\n')}
+export const all: unknown[] = [${imports.map((x) => `${x.alias}.${x.name}`).join(', ')}];
+`,
+    );
+    const tsc = join(ROOT, 'node_modules/typescript/bin/tsc');
+    const r = await run('node', [tsc, '-p', 'tsconfig.json'], consumer, 2 * MINUTE);
+    expect(r).toEqual({ code: 0, out: '' });
+  });
+});
