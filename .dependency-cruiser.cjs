@@ -96,13 +96,13 @@ module.exports = {
       comment:
         'The dashboard bundle runs in the browser: no Node module, and of the gateway only type-only imports (message and configuration shapes).',
       severity: 'error',
-      from: { path: '^packages/gateway/dashboard-ui/src/' },
+      from: { path: '^packages/gateway/(dashboard|demo)-ui/src/' },
       to: { path: '^packages/gateway/src/', dependencyTypesNot: ['type-only'] },
     },
     {
       name: 'dashboard-ui-no-node',
       severity: 'error',
-      from: { path: '^packages/gateway/dashboard-ui/src/' },
+      from: { path: '^packages/gateway/(dashboard|demo)-ui/src/' },
       to: { dependencyTypes: ['core'] },
     },
     {

@@ -2,6 +2,7 @@ import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync }
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
+import { buildDemoPage, DEMO_OUT_DIR } from '../demo-ui/build.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 
@@ -45,4 +46,9 @@ export async function buildDashboard(outDir: string = DASHBOARD_OUT_DIR): Promis
 if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.argv[1]) {
   const files = await buildDashboard(process.argv[2]);
   console.log(`dashboard bundle: ${files.join(', ')} in ${process.argv[2] ?? DASHBOARD_OUT_DIR}`);
+  // The browser demo of `sluice demo` is built with the dashboard: one build step for the gateway's pages.
+  if (process.argv[2] === undefined) {
+    const demo = await buildDemoPage();
+    console.log(`demo page bundle: ${demo.join(', ')} in ${DEMO_OUT_DIR}`);
+  }
 }

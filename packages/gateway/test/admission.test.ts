@@ -65,3 +65,25 @@ describe('admission on the memory store', () => {
     expect(isThenable(admitRequest(running.gateway, request()))).toBe(false);
   });
 });
+
+describe('request targets in the YAML', () => {
+  it('refuses an encoded slash by default and decodes it with target.encodedSlashes: decode', async () => {
+    const yaml = `${TIERS}  endpoints:
+    - pattern: "/system/airgap/seal"
+      limit: 5
+      window: 3600s
+`;
+    running = await startGateway(join(tmp.dir, 'reject.yaml'), { yaml });
+    const refused = admitRequest(running.gateway, { ...request(), path: '/system/airgap%2Fseal' });
+    expect(refused).toMatchObject({ kind: 'deny', status: 400, outcome: 'bad_target_encoded_separator' });
+    await running.gateway.close();
+    running = await startGateway(join(tmp.dir, 'decode.yaml'), {
+      yaml: `${yaml}target:\n  encodedSlashes: decode\n`,
+    });
+    const decoded = admitRequest(running.gateway, { ...request(), path: '/system/airgap%2Fseal' });
+    expect(decoded).toMatchObject({ kind: 'allow' });
+    expect((decoded as { headers: readonly (readonly string[])[] }).headers[0][1]).toContain(
+      '"/system/airgap/seal"',
+    );
+  });
+});

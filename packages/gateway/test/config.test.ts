@@ -38,13 +38,21 @@ describe('the contract example', () => {
     const c = loadConfigOrThrow(EXAMPLE);
     expect(c.enabled).toBe(true);
     expect(c.defaultTier).toBe('standard');
-    expect(c.tiers.free).toEqual({ name: 'free', unlimited: false, perMinute: 60, burst: 10, perHour: 1000 });
+    expect(c.tiers.free).toEqual({
+      name: 'free',
+      unlimited: false,
+      perMinute: 60,
+      burst: 10,
+      perHour: 1000,
+      shadow: false,
+    });
     expect(c.tiers.standard).toEqual({
       name: 'standard',
       unlimited: false,
       perMinute: 300,
       burst: 50,
       perHour: 10000,
+      shadow: false,
     });
     expect(c.tiers.enterprise).toEqual({
       name: 'enterprise',
@@ -52,6 +60,7 @@ describe('the contract example', () => {
       perMinute: 1000,
       burst: 200,
       perHour: 50000,
+      shadow: false,
     });
     expect(c.endpoints.map((e) => [e.pattern, e.limit, e.windowSeconds, e.burst])).toEqual([
       ['/api/risk/simulation/*', 30, 60, 30],
@@ -184,7 +193,13 @@ ratelimit:
       ['rl.write', 120, 60, 30],
       ['rl.write', 120, 60, 30],
     ]);
-    expect(r.config.identity.publicAuth).toEqual({ name: 'rl.public_auth', perMinute: 6, burst: 3 });
+    expect(r.config.identity.publicAuth).toEqual({
+      name: 'rl.public_auth',
+      perMinute: 6,
+      burst: 3,
+      key: 'caller',
+      scope: 'request',
+    });
   });
 
   it('rejects zero values and a class combined with its own limits', () => {

@@ -56,6 +56,11 @@ export interface AdmissionRequest {
    * decision API), where that exemption cannot apply.
    */
   readonly socket?: unknown;
+  /**
+   * Aborts when the client goes away: a request waiting in a queue then leaves it and its tokens return. Read
+   * only when the request waits, so a getter may make it lazily.
+   */
+  readonly signal?: AbortSignal;
 }
 
 /** The outcome of {@link admitRequest}; a denial is a value, never an exception. */
@@ -129,6 +134,9 @@ export function admitRequest(host: AdmissionHost, r: AdmissionRequest): Admissio
     cost: r.cost,
     correlationId: r.correlationId,
     socket: r.socket,
+    get signal() {
+      return r.signal;
+    },
   };
   const t0 = performance.now();
   const v = rt.http.evaluate(req);

@@ -5,6 +5,7 @@ import type {
   IdentifyResult as GatewayIdentifyResult,
   RequestIdentifier,
 } from '../identity/identify-request.js';
+import { principalOf } from '../identity/principal.js';
 
 /** A request as the gateway admits it: the library's request facts plus what only the gateway knows. */
 export interface GatewayRequest extends HttpRequestInfo {
@@ -48,8 +49,10 @@ export function callerIdentifier(
     }
     const id = result.identity;
     if (id.source === 'anonymous') return anonymous;
+    const principal = principalOf(id);
     return {
       tier: id.tier !== undefined && isTier(id.tier) ? id.tier : defaultTier,
+      ...(principal === undefined ? {} : { principal }),
       ...(id.tenant === undefined ? {} : { tenant: id.tenant }),
       ...(id.client === undefined ? {} : { client: id.client }),
       ...(id.user === undefined ? {} : { user: id.user }),

@@ -1,9 +1,10 @@
-import type { RateLimitStore } from 'sluice';
+import type { Clock, RateLimitStore } from 'sluice';
 import {
   type ClientIpResolver,
   createClientIpResolver,
   createHttpLimiter,
   type HttpLimiter,
+  type HttpLimiterOptions,
   type IpRange,
   inRanges,
   normalizeIp,
@@ -24,6 +25,10 @@ export interface RuntimeEvents {
   readonly onStoreError?: (error: unknown) => void;
   /** Wall-clock milliseconds for `X-RateLimit-Reset` and the problem's `reset`; default `Date.now`. */
   readonly now?: () => number;
+  /** The clock queued requests wait on: the store's (a `ManualClock` in tests); default monotonic time. */
+  readonly clock?: Clock;
+  /** Where queue lengths and wait times go. */
+  readonly queueMetrics?: HttpLimiterOptions['queueMetrics'];
 }
 
 /**
@@ -60,7 +65,7 @@ export class Runtime {
   constructor(config: GatewayConfig, store: RateLimitStore, previous?: Runtime, events?: RuntimeEvents) {
     this.config = config;
     this.events = events ?? previous?.events ?? {};
-    this.plan = new GatewayLimits(config, store, previous?.plan);
+    this.plan = new GatewayLimits(config, store, previous?.plan, this.events.clock);
     this.identifier = new RequestIdentifier(config);
     this.problemType = problemTypeResolver(config.problems.typeBase);
     this.quotaCategories = config.quota === undefined ? undefined : new QuotaCategories(config.quota);
@@ -86,6 +91,7 @@ export class Runtime {
       identify: callerIdentifier(this.identifier, (t) => plan.tier(t) !== undefined, config.defaultTier),
       ...(onStoreError === undefined ? {} : { onStoreError }),
       ...(this.events.now === undefined ? {} : { wallClock: this.events.now }),
+      ...(this.events.queueMetrics === undefined ? {} : { queueMetrics: this.events.queueMetrics }),
     });
     const u = config.upstream;
     if (u.url === undefined) this.proxy = undefined;

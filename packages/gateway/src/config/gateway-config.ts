@@ -1,6 +1,19 @@
+import type { KeyKind } from 'sluice/http';
+import type { ClassScope } from './class-catalogue.js';
+import type { CorsConfig } from './cors-config.js';
 import type { DecisionConfig } from './decision-config.js';
 import type { EnvoyConfig } from './envoy-config.js';
 import type { QuotaConfig } from './quota-config.js';
+
+/** Waiting for tokens instead of a refusal at once (`queue` of a tier or endpoint rule). */
+export interface QueueConfig {
+  /** Tokens waiting requests may owe ahead of the refill. */
+  readonly limit: number;
+  /** The longest a request waits, in milliseconds. */
+  readonly maxWaitMs: number;
+  /** Admission order: only `fifo`, the engine's order. */
+  readonly order: 'fifo';
+}
 
 /** A tier: a per-minute bucket and a per-hour bucket, or no limit at all. */
 export interface TierConfig {
@@ -13,6 +26,12 @@ export interface TierConfig {
   readonly burst: number;
   /** Requests per hour, or `undefined` when the tier has no hourly limit. */
   readonly perHour: number | undefined;
+  /** The tier's policies are shadows: counted and reported in metrics, never denying (trying out a limit). */
+  readonly shadow: boolean;
+  /** The minute bucket's queue; `undefined` refuses at once. */
+  readonly queue?: QueueConfig | undefined;
+  /** The 429 problem `code` of the tier's policies; `undefined` for `rate_limited`. */
+  readonly problemCode?: string | undefined;
 }
 
 /** A per-endpoint rule: its own bucket per client key, checked with the tier's buckets. */
@@ -31,13 +50,27 @@ export interface EndpointRule {
   readonly burst: number;
   /** The class the limits come from, when the rule names one. */
   readonly className: string | undefined;
+  /** The rule's policy is a shadow: counted and reported in metrics, never denying (trying out a limit). */
+  readonly shadow: boolean;
+  /** The rule's queue; `undefined` refuses at once. */
+  readonly queue?: QueueConfig | undefined;
+  /** The 429 problem `code` of the rule's policy; `undefined` for `rate_limited`. */
+  readonly problemCode?: string | undefined;
 }
 
-/** A policy class of the `ratelimit` section: `ratelimit.<class>.per_minute` and `.burst`. */
+/**
+ * A policy class of the `ratelimit` section: `ratelimit.<class>.per_minute` and `.burst`, keyed by
+ * `ratelimit.<class>.key` (default `caller`) with scope `ratelimit.<class>.scope` (default `request`); a class of
+ * `ratelimit.catalogue` takes key and scope from the catalogue.
+ */
 export interface ClassConfig {
   readonly name: string;
   readonly perMinute: number;
   readonly burst: number;
+  /** How the class's buckets are keyed: endpoint rules naming the class use this key kind. */
+  readonly key: KeyKind;
+  /** `connection` classes are taken once per gateway connection; endpoint rules cannot name them. */
+  readonly scope: ClassScope;
 }
 
 /** JWT verification settings. */
@@ -127,6 +160,11 @@ export interface GatewayConfig {
     readonly loopbackInDevelopment: boolean;
   };
   readonly headers: { readonly mode: 'draft-11' | 'legacy' | 'both' | 'none' };
+  /** How request targets are made canonical (`target:`): encoded slashes refused or decoded, `;` kept or stripped. */
+  readonly target: {
+    readonly encodedSlashes: 'reject' | 'decode';
+    readonly pathParameters: 'keep' | 'strip';
+  };
   /** Absolute URI base of problem types, or `undefined` for `about:blank`. */
   readonly problems: { readonly typeBase: string | undefined };
   readonly keys: { readonly prefix: string };
@@ -140,6 +178,8 @@ export interface GatewayConfig {
   readonly envoy: EnvoyConfig | undefined;
   /** Tenant quota tracking, or `undefined` when off. */
   readonly quota: QuotaConfig | undefined;
+  /** Browser origins allowed cross-origin, with the fields they may read, or `undefined` when off. */
+  readonly cors: CorsConfig | undefined;
 }
 
 /** The bucket failed credentials count against when `ratelimit.rl.public_auth` is not configured. */
@@ -147,4 +187,6 @@ export const DEFAULT_PUBLIC_AUTH: ClassConfig = Object.freeze({
   name: 'rl.public_auth',
   perMinute: 10,
   burst: 10,
+  key: 'ip',
+  scope: 'request',
 });

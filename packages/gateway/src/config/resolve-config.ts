@@ -7,11 +7,11 @@ import {
   parseTrustedProxies,
   problemTypeResolver,
 } from 'sluice/http';
+import { resolveCorsConfig } from './cors-config.js';
 import { resolveDecisionConfig } from './decision-config.js';
 import { durationMs, sizeBytes } from './duration.js';
 import { resolveEnvoyConfig } from './envoy-config.js';
 import {
-  type ClassConfig,
   DEFAULT_PUBLIC_AUTH,
   type EndpointRule,
   type GatewayConfig,
@@ -19,6 +19,9 @@ import {
   type TierConfig,
 } from './gateway-config.js';
 import { resolveQuotaConfig } from './quota-config.js';
+import { connectionScopeIssues, resolveClasses } from './resolve-classes.js';
+import { resolveQueue } from './resolve-queue.js';
+import { shadowIssues } from './shadow-issues.js';
 import { closestName } from './suggest.js';
 import type { ConfigPath } from './violation.js';
 
@@ -33,8 +36,6 @@ export interface SemanticIssue {
 // The raw shape after schema validation: only the types the schema guarantees, so every access is checked here.
 // biome-ignore lint/suspicious/noExplicitAny: schema-validated YAML data, read field by field below
 type Raw = Record<string, any>;
-
-const CLASS_SETTINGS = new Set(['max_tracked_keys', 'sweep_interval']);
 
 /**
  * Turns a schema-valid configuration object into the frozen {@link GatewayConfig}, applying defaults and the
@@ -90,6 +91,8 @@ export function resolveConfig(
       perMinute: unlimited ? 0 : (t.requestsPerMinute ?? 0),
       burst: unlimited ? 0 : (t.burstLimit ?? t.requestsPerMinute ?? 0),
       perHour: unlimited ? undefined : t.requestsPerHour,
+      shadow: t.shadow === true,
+      ...resolveQueue(t),
     });
   }
   const defaultTier = rl.defaultTier as string;
@@ -100,12 +103,9 @@ export function resolveConfig(
     });
   }
 
-  const classes: Record<string, ClassConfig> = {};
   const rlSection = (raw.ratelimit ?? {}) as Raw;
-  for (const [name, c] of Object.entries(rlSection)) {
-    if (CLASS_SETTINGS.has(name)) continue;
-    classes[name] = Object.freeze({ name, perMinute: c.per_minute, burst: c.burst });
-  }
+  const { classes, issues: classIssues } = resolveClasses(rlSection);
+  issues.push(...classIssues);
 
   const endpoints: EndpointRule[] = [];
   const names = new Set<string>();
@@ -179,6 +179,8 @@ export function resolveConfig(
         windowSeconds,
         burst,
         className,
+        shadow: e.shadow === true,
+        ...resolveQueue(e),
       }),
     );
   });
@@ -240,6 +242,8 @@ export function resolveConfig(
     }
     publicAuth = DEFAULT_PUBLIC_AUTH;
   }
+  issues.push(...shadowIssues(endpoints, publicAuth.name));
+  issues.push(...connectionScopeIssues(endpoints, identity.publicAuthClass, classes));
 
   const exemptions = (raw.exemptions ?? {}) as Raw;
   const problems = (raw.problems ?? {}) as Raw;
@@ -266,7 +270,8 @@ export function resolveConfig(
     keysPrefix: raw.keys?.prefix ?? '',
     ruleNames: endpoints.map((e) => e.name),
   });
-  issues.push(...decision.issues, ...envoy.issues, ...quota.issues);
+  const cors = resolveCorsConfig(raw.cors, (server.requestIdHeader ?? 'x-request-id').toLowerCase());
+  issues.push(...decision.issues, ...envoy.issues, ...quota.issues, ...cors.issues);
 
   const config: GatewayConfig = deepFreeze({
     file,
@@ -352,6 +357,10 @@ export function resolveConfig(
       loopbackInDevelopment: exemptions.loopbackInDevelopment !== false,
     },
     headers: { mode: headers.mode ?? 'both' },
+    target: {
+      encodedSlashes: ((raw.target as Raw | undefined)?.encodedSlashes ?? 'reject') as 'reject' | 'decode',
+      pathParameters: ((raw.target as Raw | undefined)?.pathParameters ?? 'keep') as 'keep' | 'strip',
+    },
     problems: { typeBase: problems.typeBase },
     keys: { prefix: raw.keys?.prefix ?? '' },
     metrics: { enabled: metrics.enabled !== false, prefix: metrics.prefix ?? 'sluice' },
@@ -364,6 +373,7 @@ export function resolveConfig(
     decision: decision.config,
     envoy: envoy.config,
     quota: quota.config,
+    cors: cors.config,
   });
   return { config: issues.length === 0 ? config : undefined, issues };
 }

@@ -1,11 +1,15 @@
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
+import { resolveCorsConfig } from '../config/cors-config.js';
 import { loadConfigOrThrow } from '../config/load-config.js';
 import { Gateway } from '../gateway/gateway.js';
 import { startEchoUpstream } from './echo-upstream.js';
 
-/** The contract's example configuration, shipped verbatim with the package. */
+/** The example configuration (tiers and endpoint rules), shipped verbatim with the package. */
 export const EXAMPLE_CONFIG = fileURLToPath(new URL('../../examples/rate-limits.yaml', import.meta.url));
+
+/** Where `npm run build` puts the browser demo page (see demo-ui/build.ts). */
+export const DEMO_ASSETS = fileURLToPath(new URL('../../dist/demo-assets', import.meta.url));
 
 /** Options of {@link runDemo}. */
 export interface DemoOptions {
@@ -14,10 +18,12 @@ export interface DemoOptions {
   readonly port?: number;
   /** Where the instructions go; default standard output. */
   readonly print?: (line: string) => void;
+  /** The built browser demo page; default {@link DEMO_ASSETS}. */
+  readonly demoAssets?: string;
 }
 
 /**
- * Runs the demo: the contract's example file, unchanged, in front of a built-in echo upstream, on the memory
+ * Runs the demo: the example file, unchanged, in front of a built-in echo upstream, on the memory
  * store, with an admin listener under a fresh random token. Prints the URLs and curl lines to try.
  *
  * @returns the running gateway and a function that stops gateway and upstream.
@@ -27,7 +33,11 @@ export async function runDemo(
 ): Promise<{ gateway: Gateway; stop: () => Promise<void> }> {
   const print = options.print ?? ((line: string) => process.stdout.write(`${line}\n`));
   const host = options.host ?? '127.0.0.1';
-  const upstream = await startEchoUpstream(host, 0);
+  let gatewayUrl: string | undefined;
+  const upstream = await startEchoUpstream(host, 0, {
+    assetsDir: options.demoAssets ?? DEMO_ASSETS,
+    gatewayUrl: () => gatewayUrl,
+  });
   const token = randomBytes(18).toString('base64url');
   const load = (port: number) =>
     loadConfigOrThrow(EXAMPLE_CONFIG, {
@@ -35,10 +45,12 @@ export async function runDemo(
       env: process.env,
     });
   const base = load(options.port ?? 8080);
-  // The example file has no admin section; the demo adds one so the admin API can be tried too.
+  // The example file has no admin or cors section; the demo adds them so the admin API can be tried too, and
+  // the browser page, served by the upstream's origin, can read the rate-limit headers of the gateway's origin.
   const config = Object.freeze({
     ...base,
     admin: Object.freeze({ host, port: 0, token }),
+    cors: resolveCorsConfig({ allowedOrigins: [upstream.url] }, base.server.requestIdHeader).config,
     logging: Object.freeze({ level: 'warn' }),
   });
   let gateway: Gateway;
@@ -51,15 +63,17 @@ export async function runDemo(
       watch: false,
     });
   }
-  print(
-    'sluice demo: the contract example configuration in front of a built-in echo upstream (memory store)',
-  );
+  gatewayUrl = gateway.url;
+  print('sluice demo: the example configuration in front of a built-in echo upstream (memory store)');
   print(`  config:    ${EXAMPLE_CONFIG}`);
   print(`  gateway:   ${gateway.url}`);
   print(`  upstream:  ${upstream.url} (echo)`);
   print(`  health:    ${gateway.url}/health   ready: ${gateway.url}/ready   metrics: ${gateway.url}/metrics`);
   print(`  admin:     ${gateway.adminUrl} (token ${token})`);
   print(`  dashboard: ${gateway.adminUrl}/dashboard/ (enter the admin token)`);
+  print(
+    `  browser:   ${upstream.url}/demo/ (the client SDK and status element, calling the gateway through CORS)`,
+  );
   print('');
   print('Try:');
   print(`  curl -i ${gateway.url}/api/risk/simulation/studio/run      # RateLimit and X-RateLimit-* headers`);

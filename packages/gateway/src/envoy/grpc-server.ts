@@ -12,12 +12,12 @@ import {
 import { loadSync, type Options } from '@grpc/proto-loader';
 import type { AdmissionHost } from '../admission/admit-request.js';
 import type { EnvoyConfig } from '../config/envoy-config.js';
+import { RateLimitService } from './rate-limit-service.js';
 import {
   type RateLimitRequestMessage,
   type RateLimitResponseMessage,
-  RateLimitService,
   RateLimitServiceError,
-} from './rate-limit-service.js';
+} from './rls-messages.js';
 
 /**
  * The folder of Sluice's protocol definitions (`packages/gateway/proto`). The path is the same from `src/` and

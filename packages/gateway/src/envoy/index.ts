@@ -9,9 +9,9 @@ export {
 } from '../config/envoy-config.js';
 export { EnvoyPlan } from './envoy-plan.js';
 export { EnvoyRateLimitServer, type EnvoyServerOptions, PROTO_DIR, rateLimitPackage } from './grpc-server.js';
+export { RateLimitService } from './rate-limit-service.js';
 export {
   type RateLimitRequestMessage,
   type RateLimitResponseMessage,
-  RateLimitService,
   RateLimitServiceError,
-} from './rate-limit-service.js';
+} from './rls-messages.js';

@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import type { Clock, Decision, RateLimitStore } from 'sluice';
+import type { Clock, RateLimitStore } from 'sluice';
 import type { PrometheusMetrics } from 'sluice/prometheus';
 import { TopLimitedKeys, wallClock } from 'sluice/quota';
 import { EXEMPT_REASONS } from '../admission/admit-request.js';
@@ -16,6 +16,7 @@ import type { BucketView } from '../server/admin-server.js';
 import { ProxyServer } from '../server/proxy-server.js';
 import { createStore, type OpenedStore } from '../store/create-store.js';
 import { observeStore } from '../store/observe-store.js';
+import { bucketsOf } from './key-buckets.js';
 import { ReloadController, type ReloadResult } from './reload-controller.js';
 import { SideListeners } from './side-listeners.js';
 
@@ -41,6 +42,9 @@ export interface GatewayOptions {
   /** Watch the file for changes; default `config.reload.watch` when there is a file. */
   readonly watch?: boolean;
 }
+
+/** How long start waits for the store's first connection before listening anyway. */
+const STORE_READY_MS = 5000;
 
 /**
  * The sluice gateway: a rate-limiting reverse proxy. Each request is checked against its exemptions, its
@@ -93,6 +97,12 @@ export class Gateway extends EventEmitter {
       // Reloaded runtimes keep these events: the wall clock of reset times, and a log line per store failure.
       runtime: new Runtime(config, this.store, undefined, {
         now,
+        ...(options.clock === undefined ? {} : { clock: options.clock }),
+        // The metrics are built below; queues report to them once requests flow.
+        queueMetrics: {
+          setQueueLength: (policy, length) => this.metrics.setQueueLength(policy, length),
+          recordQueueWait: (policy, seconds, result) => this.metrics.recordQueueWait(policy, seconds, result),
+        },
         onStoreError: (e) => this.logger.error({ err: e }, 'rate-limit store failed'),
       }),
       store: this.store,
@@ -135,6 +145,9 @@ export class Gateway extends EventEmitter {
     const g = new Gateway(options);
     const c = options.config;
     try {
+      // Listening before the store answers would leave the first requests to the failure mode.
+      if (!(await g.#opened.ready(STORE_READY_MS)))
+        g.logger.warn('the store is not connected yet; listening anyway');
       g.url = await g.#proxy.listen(c.server.host, c.server.port);
       await g.#side.start(c);
     } catch (e) {
@@ -206,16 +219,8 @@ export class Gateway extends EventEmitter {
    *
    * @param key - an identity key such as `ip:203.0.113.9` or `acme:ci-bot` (without the key prefix).
    */
-  async inspect(key: string): Promise<BucketView[]> {
-    const plan = this.#reloads.runtime.plan;
-    const out: BucketView[] = [];
-    for (const check of plan.allChecks(key)) {
-      const d: Decision = await plan.limiter.peek([check], 1);
-      const o = d.outcomes[0];
-      const { name, quota, window, burst } = check.policy;
-      out.push({ policy: name, quota, window, burst, remaining: o.remaining, resetSeconds: o.resetSeconds });
-    }
-    return out;
+  inspect(key: string): Promise<BucketView[]> {
+    return bucketsOf(this.#reloads.runtime.plan, key);
   }
 
   /** Forgets every bucket of a key, so it starts full under each policy. */

@@ -58,6 +58,7 @@ export const SETTINGS: { readonly [K in keyof GatewayConfig]-?: Applies | Fields
     identity: RELOAD,
     exemptions: RELOAD,
     headers: RELOAD,
+    target: RELOAD,
     problems: RELOAD,
     keys: RELOAD,
     metrics: { enabled: RELOAD, prefix: atStart('metrics.prefix') },
@@ -92,6 +93,8 @@ export const SETTINGS: { readonly [K in keyof GatewayConfig]-?: Applies | Fields
       tenantLimits: RELOAD,
       defaultLimit: RELOAD,
     },
+    // Read per request from the configuration in effect: a reload changes the origins at once.
+    cors: RELOAD,
   });
 
 /**

@@ -1,6 +1,6 @@
-import { type Check, definePolicy, Limiter, type Policy, type RateLimitStore } from 'sluice';
+import { type Check, type Clock, definePolicy, Limiter, type Policy, type RateLimitStore } from 'sluice';
 import type { HttpLimiterOptions, HttpRequestInfo, RuleOptions } from 'sluice/http';
-import type { GatewayConfig, TierConfig } from '../config/gateway-config.js';
+import type { GatewayConfig, QueueConfig, TierConfig } from '../config/gateway-config.js';
 
 /** The suffix of a tier's per-hour policy name: tier `standard` has policies `standard` and `standard.hour`. */
 export const HOUR_SUFFIX = '.hour';
@@ -11,9 +11,10 @@ export const TIER_RULE_PREFIX = 'tier:';
 /**
  * The limits of one configuration as `sluice/http` takes them: one policy per tier minute bucket, per tier
  * hour limit, per endpoint rule or class, and the public-auth bucket; one rule per limited tier (matched on
- * `identity.tier`) and one per endpoint rule (unlimited tiers are exempt before rules), all keyed by the caller
- * hierarchy. A
- * reload builds new limits reusing the `Policy` objects of the previous ones whose limits did not change,
+ * `identity.tier`) and one per endpoint rule (unlimited tiers are exempt before rules), keyed by the caller
+ * hierarchy, except that a rule naming a class is keyed by the class's key kind. A tier or rule marked `shadow`
+ * gives shadow policies: counted, never denying. A reload builds new limits reusing the `Policy` objects of the
+ * previous ones whose limits and shadow flag did not change,
  * because the memory store files buckets by policy object: that is how bucket state survives a reload.
  */
 export class GatewayLimits {
@@ -33,6 +34,7 @@ export class GatewayLimits {
     | 'problemTypeBase'
     | 'requestIdHeader'
     | 'keyPrefix'
+    | 'target'
   >;
   readonly #tiers: ReadonlyMap<string, TierConfig>;
   readonly #prefix: string;
@@ -41,21 +43,33 @@ export class GatewayLimits {
    * @param config - the resolved configuration.
    * @param store - the store shared by every configuration of this gateway.
    * @param previous - the limits being replaced, whose unchanged policies are reused.
+   * @param clock - the clock queued requests wait on, the store's; default monotonic time.
    */
-  constructor(config: GatewayConfig, store: RateLimitStore, previous?: GatewayLimits) {
+  constructor(config: GatewayConfig, store: RateLimitStore, previous?: GatewayLimits, clock?: Clock) {
     const reuse = new Map<string, Policy>();
     for (const p of previous?.limiter.policies ?? []) reuse.set(p.name, p);
     const byName = new Map<string, Policy>();
-    const policy = (name: string, quota: number, window: number, burst: number): string => {
+    const policy = (
+      name: string,
+      quota: number,
+      window: number,
+      burst: number,
+      shadow = false,
+      q?: QueueConfig,
+    ): string => {
       if (byName.has(name)) return name;
       const old = reuse.get(name);
+      const queue = q === undefined ? undefined : { limit: q.limit, maxWaitMs: q.maxWaitMs };
+      // A changed shadow flag is a new policy too: the buckets a shadow counted start over once it enforces.
       const same =
         old !== undefined &&
         old.quota === quota &&
         old.window === window &&
         old.burst === burst &&
-        !old.shadow;
-      byName.set(name, same ? old : definePolicy({ name, quota, window, burst }));
+        old.shadow === shadow &&
+        old.queue?.limit === queue?.limit &&
+        old.queue?.maxWaitMs === queue?.maxWaitMs;
+      byName.set(name, same ? old : definePolicy({ name, quota, window, burst, shadow, queue }));
       return name;
     };
     const rules: RuleOptions[] = [];
@@ -63,16 +77,17 @@ export class GatewayLimits {
     for (const tier of Object.values(config.tiers)) {
       tiers.set(tier.name, tier);
       if (tier.unlimited) continue;
-      const names = [policy(tier.name, tier.perMinute, 60, tier.burst)];
+      const names = [policy(tier.name, tier.perMinute, 60, tier.burst, tier.shadow, tier.queue)];
       // The hour limit is a bucket of the hour's size refilled over the hour: a client may spend its hour at
       // once (within the minute bucket) and regains requestsPerHour / 3600 per second (docs/DECISIONS.md).
       if (tier.perHour !== undefined)
-        names.push(policy(`${tier.name}${HOUR_SUFFIX}`, tier.perHour, 3600, tier.perHour));
+        names.push(policy(`${tier.name}${HOUR_SUFFIX}`, tier.perHour, 3600, tier.perHour, tier.shadow));
       rules.push({
         name: `${TIER_RULE_PREFIX}${tier.name}`,
         tier: tier.name,
         policies: names,
         key: 'caller',
+        ...(tier.problemCode === undefined ? {} : { problemCode: tier.problemCode }),
       });
     }
     for (const rule of config.endpoints) {
@@ -80,13 +95,20 @@ export class GatewayLimits {
         name: rule.name,
         path: rule.pattern,
         ...(rule.methods === undefined ? {} : { methods: rule.methods }),
-        policies: [policy(rule.name, rule.limit, rule.windowSeconds, rule.burst)],
-        key: 'caller',
+        // Rules naming one class share its policy: the first rule's queue settings are the policy's.
+        policies: [policy(rule.name, rule.limit, rule.windowSeconds, rule.burst, rule.shadow, rule.queue)],
+        ...(rule.problemCode === undefined ? {} : { problemCode: rule.problemCode }),
+        // A rule naming a class keys by the class's kind (rl.webhook_in by webhook_id, rl.read by principal).
+        key: rule.className === undefined ? 'caller' : (config.classes[rule.className]?.key ?? 'caller'),
       });
     }
     const pa = config.identity.publicAuth;
     this.publicAuth = byName.get(policy(pa.name, pa.perMinute, 60, pa.burst)) as Policy;
-    this.limiter = new Limiter({ policies: [...byName.values()], store });
+    this.limiter = new Limiter({
+      policies: [...byName.values()],
+      store,
+      ...(clock === undefined ? {} : { clock }),
+    });
     this.#tiers = tiers;
     this.#prefix = config.keys.prefix;
     const unlimited = [...tiers.values()].filter((t) => t.unlimited).map((t) => t.name);
@@ -104,6 +126,7 @@ export class GatewayLimits {
       ...(config.problems.typeBase === undefined ? {} : { problemTypeBase: config.problems.typeBase }),
       requestIdHeader: config.server.requestIdHeader,
       keyPrefix: config.keys.prefix,
+      target: config.target,
     });
   }
 

@@ -1,5 +1,6 @@
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
+import { disconnectSignal } from 'sluice/http';
 import { type Admission, type AdmissionHost, admitRequest } from '../admission/admit-request.js';
 import type { Runtime } from '../admission/runtime.js';
 
@@ -21,7 +22,8 @@ export interface ProxyContext {
 /**
  * Admits a request of the gateway's own listener through the one admission function, with what only this
  * listener knows: the client address behind trusted proxies, whether the peer may send identity headers, and the
- * TLS socket for the mTLS exemption.
+ * TLS socket for the mTLS exemption, and the response whose early close (the client went away) ends a wait in a
+ * queue.
  */
 export function admitOwnRequest(
   ctx: ProxyContext,
@@ -30,6 +32,7 @@ export function admitOwnRequest(
   method: string,
   path: string,
   id: string,
+  res?: ServerResponse,
 ): Admission | Promise<Admission> {
   const peer = req.socket.remoteAddress;
   return admitRequest(ctx.host, {
@@ -42,5 +45,9 @@ export function admitOwnRequest(
     correlationId: id,
     nowMs: ctx.now(),
     socket: req.socket,
+    // A getter: the signal is made only for a request that waits in a queue.
+    get signal() {
+      return res === undefined ? undefined : disconnectSignal(res);
+    },
   });
 }

@@ -4,6 +4,7 @@ import { type GatewayProblem, Problems, sendProblem } from '../admission/problem
 import { requestIdOf } from '../admission/request-id.js';
 import type { Runtime } from '../admission/runtime.js';
 import { admittedHeaders, upstreamHeaders } from './answer-headers.js';
+import { answerPreflight, corsHeaders, isPreflight } from './cors-headers.js';
 import { answerHealth, isHealthRequest } from './health-endpoints.js';
 import { admitOwnRequest, type ProxyContext } from './proxy-context.js';
 
@@ -46,6 +47,15 @@ export async function handleRequest(
   // The request id header is set here only on the gateway's own answers: a proxied response carries it in
   // `extra`, and a response with nothing set before `writeHead` lets Node serialize the flat header list as is.
   if (ctx.draining) res.setHeader('connection', 'close');
+  // The `cors:` section's fields go on every answer to an allowed origin, the gateway's own (429s) included;
+  // preflights are answered here, before admission, and never reach the upstream.
+  const cors = corsHeaders(c.cors, req.headers.origin);
+  if (c.cors !== undefined && isPreflight(req)) {
+    outcome = 'preflight';
+    answerPreflight(c.cors, req, res, [c.server.requestIdHeader, id]);
+    return;
+  }
+  if (cors !== undefined) for (const k in cors) res.setHeader(k, cors[k] as string);
   const raw = req.url ?? '/';
   const method = req.method ?? 'GET';
   // The one target parser, shared with the upgrade path and admission: the health endpoints, the rules and the
@@ -59,7 +69,8 @@ export async function handleRequest(
     return;
   }
   try {
-    const admitting = admitOwnRequest(ctx, rt, req, method, raw, id);
+    // The response's early close (the client went away) aborts a wait in a queue and returns its tokens.
+    const admitting = admitOwnRequest(ctx, rt, req, method, raw, id, res);
     // The memory store answers in the same tick: no await, so no microtask hop for most requests.
     const admission = isPromiseLike(admitting) ? await admitting : admitting;
     if (admission.kind === 'deny') {
@@ -91,7 +102,10 @@ export async function handleRequest(
     // Admission admits canonical targets only; forwarding anything else would let the upstream see a path the
     // rules did not.
     if (!target.ok) throw new Error('admission admitted a request target it refuses');
-    proxy(ctx, rt, req, res, target.path + target.query, id, admittedHeaders(rt, id, admission), (o) => {
+    // In the extra fields too, so an upstream's own CORS fields give way to the section's.
+    const extra = admittedHeaders(rt, id, admission);
+    if (cors !== undefined) Object.assign(extra, cors);
+    proxy(ctx, rt, req, res, target.path + target.query, id, extra, (o) => {
       outcome = o;
     });
   } catch (e) {

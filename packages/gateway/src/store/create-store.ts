@@ -12,6 +12,12 @@ export interface OpenedStore {
   readonly redis?: Redis | Cluster;
   /** Closes the store and the Redis connection the gateway opened. */
   close(): Promise<void>;
+  /**
+   * Resolves true once the store can answer (at once for memory; the first Redis connection ready), false when
+   * `waitMs` passed first. The gateway waits for it before listening, so its first requests are decided by Redis
+   * rather than by the failure mode while the connection is still being opened.
+   */
+  ready(waitMs: number): Promise<boolean>;
 }
 
 /** How long the gateway's Redis clients wait for a connection to open before trying again. */
@@ -57,7 +63,7 @@ export function createStore(config: GatewayConfig, clock?: Clock): OpenedStore {
       sweepIntervalMs: config.sweepIntervalMs,
       ...(clock === undefined ? {} : { clock }),
     });
-    return { store, close: async () => store.close() };
+    return { store, close: async () => store.close(), ready: async () => true };
   }
   const r = config.store.redis;
   if (r === undefined) throw new Error('store.type redis without connection settings');
@@ -106,7 +112,23 @@ export function createStore(config: GatewayConfig, clock?: Clock): OpenedStore {
       await store.close();
       client.disconnect();
     },
+    ready: (waitMs) => firstReady(client, waitMs),
   };
+}
+
+function firstReady(client: Redis | Cluster, waitMs: number): Promise<boolean> {
+  if (client.status === 'ready') return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => {
+      client.off('ready', onReady);
+      resolve(false);
+    }, waitMs);
+    const onReady = () => {
+      clearTimeout(timer);
+      resolve(true);
+    };
+    client.once('ready', onReady);
+  });
 }
 
 function passwordOf(url: string): string | undefined {

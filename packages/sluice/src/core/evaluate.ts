@@ -15,6 +15,8 @@ export type EvaluateMode = 'decide' | 'reserve' | 'peek';
  * @param units - in: refilled units per check; out: units after the decision.
  * @param cost - whole tokens asked for, an integer >= 1.
  * @param mode - `decide` takes tokens, `reserve` may also go into queue debt, `peek` takes nothing.
+ * @param phases - per check, milliseconds since its current refill step began (`now - nextLast(...)`); read for
+ * stepped policies only, so callers without any may leave it out.
  * @returns the decision with one outcome per check.
  */
 export function evaluate(
@@ -22,6 +24,7 @@ export function evaluate(
   units: Float64Array,
   cost: number,
   mode: EvaluateMode,
+  phases?: Float64Array,
 ): Decision {
   const n = checks.length;
   let blocked = false;
@@ -37,7 +40,7 @@ export function evaluate(
     const after = units[i] - cost * p.unitsPerToken;
     if (after >= 0) continue;
     if (mode === 'reserve' && p.queue !== undefined && -after <= p.debtUnits) {
-      const wait = msUntil(p, after, 0);
+      const wait = msUntil(p, after, 0, phases === undefined ? 0 : phases[i]);
       if (wait <= p.queue.maxWaitMs) {
         if (wait > delayMs) delayMs = wait;
         continue;
@@ -54,12 +57,13 @@ export function evaluate(
     const check = checks[i];
     const p = check.policy;
     const before = units[i];
+    const phase = phases === undefined ? 0 : phases[i];
     const need = cost * p.unitsPerToken;
     let limited: boolean;
     if (cost > p.burst) limited = true;
     else if (before >= need) limited = false;
     else if (mode === 'reserve' && p.queue !== undefined && need - before <= p.debtUnits) {
-      limited = msUntil(p, before - need, 0) > p.queue.maxWaitMs;
+      limited = msUntil(p, before - need, 0, phase) > p.queue.maxWaitMs;
     } else limited = true;
     let after = before;
     if (take && !limited) {
@@ -69,7 +73,10 @@ export function evaluate(
     let retry = 0;
     if (limited) {
       // A cost above burst can never be met; Retry-After then tells when the bucket is full, the best there is.
-      retry = cost > p.burst ? Math.max(1, secondsUntilFull(p, before)) : retryAfterSeconds(p, before, cost);
+      retry =
+        cost > p.burst
+          ? Math.max(1, secondsUntilFull(p, before, phase))
+          : retryAfterSeconds(p, before, cost, phase);
       if (!p.shadow) {
         violatedCount++;
         if (retry > retryAfter) retryAfter = retry;
@@ -80,7 +87,7 @@ export function evaluate(
       key: check.key,
       limited,
       remaining: remainingTokens(p, after),
-      resetSeconds: secondsUntilFull(p, after),
+      resetSeconds: secondsUntilFull(p, after, phase),
       retryAfterSeconds: retry,
     };
   }

@@ -1,6 +1,7 @@
 export {
   isFullAt,
   msUntil,
+  nextLast,
   refill,
   remainingTokens,
   retryAfterSeconds,
@@ -21,6 +22,12 @@ export {
   rejectUnknownKeys,
   stringOption,
 } from './options.js';
-export { definePolicy, type Policy, type PolicyOptions, type QueueOptions } from './policy.js';
+export {
+  definePolicy,
+  type Policy,
+  type PolicyOptions,
+  type QueueOptions,
+  type RefillOptions,
+} from './policy.js';
 export { SingleDecision } from './single-decision.js';
 export type { Check, MaybePromise, RateLimitStore } from './store.js';

@@ -15,14 +15,28 @@ export interface QueueOptions {
   readonly maxWaitMs: number;
 }
 
+/**
+ * Stepped refill: `tokens` whole tokens every `every` seconds instead of a continuous trickle, like .NET's
+ * TokenBucketRateLimiter with AutoReplenishment. Steps follow each bucket's own timeline: the first comes `every`
+ * seconds after a take left the bucket short of full (see docs/DECISIONS.md, "Stepped refill").
+ */
+export interface RefillOptions {
+  /** Tokens added at each step. Integer >= 1. */
+  readonly tokens: number;
+  /** Seconds between steps. Integer >= 1. */
+  readonly every: number;
+}
+
 /** What a caller passes to {@link definePolicy}. */
 export interface PolicyOptions {
   /** The policy's name, used in headers (`"rl.write";q=120;w=60`), metrics and keys. */
   readonly name: string;
-  /** Quota q: tokens added per window. Integer >= 1. */
-  readonly quota: number;
-  /** Window w in whole seconds (per minute means 60). Integer >= 1. */
-  readonly window: number;
+  /** Quota q: tokens added per window. Integer >= 1; with `refill`, defaults to (and must equal) `refill.tokens`. */
+  readonly quota?: number;
+  /** Window w in whole seconds (per minute means 60). Integer >= 1; with `refill`, `refill.every`. */
+  readonly window?: number;
+  /** Refill in steps (`{ tokens: 5, every: 10 }`); absent means a continuous refill of quota / window per second. */
+  readonly refill?: RefillOptions;
   /** Capacity B of the bucket, the largest burst. Integer >= 1; defaults to `quota`. */
   readonly burst?: number;
   /** Decide and report, never deny (to try a policy on live traffic). Defaults to false. */
@@ -45,6 +59,12 @@ export interface Policy {
   readonly burst: number;
   readonly shadow: boolean;
   readonly queue: QueueOptions | undefined;
+  /** The stepped refill, or `undefined` for a continuous one. */
+  readonly refill: RefillOptions | undefined;
+  /** Milliseconds between refill steps; 0 for a continuous refill (the one flag the hot path checks). */
+  readonly stepMs: number;
+  /** Units added per step: `refill.tokens * unitsPerToken`; 0 for a continuous refill. */
+  readonly stepUnits: number;
   /** Units per whole token: `window * 1000`. */
   readonly unitsPerToken: number;
   /** Capacity in units: `burst * unitsPerToken`. */
@@ -59,7 +79,7 @@ export interface Policy {
   readonly fillMs: number;
 }
 
-const KNOWN = ['name', 'quota', 'window', 'burst', 'shadow', 'queue'];
+const KNOWN = ['name', 'quota', 'window', 'burst', 'shadow', 'queue', 'refill'];
 
 /**
  * Validates policy options and returns a frozen {@link Policy}.
@@ -78,8 +98,9 @@ export function definePolicy(options: PolicyOptions, path = 'policy'): Policy {
   const o = objectOption(path, options);
   rejectUnknownKeys(path, o, KNOWN);
   const name = stringOption(`${path}.name`, o.name);
-  const quota = integerOption(`${path}.quota`, o.quota, 1);
-  const window = integerOption(`${path}.window`, o.window, 1);
+  const refill = refillOption(path, o.refill);
+  const quota = sizeOption(`${path}.quota`, o.quota, refill?.tokens, 'refill.tokens');
+  const window = sizeOption(`${path}.window`, o.window, refill?.every, 'refill.every');
   const burst = integerOption(`${path}.burst`, o.burst, 1, Number.MAX_SAFE_INTEGER, quota);
   const shadow = booleanOption(`${path}.shadow`, o.shadow, false);
   let queue: QueueOptions | undefined;
@@ -94,8 +115,10 @@ export function definePolicy(options: PolicyOptions, path = 'policy'): Policy {
   const unitsPerToken = window * 1000;
   const capacityUnits = burst * unitsPerToken;
   const debtUnits = (queue?.limit ?? 0) * unitsPerToken;
-  // Every intermediate (capacity plus debt plus one millisecond of refill) must stay an exact integer in a double.
-  if (capacityUnits + debtUnits + quota > Number.MAX_SAFE_INTEGER) {
+  const stepMs = refill === undefined ? 0 : window * 1000;
+  const stepUnits = refill === undefined ? 0 : quota * unitsPerToken;
+  // Every intermediate (capacity plus debt plus one millisecond or one step of refill) must stay an exact integer.
+  if (capacityUnits + debtUnits + Math.max(quota, stepUnits) > Number.MAX_SAFE_INTEGER) {
     throw invalidOption(
       `${path}.burst`,
       `small enough that (burst + queue.limit) x window x 1000 stays below 2^53`,
@@ -109,11 +132,37 @@ export function definePolicy(options: PolicyOptions, path = 'policy'): Policy {
     burst,
     shadow,
     queue,
+    refill,
+    stepMs,
+    stepUnits,
     unitsPerToken,
     capacityUnits,
     refillPerMs: quota,
     refillPerSecond: quota * 1000,
     debtUnits,
-    fillMs: Math.ceil((capacityUnits + debtUnits) / quota),
+    // Stepped: the steps that fill the bucket from the deepest debt, so elapsed x rate stays below 2^53 too.
+    fillMs:
+      stepMs === 0
+        ? Math.ceil((capacityUnits + debtUnits) / quota)
+        : Math.ceil((capacityUnits + debtUnits) / stepUnits) * stepMs,
   });
+}
+
+function refillOption(path: string, value: unknown): RefillOptions | undefined {
+  if (value === undefined) return undefined;
+  const r = objectOption(`${path}.refill`, value);
+  rejectUnknownKeys(`${path}.refill`, r, ['tokens', 'every']);
+  return Object.freeze({
+    tokens: integerOption(`${path}.refill.tokens`, r.tokens, 1),
+    every: integerOption(`${path}.refill.every`, r.every, 1),
+  });
+}
+
+/** Quota or window: required without `refill`, and with it either left out or equal to what `refill` says. */
+function sizeOption(option: string, value: unknown, implied: number | undefined, from: string): number {
+  if (implied === undefined) return integerOption(option, value, 1);
+  if (value !== undefined && value !== implied) {
+    throw invalidOption(option, `equal to ${from} (${implied}) or left out`, value);
+  }
+  return implied;
 }

@@ -27,6 +27,8 @@ export class SingleDecision implements Decision {
   units = 0;
   /** @internal Units before the decision (after refill). */
   before = 0;
+  /** @internal Stepped policies: milliseconds since the bucket's current refill step began. */
+  phase = 0;
   /** @internal The outcome list once built. */
   private cached: readonly PolicyOutcome[] | undefined = undefined;
 
@@ -41,6 +43,7 @@ export class SingleDecision implements Decision {
    * @param after - units after the decision (equal to `before` when nothing was taken).
    * @param limited - whether the policy lacked the tokens.
    * @param delayMs - for a reservation, the wait; else 0.
+   * @param phase - for a stepped policy, milliseconds since the current refill step began; else 0.
    */
   set(
     policy: Policy,
@@ -50,6 +53,7 @@ export class SingleDecision implements Decision {
     after: number,
     limited: boolean,
     delayMs: number,
+    phase = 0,
   ): this {
     this.allowed = !limited || policy.shadow;
     if (this.policy !== policy) this.policy = policy;
@@ -59,6 +63,7 @@ export class SingleDecision implements Decision {
     this.units = after;
     this.before = before;
     this.delayMs = delayMs;
+    this.phase = phase;
     if (this.cached !== undefined) this.cached = undefined;
     return this;
   }
@@ -69,7 +74,7 @@ export class SingleDecision implements Decision {
   }
 
   get retryAfterSeconds(): number {
-    return this.allowed ? 0 : retryFor(this.policy, this.before, this.cost);
+    return this.allowed ? 0 : retryFor(this.policy, this.before, this.cost, this.phase);
   }
 
   /** r of the one policy. */
@@ -79,7 +84,7 @@ export class SingleDecision implements Decision {
 
   /** t of the one policy. */
   get resetSeconds(): number {
-    return secondsUntilFull(this.policy, this.units);
+    return secondsUntilFull(this.policy, this.units, this.phase);
   }
 
   get outcomes(): readonly PolicyOutcome[] {
@@ -91,7 +96,7 @@ export class SingleDecision implements Decision {
           limited: this.limited,
           remaining: this.remaining,
           resetSeconds: this.resetSeconds,
-          retryAfterSeconds: this.limited ? retryFor(this.policy, this.before, this.cost) : 0,
+          retryAfterSeconds: this.limited ? retryFor(this.policy, this.before, this.cost, this.phase) : 0,
         },
       ];
     }
@@ -103,10 +108,10 @@ export class SingleDecision implements Decision {
   }
 }
 
-function retryFor(p: Policy, before: number, cost: number): number {
+function retryFor(p: Policy, before: number, cost: number, phase: number): number {
   if (cost > p.burst) {
-    const t = secondsUntilFull(p, before);
+    const t = secondsUntilFull(p, before, phase);
     return Math.max(t, 1);
   }
-  return retryAfterSeconds(p, before, cost);
+  return retryAfterSeconds(p, before, cost, phase);
 }

@@ -1,17 +1,16 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import { adapterOptions, httpLimiterOption } from '../http/adapter-options.js';
+import { disconnectSignal } from '../http/disconnect-signal.js';
 import {
-  adapterOptions,
   closesAfterDenial,
-  emitWarning,
   type HttpLimiter,
   type HttpRequestInfo,
-  httpLimiterOption,
   type Identity,
   isPromiseLike,
-  peerWarningsOf,
   type Verdict,
   type WarnFunction,
 } from '../http/index.js';
+import { emitWarning, peerWarningsOf } from '../http/peer-warnings.js';
 
 /** Per-request facts an application supplies to the Express adapter. */
 export interface ExpressRateLimitOptions {
@@ -59,6 +58,10 @@ export function expressRequestInfo(req: Request, options: ExpressRateLimitOption
     operation: typeof op === 'function' ? op(req) : op,
     params: req.params as Record<string, string>,
     cost: options.cost?.(req),
+    // A getter: the signal is made only for a request that waits in a queue. Express links `req.res`.
+    get signal() {
+      return req.res === undefined ? undefined : disconnectSignal(req.res);
+    },
   };
 }
 

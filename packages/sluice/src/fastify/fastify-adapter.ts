@@ -7,19 +7,18 @@ import type {
 } from 'fastify';
 import fp from 'fastify-plugin';
 import { invalidOption } from '../core/index.js';
+import { adapterOptions, httpLimiterOption } from '../http/adapter-options.js';
+import { disconnectSignal } from '../http/disconnect-signal.js';
 import {
-  adapterOptions,
   closesAfterDenial,
-  emitWarning,
   type HttpLimiter,
   type HttpRequestInfo,
-  httpLimiterOption,
   type Identity,
   isPromiseLike,
-  peerWarningsOf,
   type Verdict,
   type WarnFunction,
 } from '../http/index.js';
+import { emitWarning, peerWarningsOf } from '../http/peer-warnings.js';
 
 /** Per-route settings, under `config.rateLimit` of a route. */
 export interface FastifyRouteRateLimit {
@@ -81,6 +80,7 @@ function requestInfo(
   request: FastifyRequest,
   identify: ((request: FastifyRequest) => Identity | undefined) | undefined,
   route: FastifyRouteRateLimit | undefined,
+  reply?: FastifyReply,
 ): HttpRequestInfo {
   return {
     method: request.method,
@@ -91,6 +91,10 @@ function requestInfo(
     operation: route?.operation,
     params: request.params as Record<string, string>,
     cost: route?.cost,
+    // A getter: the signal is made only for a request that waits in a queue.
+    get signal() {
+      return reply === undefined ? undefined : disconnectSignal(reply.raw);
+    },
   };
 }
 
@@ -164,7 +168,7 @@ const plugin: FastifyPluginCallback<SluiceFastifyOptions> = (fastify: FastifyIns
   ): void => {
     let v: ReturnType<HttpLimiter['evaluate']>;
     try {
-      const info = requestInfo(request, identify, route);
+      const info = requestInfo(request, identify, route, reply);
       // A socket that closed before this point has no address either; that is no configuration matter.
       if (peers.pending && (info.remoteAddress !== undefined || !request.raw.socket.destroyed)) {
         peers.check('fastify', info.remoteAddress, info.headers, warn, NO_PEER_HINT);

@@ -1,16 +1,14 @@
 import type { Context, MiddlewareHandler } from 'hono';
+import { adapterOptions, httpLimiterOption } from '../http/adapter-options.js';
 import {
-  adapterOptions,
   closesAfterDenial,
-  emitWarning,
   type HttpLimiter,
   type HttpRequestInfo,
-  httpLimiterOption,
   type Identity,
-  peerWarningsOf,
   type Verdict,
   type WarnFunction,
 } from '../http/index.js';
+import { emitWarning, peerWarningsOf } from '../http/peer-warnings.js';
 import { runtimeRemoteAddress } from './peer-address.js';
 
 /** Options of the Hono middleware. */
@@ -81,6 +79,11 @@ export function honoRequestInfo(c: Context, options: HonoRateLimitOptions = {}):
     identity: options.identify?.(c),
     operation: typeof op === 'function' ? op(c) : op,
     cost: options.cost?.(c),
+    // A getter: the Fetch request's signal, which @hono/node-server aborts when the client disconnects, is read
+    // only for a request that waits in a queue.
+    get signal() {
+      return c.req.raw.signal;
+    },
   };
 }
 

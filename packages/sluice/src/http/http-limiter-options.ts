@@ -9,6 +9,7 @@ import {
   rejectUnknownKeys,
   stringOption,
 } from '../core/index.js';
+import type { LimiterMetrics } from '../metrics/limiter-metrics.js';
 import { type ClientIpResolver, createClientIpResolver, type ProxyHeader } from './client-ip.js';
 import { type HeaderMode, headerModeOption } from './header-mode.js';
 import { readHeader } from './header-source.js';
@@ -115,6 +116,11 @@ export interface HttpLimiterOptions<R extends HttpRequestInfo = HttpRequestInfo>
   readonly identify?: (request: R, clientIp: string | undefined) => MaybePromise<IdentifyResult>;
   /** Called with an error the store threw; the request is answered 503. Default: nothing. */
   readonly onStoreError?: (error: unknown) => void;
+  /**
+   * Where the queues report: requests waiting now per queueing policy (`setQueueLength`) and how long each
+   * waited (`recordQueueWait`). Decisions are not recorded here: the caller records the verdict's decision.
+   */
+  readonly queueMetrics?: Pick<LimiterMetrics, 'setQueueLength' | 'recordQueueWait'>;
 }
 
 /** The options of a limiter, validated and compiled once. */
@@ -140,6 +146,7 @@ export interface ResolvedHttpLimiterOptions<R extends HttpRequestInfo> {
   readonly canonical: TargetCanonicalizer;
   readonly identify: HttpLimiterOptions<R>['identify'];
   readonly onStoreError: ((error: unknown) => void) | undefined;
+  readonly queueMetrics: Pick<LimiterMetrics, 'setQueueLength' | 'recordQueueWait'> | undefined;
 }
 
 const KNOWN = [
@@ -159,6 +166,7 @@ const KNOWN = [
   'target',
   'identify',
   'onStoreError',
+  'queueMetrics',
 ];
 
 const NOT_COUNTED = new Set(['token_expired', 'use_dpop_nonce']);
@@ -217,6 +225,13 @@ export function resolveHttpLimiterOptions<R extends HttpRequestInfo>(
       o.onStoreError,
       'a function (error) => void',
     ),
+    queueMetrics:
+      o.queueMetrics === undefined
+        ? undefined
+        : (objectOption('queueMetrics', o.queueMetrics) as Pick<
+            LimiterMetrics,
+            'setQueueLength' | 'recordQueueWait'
+          >),
   });
 }
 

@@ -4,6 +4,7 @@ import {
   ErrorCode,
   type Limiter,
   type MaybePromise,
+  type Policy,
   SluiceError,
 } from '../core/index.js';
 import type { ClientIpResolver } from './client-ip.js';
@@ -167,11 +168,58 @@ export function createHttpLimiter<R extends HttpRequestInfo = HttpRequestInfo>(
       return storeFailed(req, ip, plan, key, e);
     }
     // The memory store answers at once: no closure and no promise on that path.
-    if (!isPromiseLike(d)) return writer.decided(req, plan, key, identity, d, ip);
+    if (!isPromiseLike(d)) {
+      return plan.queue !== undefined && mayWait(d)
+        ? waitInQueue(req, ip, plan, checks, key, identity, cost)
+        : writer.decided(req, plan, key, identity, d, ip);
+    }
     return d.then(
-      (r) => writer.decided(req, plan, key, identity, r, ip),
+      (r) =>
+        plan.queue !== undefined && mayWait(r)
+          ? waitInQueue(req, ip, plan, checks, key, identity, cost)
+          : writer.decided(req, plan, key, identity, r, ip),
       (e: unknown) => storeFailed(req, ip, plan, key, e),
     );
+  };
+
+  // Requests waiting now, per queueing policy: the queue length metric.
+  const waiting = new Map<Policy, number>();
+  const queueMetrics = o.queueMetrics;
+  const queued = (q: Policy, delta: number) => {
+    const n = (waiting.get(q) ?? 0) + delta;
+    waiting.set(q, n);
+    queueMetrics?.setQueueLength?.(q.name, n);
+  };
+
+  /**
+   * A denial over a plan with a queueing policy: wait for the tokens within the policy's queue bounds (the
+   * engine refuses at once beyond them) until they come due or the client goes away. The engine gives every
+   * waiting request its own place in the bucket's debt, so requests are admitted in arrival order.
+   */
+  const waitInQueue = async (
+    req: R,
+    ip: string | undefined,
+    plan: RulePlan,
+    checks: readonly Check[],
+    key: string,
+    identity: Identity | undefined,
+    cost: number,
+  ): Promise<Verdict> => {
+    const q = plan.queue as Policy;
+    const start = o.wallClock();
+    queued(q, 1);
+    try {
+      const d = await limiter.wait(checks, { cost, signal: req.signal });
+      if (d.allowed) queueMetrics?.recordQueueWait?.(q.name, d.delayMs / 1000, 'admitted');
+      return writer.decided(req, plan, key, identity, d, ip);
+    } catch (e) {
+      if (!(e instanceof SluiceError && e.code === ErrorCode.Aborted))
+        return storeFailed(req, ip, plan, key, e);
+      queueMetrics?.recordQueueWait?.(q.name, Math.max(0, o.wallClock() - start) / 1000, 'abandoned');
+      return writer.abandoned(req, plan.names, key, identity, ip);
+    } finally {
+      queued(q, -1);
+    }
   };
 
   const storeFailed = (req: R, ip: string | undefined, plan: RulePlan, key: string, e: unknown): Verdict => {
@@ -242,4 +290,9 @@ export function createHttpLimiter<R extends HttpRequestInfo = HttpRequestInfo>(
       return plan === undefined ? [] : plans.checks(req, plan, clientIpOf(req));
     },
   });
+}
+
+/** A denial that waiting can turn into an admission (a cost above the burst never can). */
+function mayWait(d: Decision): boolean {
+  return !d.allowed && d.reason === 'limited';
 }

@@ -92,6 +92,8 @@ export interface ProblemInput {
   readonly nowMs?: number;
   /** From {@link problemTypeResolver}; `undefined` gives `about:blank`. */
   readonly typeOf?: (slug: string) => string;
+  /** The `code` of a 429, when the rule sets its own (`ERR_POL_007`); default `rate_limited`. */
+  readonly code?: string;
 }
 
 /**
@@ -142,7 +144,7 @@ export function rateLimitProblem(input: ProblemInput): RateLimitProblem {
     status: 429,
     detail,
     instance,
-    code: ProblemCode.RateLimited,
+    code: input.code ?? ProblemCode.RateLimited,
     limit: p?.quota,
     remaining: o?.remaining,
     reset: o === undefined ? undefined : resetEpochSeconds(input.nowMs ?? Date.now(), o.resetSeconds),
@@ -155,6 +157,7 @@ export function rateLimitProblem(input: ProblemInput): RateLimitProblem {
 /** The constant parts of a one-policy 429 body, serialized once per policy and problem type resolver. */
 interface BodyTemplate {
   readonly typeOf: ((slug: string) => string) | undefined;
+  readonly code: string;
   /** Up to and including the detail's `retry in ` (the opening quote of the detail string is in it). */
   readonly head: string;
   /** From `,"code"` up to and including `"remaining":`. */
@@ -165,17 +168,18 @@ interface BodyTemplate {
 
 const templates = new WeakMap<object, BodyTemplate>();
 
-function templateOf(p: Policy, typeOf: ((slug: string) => string) | undefined): BodyTemplate {
+function templateOf(p: Policy, typeOf: ((slug: string) => string) | undefined, code: string): BodyTemplate {
   const known = templates.get(p);
-  if (known !== undefined && known.typeOf === typeOf) return known;
+  if (known !== undefined && known.typeOf === typeOf && known.code === code) return known;
   const type = typeOf ? JSON.stringify(typeOf('rate-limit-exceeded')) : '"about:blank"';
   const title = typeOf ? '"Rate Limit Exceeded"' : '"Too Many Requests"';
   // The serialized prefix without its closing quote: the seconds and ` s."` follow per denial.
   const detail = JSON.stringify(deniedDetailPrefix(p)).slice(0, -1);
   const t: BodyTemplate = {
     typeOf,
+    code,
     head: `{"type":${type},"title":${title},"status":429,"detail":${detail}`,
-    middle: `,"code":"rate_limited","limit":${p.quota},"remaining":`,
+    middle: `,"code":${JSON.stringify(code)},"limit":${p.quota},"remaining":`,
     tail: `,"violated-policies":${JSON.stringify([p.name])},"correlation_id":`,
   };
   // One entry per policy: a second HTTP limiter with another type base over the same policy replaces it.
@@ -194,7 +198,7 @@ export function rateLimitProblemBody(input: ProblemInput): string {
     return JSON.stringify(rateLimitProblem(input));
   }
   const o = d.violated[0];
-  const t = templateOf(o.policy, input.typeOf);
+  const t = templateOf(o.policy, input.typeOf, input.code ?? ProblemCode.RateLimited);
   const q = input.path.indexOf('?');
   const instance = JSON.stringify(q < 0 ? input.path : input.path.slice(0, q));
   const reset = resetEpochSeconds(input.nowMs ?? Date.now(), o.resetSeconds);

@@ -20,6 +20,13 @@ export interface RulePlan {
   readonly legacyNames: ReadonlyMap<Policy, string>;
   /** The outcome of a denial over this plan. */
   readonly denied: 'limited';
+  /**
+   * The first policy with `queue` settings: a denial over this plan then waits for tokens instead (the policy
+   * names the queue in metrics). `undefined` keeps the plan's decisions in the same tick.
+   */
+  readonly queue: Policy | undefined;
+  /** The 429 problem `code` per policy, from the rule that keys it; `undefined` when no rule sets one. */
+  readonly problemCodes: ReadonlyMap<Policy, string> | undefined;
 }
 
 /** Plans are cached per combination of matching rules up to this many combinations. */
@@ -121,6 +128,10 @@ export class RulePlans {
       // Several costs: the largest applies, since every policy is charged the same cost all or nothing.
       cost = (req) => Math.max(...matched.map((r) => (typeof r.cost === 'function' ? r.cost(req) : r.cost)));
     }
+    let problemCodes: Map<Policy, string> | undefined;
+    keyedBy.forEach((r, i) => {
+      if (r.problemCode !== undefined) (problemCodes ??= new Map()).set(policies[i], r.problemCode);
+    });
     const plan: RulePlan = Object.freeze({
       rules: matched,
       names: Object.freeze(matched.map((r) => r.name)),
@@ -131,6 +142,8 @@ export class RulePlans {
       cost,
       legacyNames: new Map(policies.map((p) => [p, legacyPolicyName(p.name)])),
       denied: 'limited',
+      queue: policies.find((p) => p.queue !== undefined),
+      problemCodes,
     });
     if (this.#plans.size < MAX_PLANS) this.#plans.set(id, plan);
     return plan;

@@ -39,6 +39,18 @@ export interface RuleOptions {
   readonly key?: KeySpec;
   /** Whole tokens per request, or a function of the request; default 1. The request's own `cost` wins. */
   readonly cost?: number | ((request: HttpRequestInfo) => number);
+  /**
+   * The `code` of the 429 problem when a policy this rule keys denies, instead of `rate_limited`: for clients
+   * that already know another code for the same limit (the Policy Engine's `ERR_POL_007`). Letters, digits and
+   * `_.:-`, at most 64.
+   */
+  readonly problemCode?: string;
+  /**
+   * The order in which a queueing policy admits waiting requests. Only `fifo` (the default): the engine gives
+   * each waiting request its own place in the bucket's debt as it arrives, so a later arrival can never be
+   * served first.
+   */
+  readonly queueOrder?: 'fifo';
 }
 
 /** A rule compiled once: matchers, policies and key deriver. */
@@ -51,13 +63,27 @@ export interface CompiledRule {
   readonly policies: readonly Policy[];
   readonly key: KeyDeriver;
   readonly cost: number | ((request: HttpRequestInfo) => number);
+  /** The 429 problem `code` of the policies this rule keys; `undefined` for `rate_limited`. */
+  readonly problemCode: string | undefined;
   /** True when the rule's path pattern captures parameters. */
   readonly captures: boolean;
   /** True when method, path and operation conditions hold. */
   match(request: HttpRequestInfo): boolean;
 }
 
-const KNOWN = ['name', 'path', 'methods', 'operation', 'tier', 'policies', 'key', 'cost'];
+const KNOWN = [
+  'name',
+  'path',
+  'methods',
+  'operation',
+  'tier',
+  'policies',
+  'key',
+  'cost',
+  'problemCode',
+  'queueOrder',
+];
+const PROBLEM_CODE = /^[A-Za-z0-9_.:-]{1,64}$/;
 
 /**
  * Validates and compiles one rule.
@@ -95,6 +121,23 @@ export function compileRule(options: RuleOptions, limiter: Limiter, path: string
   if (typeof o.cost === 'function') cost = o.cost as (request: HttpRequestInfo) => number;
   else cost = integerOption(`${path}.cost`, o.cost, 1, Number.MAX_SAFE_INTEGER, 1);
   const key = compileKey((o.key ?? 'ip') as KeySpec, `${path}.key`);
+  if (
+    o.problemCode !== undefined &&
+    (typeof o.problemCode !== 'string' || !PROBLEM_CODE.test(o.problemCode))
+  ) {
+    throw invalidOption(
+      `${path}.problemCode`,
+      'letters, digits and _.:- (1 to 64), for example ERR_POL_007',
+      o.problemCode,
+    );
+  }
+  if (o.queueOrder !== undefined && o.queueOrder !== 'fifo') {
+    throw invalidOption(
+      `${path}.queueOrder`,
+      '"fifo" (waiting requests hold places in the bucket in arrival order; no other order is possible)',
+      o.queueOrder,
+    );
+  }
   const match = (req: HttpRequestInfo): boolean => {
     if (operations !== undefined && (req.operation === undefined || !operations.has(req.operation)))
       return false;
@@ -115,6 +158,7 @@ export function compileRule(options: RuleOptions, limiter: Limiter, path: string
     policies: Object.freeze(policies),
     key,
     cost,
+    problemCode: o.problemCode as string | undefined,
     captures: ep !== undefined && ep.pattern.params.length > 0,
     match,
   });

@@ -81,6 +81,12 @@ export interface HttpRequestInfo {
    * charged twice.
    */
   readonly operationRulesOnly?: boolean;
+  /**
+   * Aborts when the client goes away (the adapters abort it when the connection closes before the answer). Read
+   * only when a queueing policy makes the request wait: an abort ends the wait, returns its tokens and frees its
+   * place in the queue. Absent, a request waits its turn or until `maxWaitMs` whatever the client does.
+   */
+  readonly signal?: AbortSignal;
 }
 
 /** A response header to set: `[name, value]`, the name in its canonical case. */
@@ -107,7 +113,8 @@ export interface Verdict {
   readonly status: 200 | 400 | 401 | 429 | 503;
   /**
    * What happened, for logs and metrics: `allowed`, `limited`, `public_auth_limited`, `store_unavailable`,
-   * `store_unavailable_open`, `bad_target_<code>`, `invalid_credentials_<reason>`, or `exempt_<reason>`.
+   * `store_unavailable_open`, `bad_target_<code>`, `invalid_credentials_<reason>`, `exempt_<reason>`, or
+   * `queue_abandoned` (the request's `signal` aborted while it waited in a queue; 429, nobody is left to read it).
    */
   readonly outcome: string;
   /** Why the request is exempt (`endpoint`, `loopback`, `tier`, `no_rule`, or what `exempt.when` returned). */

@@ -33,6 +33,8 @@ export interface DecidedFacts {
   readonly names: readonly string[];
   /** The outcome of a denial (`limited` or `public_auth_limited`). */
   readonly denied: string;
+  /** The 429 problem `code` per policy where a rule sets its own. */
+  readonly problemCodes?: ReadonlyMap<Policy, string> | undefined;
 }
 
 /**
@@ -113,6 +115,7 @@ export class VerdictWriter {
       correlationId,
       nowMs: this.#o.wallClock(),
       typeOf: this.#o.typeOf,
+      code: facts.problemCodes === undefined ? undefined : problemCodeOf(facts.problemCodes, d),
     });
     const unavailable = d.reason === 'store_unavailable';
     return {
@@ -127,6 +130,26 @@ export class VerdictWriter {
       key,
       identity,
     };
+  }
+
+  /**
+   * A request whose client went away (its `signal` aborted) while it waited in a queue: its tokens are back and
+   * nobody reads the answer, but the adapter still gets a verdict that never calls the handler.
+   */
+  abandoned(
+    req: HttpRequestInfo,
+    rules: readonly string[],
+    key: string,
+    identity: Identity | undefined,
+    ip: string | undefined,
+  ): Verdict {
+    const p: HttpProblem = {
+      status: 429,
+      title: 'Request Abandoned',
+      detail: 'The client closed the connection while the request waited for its turn.',
+      code: 'queue_abandoned',
+    };
+    return { ...this.#problem(req, p, 'queue_abandoned', EMPTY, undefined, ip), rules, key, identity };
   }
 
   /** A request target that cannot be matched safely: 400, decided by nothing. */
@@ -243,4 +266,10 @@ export class VerdictWriter {
     }
     return out;
   }
+}
+
+/** The code a rule set for the policy that decided the denial, if any. */
+function problemCodeOf(codes: ReadonlyMap<Policy, string>, d: Decision): string | undefined {
+  const m = mostRestrictive(d);
+  return m === undefined ? undefined : codes.get(m.policy);
 }

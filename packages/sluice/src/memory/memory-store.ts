@@ -8,6 +8,7 @@ import {
   integerOption,
   monotonicClock,
   msUntil,
+  nextLast,
   objectOption,
   type Policy,
   type RateLimitStore,
@@ -102,6 +103,8 @@ export class MemoryStore implements RateLimitStore {
   readonly #table: BucketTable;
   readonly #clock: Clock;
   #units = new Float64Array(4);
+  #lasts = new Float64Array(4);
+  #phases = new Float64Array(4);
   #slots = new Int32Array(4);
   #timer: ReturnType<typeof setInterval> | undefined;
   #sweeping = false;
@@ -169,9 +172,10 @@ export class MemoryStore implements RateLimitStore {
     for (const { policy, key } of checks) {
       const slot = t.find(policy, key);
       if (slot < 0) continue; // a missing bucket is full: nothing to return
-      const units = refill(policy, t.units[slot], now - t.last[slot]) + cost * policy.unitsPerToken;
-      t.units[slot] = Math.min(units, policy.capacityUnits);
-      if (now > t.last[slot]) t.last[slot] = now;
+      const last = t.last[slot];
+      const units = refill(policy, t.units[slot], now - last);
+      t.units[slot] = Math.min(units + cost * policy.unitsPerToken, policy.capacityUnits);
+      t.last[slot] = nextLast(policy, units, last, now);
     }
   }
 
@@ -247,32 +251,45 @@ export class MemoryStore implements RateLimitStore {
     const now = this.#now();
     let slot = t.find(policy, key);
     let before: number;
+    // The bucket's time after the refill: `now` for a continuous policy, the current step's start for a stepped one.
+    let last = now;
     if (slot < 0) before = policy.capacityUnits;
     else {
-      const last = t.last[slot];
-      before = now > last ? refill(policy, t.units[slot], now - last) : t.units[slot];
+      const stored = t.last[slot];
+      before = now > stored ? refill(policy, t.units[slot], now - stored) : t.units[slot];
+      last = nextLast(policy, before, stored, now);
     }
+    const phase = now - last;
     const need = cost * policy.unitsPerToken;
     let limited = true;
     let delay = 0;
     if (cost > policy.burst) limited = true;
     else if (before >= need) limited = false;
     else if (mode === 'reserve' && policy.queue !== undefined && need - before <= policy.debtUnits) {
-      delay = msUntil(policy, before - need, 0);
+      delay = msUntil(policy, before - need, 0, phase);
       limited = delay > policy.queue.maxWaitMs;
     }
     const after = !limited && mode !== 'peek' ? before - need : before;
     if (mode !== 'peek') {
       if (slot >= 0) {
         t.units[slot] = after;
-        if (now > t.last[slot]) t.last[slot] = now;
+        t.last[slot] = last;
       } else if (after < policy.capacityUnits) {
         slot = t.insert(policy, key, now, NO_PINS, 0);
         t.units[slot] = after;
       }
     }
     // A policy that cannot queue within its bounds waits for nothing: its delay is 0.
-    return (into ?? new SingleDecision()).set(policy, key, cost, before, after, limited, limited ? 0 : delay);
+    return (into ?? new SingleDecision()).set(
+      policy,
+      key,
+      cost,
+      before,
+      after,
+      limited,
+      limited ? 0 : delay,
+      phase,
+    );
   }
 
   #run(checks: readonly Check[], cost: number, mode: EvaluateMode): Decision {
@@ -280,9 +297,13 @@ export class MemoryStore implements RateLimitStore {
     const n = checks.length;
     if (n > this.#units.length) {
       this.#units = new Float64Array(n * 2);
+      this.#lasts = new Float64Array(n * 2);
+      this.#phases = new Float64Array(n * 2);
       this.#slots = new Int32Array(n * 2);
     }
     const units = this.#units;
+    const lasts = this.#lasts;
+    const phases = this.#phases;
     const slots = this.#slots;
     const t = this.#table;
     const now = this.#now();
@@ -292,14 +313,17 @@ export class MemoryStore implements RateLimitStore {
       slots[i] = slot;
       if (slot < 0) {
         units[i] = policy.capacityUnits;
+        lasts[i] = now;
         // Refused here, before anything is taken, rather than half way through writing the buckets back.
         if (mode !== 'peek') t.ensurePolicy(policy);
       } else {
         const last = t.last[slot];
         units[i] = now > last ? refill(policy, t.units[slot], now - last) : t.units[slot];
+        lasts[i] = nextLast(policy, units[i], last, now);
       }
+      phases[i] = now - lasts[i];
     }
-    const decision = evaluate(checks, units, cost, mode);
+    const decision = evaluate(checks, units, cost, mode, phases);
     if (mode === 'peek') return decision;
     for (let i = 0; i < n; i++) {
       const p = checks[i].policy;
@@ -311,7 +335,7 @@ export class MemoryStore implements RateLimitStore {
         slots[i] = slot;
       }
       t.units[slot] = units[i];
-      if (now > t.last[slot]) t.last[slot] = now;
+      t.last[slot] = lasts[i];
     }
     return decision;
   }

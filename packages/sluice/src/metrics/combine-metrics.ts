@@ -4,6 +4,7 @@ import type {
   ExemptLabels,
   FailureMode,
   LimiterMetrics,
+  QueueWaitResult,
   WebhookResult,
 } from './limiter-metrics.js';
 import { noopMetrics } from './noop-metrics.js';
@@ -78,6 +79,14 @@ class CombinedMetrics implements LimiterMetrics {
 
   recordWebhook(result: WebhookResult): void {
     this.#each((s) => s.recordWebhook(result));
+  }
+
+  setQueueLength(policy: string, length: number): void {
+    this.#each((s) => s.setQueueLength?.(policy, length));
+  }
+
+  recordQueueWait(policy: string, seconds: number, result: QueueWaitResult): void {
+    this.#each((s) => s.recordQueueWait?.(policy, seconds, result));
   }
 
   #each(call: (s: LimiterMetrics) => void): void {

@@ -10,6 +10,8 @@ export {
   type LimiterMetrics,
   METRIC_OUTCOMES,
   type MetricOutcome,
+  QUEUE_WAIT_RESULTS,
+  type QueueWaitResult,
   type StoreStatsSource,
   type WebhookResult,
 } from './limiter-metrics.js';

@@ -59,6 +59,15 @@ export type FailureMode = 'open' | 'closed' | 'local';
 /** Every {@link FailureMode}: the closed set of the `mode` label. */
 export const FAILURE_MODES: readonly FailureMode[] = Object.freeze(['open', 'closed', 'local']);
 
+/**
+ * How a wait in a queue ended: `admitted` when its tokens came due, `abandoned` when the client went away first.
+ * A request refused because the queue was full never waited: it is a `limited` decision.
+ */
+export type QueueWaitResult = 'admitted' | 'abandoned';
+
+/** Every {@link QueueWaitResult}: the closed set of the `result` label. */
+export const QUEUE_WAIT_RESULTS: readonly QueueWaitResult[] = Object.freeze(['admitted', 'abandoned']);
+
 /** The outcome of one quota webhook attempt or delivery. */
 export type WebhookResult = 'delivered' | 'retried' | 'failed' | 'dropped';
 
@@ -120,4 +129,11 @@ export interface LimiterMetrics {
   recordQuotaAlert(threshold: number): void;
   /** Records the outcome of a quota webhook attempt or delivery. */
   recordWebhook(result: WebhookResult): void;
+  /**
+   * Sets how many requests wait now in the queue of a policy (one call per change). Optional, so that sinks
+   * written before queues existed still compile; {@link NoopMetrics} has it.
+   */
+  setQueueLength?(policy: string, length: number): void;
+  /** Records how long a request waited in a policy's queue, in seconds, and how the wait ended. Optional. */
+  recordQueueWait?(policy: string, seconds: number, result: QueueWaitResult): void;
 }

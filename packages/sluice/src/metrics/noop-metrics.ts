@@ -4,6 +4,7 @@ import type {
   ExemptLabels,
   FailureMode,
   LimiterMetrics,
+  QueueWaitResult,
   WebhookResult,
 } from './limiter-metrics.js';
 
@@ -29,6 +30,8 @@ export class NoopMetrics implements LimiterMetrics {
   setQuotaUsage(_ratios: ReadonlyMap<string, number>): void {}
   recordQuotaAlert(_threshold: number): void {}
   recordWebhook(_result: WebhookResult): void {}
+  setQueueLength(_policy: string, _length: number): void {}
+  recordQueueWait(_policy: string, _seconds: number, _result: QueueWaitResult): void {}
 }
 
 /** A shared {@link NoopMetrics}. */

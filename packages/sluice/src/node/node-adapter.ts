@@ -1,20 +1,18 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { invalidOption } from '../core/index.js';
+import { adapterOptions, httpLimiterOption } from '../http/adapter-options.js';
+import { disconnectSignal } from '../http/disconnect-signal.js';
 import {
-  adapterOptions,
   closesAfterDenial,
-  emitWarning,
   type HeaderPair,
   type HttpLimiter,
   type HttpRequestInfo,
-  httpLimiterOption,
   type Identity,
   isPromiseLike,
-  type PeerWarnings,
-  peerWarningsOf,
   type Verdict,
   type WarnFunction,
 } from '../http/index.js';
+import { emitWarning, type PeerWarnings, peerWarningsOf } from '../http/peer-warnings.js';
 
 /** Per-request facts an application supplies to the node:http adapter. */
 export interface NodeRateLimitOptions {
@@ -71,8 +69,14 @@ function watch(m: Mount, req: IncomingMessage, info: HttpRequestInfo): void {
  *
  * @param req - the incoming request.
  * @param options - identity, operation, params and cost functions.
+ * @param res - the response; given, the view's `signal` aborts when the client disconnects (a queued request
+ *   then leaves its queue).
  */
-export function nodeRequestInfo(req: IncomingMessage, options: NodeRateLimitOptions = {}): HttpRequestInfo {
+export function nodeRequestInfo(
+  req: IncomingMessage,
+  options: NodeRateLimitOptions = {},
+  res?: ServerResponse,
+): HttpRequestInfo {
   const op = options.operation;
   return {
     method: req.method ?? 'GET',
@@ -83,6 +87,10 @@ export function nodeRequestInfo(req: IncomingMessage, options: NodeRateLimitOpti
     operation: typeof op === 'function' ? op(req) : op,
     params: options.params?.(req),
     cost: options.cost?.(req),
+    // A getter: the signal is made only for a request that waits in a queue.
+    get signal() {
+      return res === undefined ? undefined : disconnectSignal(res);
+    },
   };
 }
 
@@ -111,9 +119,10 @@ function requestFor(
   limiter: HttpLimiter,
   req: IncomingMessage,
   options: NodeRateLimitOptions,
+  res: ServerResponse,
 ): HttpRequestInfo | undefined {
   const marked = req as IncomingMessage & { [DECIDED]?: HttpLimiter };
-  const info = nodeRequestInfo(req, options);
+  const info = nodeRequestInfo(req, options, res);
   if (marked[DECIDED] !== limiter) {
     marked[DECIDED] = limiter;
     return info;
@@ -204,7 +213,7 @@ export function rateLimitMiddleware(
     let v: ReturnType<HttpLimiter['evaluate']>;
     let info: HttpRequestInfo | undefined;
     try {
-      info = requestFor(m.limiter, req, m.options);
+      info = requestFor(m.limiter, req, m.options, res);
       if (info === undefined) {
         next();
         return;
@@ -265,7 +274,7 @@ export function withRateLimit(
   return (req, res) => {
     let v: ReturnType<HttpLimiter['evaluate']>;
     try {
-      const info = nodeRequestInfo(req, m.options);
+      const info = nodeRequestInfo(req, m.options, res);
       if (m.peers.pending) watch(m, req, info);
       v = m.limiter.evaluate(info);
     } catch {

@@ -1,4 +1,4 @@
-import { Counter, collectDefaultMetrics, Gauge, Registry } from 'prom-client';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import { booleanOption, type Decision, invalidOption, objectOption, SingleDecision } from '../core/index.js';
 import {
   boundedRatios,
@@ -16,6 +16,8 @@ import {
   OTHER_LABEL,
   OUTCOME_INDEX,
   outcomeOf,
+  QUEUE_WAIT_RESULTS,
+  type QueueWaitResult,
   rejectUnknownSinkKeys,
   type StoreStatsSource,
   type WebhookResult,
@@ -49,6 +51,8 @@ export interface PrometheusMetricNames {
   readonly quotaUsage: string;
   readonly quotaAlerts: string;
   readonly webhook: string;
+  readonly queueLength: string;
+  readonly queueWait: string;
 }
 
 const PREFIX = /^[a-zA-Z_][a-zA-Z0-9_]*$/;
@@ -77,6 +81,8 @@ export function prometheusMetricNames(prefix = 'sluice'): PrometheusMetricNames 
     quotaUsage: `${prefix}_quota_usage_ratio`,
     quotaAlerts: `${prefix}_quota_alerts_total`,
     webhook: `${prefix}_quota_webhook_deliveries_total`,
+    queueLength: `${prefix}_queue_length`,
+    queueWait: `${prefix}_queue_wait_seconds`,
   });
 }
 
@@ -126,6 +132,8 @@ export class PrometheusMetrics implements LimiterMetrics {
   readonly #webhook = new Map<string, number>();
   readonly #usage: Gauge<string>;
   readonly #maxTenants: number;
+  readonly #queueLength: Gauge<string>;
+  readonly #queueWait: Histogram<string>;
 
   /**
    * @param options - prefix, registry, label allow-lists and bounds, latency buckets.
@@ -277,6 +285,20 @@ export class PrometheusMetrics implements LimiterMetrics {
         for (const [result, v] of webhook) this.inc({ result }, v);
       },
     });
+    // Queues see a request only when it waits, so prom-client's own metrics are cheap enough here.
+    this.#queueLength = new Gauge({
+      name: n.queueLength,
+      help: 'Requests waiting now in the queue of a policy for their tokens.',
+      labelNames: ['policy'],
+      registers: r,
+    });
+    this.#queueWait = new Histogram({
+      name: n.queueWait,
+      help: 'Time requests waited in a queue, in seconds, by result (admitted, or abandoned by the client).',
+      labelNames: ['policy', 'result'],
+      buckets: [0.1, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300],
+      registers: r,
+    });
     if (booleanOption('processMetrics', o.processMetrics, false)) {
       collectDefaultMetrics({ register: this.registry, prefix: `${o.prefix ?? 'sluice'}_` });
     }
@@ -409,6 +431,16 @@ export class PrometheusMetrics implements LimiterMetrics {
 
   recordWebhook(result: WebhookResult): void {
     this.#webhook.set(result, (this.#webhook.get(result) ?? 0) + 1);
+  }
+
+  setQueueLength(policy: string, length: number): void {
+    if (Number.isFinite(length)) this.#queueLength.set({ policy: this.#labels.policy.value(policy) }, length);
+  }
+
+  recordQueueWait(policy: string, seconds: number, result: QueueWaitResult): void {
+    if (!Number.isFinite(seconds) || seconds < 0) return;
+    const r = QUEUE_WAIT_RESULTS.includes(result) ? result : OTHER_LABEL;
+    this.#queueWait.observe({ policy: this.#labels.policy.value(policy), result: r }, seconds);
   }
 
   #count(cache: ChildCache<Cell>, a: string, tier: string, rule: string, slot: number): void {

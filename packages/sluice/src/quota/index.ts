@@ -1,13 +1,13 @@
 export { MemoryQuotaStore, type MemoryQuotaStoreOptions } from './memory-quota-store.js';
 export type { BucketCounts, QuotaStore } from './quota-store.js';
-export {
-  type QuotaAlert,
-  type QuotaLookup,
-  QuotaTracker,
-  type QuotaTrackerOptions,
-  type TenantTotal,
-  type TenantUsage,
-} from './quota-tracker.js';
+export { QuotaTracker } from './quota-tracker.js';
+export type {
+  QuotaAlert,
+  QuotaLookup,
+  QuotaTrackerOptions,
+  TenantTotal,
+  TenantUsage,
+} from './quota-tracker-options.js';
 export { QuotaWebhook, type QuotaWebhookOptions } from './quota-webhook.js';
 export { type QuotaRedisClient, RedisQuotaStore, type RedisQuotaStoreOptions } from './redis-quota-store.js';
 export { type HeavyHitter, SpaceSaving } from './space-saving.js';

@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { ManualClock, SluiceError } from '../core/index.js';
 import { PrometheusMetrics } from '../prometheus/index.js';
 import { MemoryQuotaStore } from './memory-quota-store.js';
-import { type QuotaAlert, QuotaTracker } from './quota-tracker.js';
+import { QuotaTracker } from './quota-tracker.js';
+import type { QuotaAlert } from './quota-tracker-options.js';
 import { bucketStart, windowBuckets } from './time-buckets.js';
 
 const T0 = Date.UTC(2026, 0, 1, 12, 0, 0);

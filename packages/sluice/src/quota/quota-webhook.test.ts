@@ -4,7 +4,8 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock, type SluiceError } from '../core/index.js';
 import { PrometheusMetrics } from '../prometheus/index.js';
-import { type QuotaAlert, QuotaTracker } from './quota-tracker.js';
+import { QuotaTracker } from './quota-tracker.js';
+import type { QuotaAlert } from './quota-tracker-options.js';
 import { QuotaWebhook } from './quota-webhook.js';
 import { signWebhook, verifyWebhookSignature } from './webhook-signature.js';
 

@@ -10,7 +10,8 @@ import {
   startRedisServer,
 } from '../../../../test/support/redis-server.js';
 import { ManualClock, type SluiceError } from '../core/index.js';
-import { type QuotaAlert, QuotaTracker } from './quota-tracker.js';
+import { QuotaTracker } from './quota-tracker.js';
+import type { QuotaAlert } from './quota-tracker-options.js';
 import { RedisQuotaStore } from './redis-quota-store.js';
 
 // Wall time in the future of the real clock, so that EXPIREAT (evaluated by the server's clock) keeps the keys.

@@ -22,6 +22,8 @@ export interface Entry {
   readonly now: string;
   /** Local time of the call, for the deny cache and the breaker. */
   readonly local: number;
+  /** The deny cache's epoch when the call started: its answer is not remembered after a later refund or reset. */
+  readonly denyEpoch: number;
   readonly slot: number;
   /** performance.now() when queued: a call never waits longer than timeoutMs for its turn either. */
   readonly queuedAt: number;

@@ -1,10 +1,20 @@
-import { type Check, type Decision, type EvaluateMode, evaluate, msUntil, refill } from '../core/index.js';
+import {
+  type Check,
+  type Decision,
+  type EvaluateMode,
+  evaluate,
+  msUntil,
+  nextLast,
+  refill,
+} from '../core/index.js';
 
 interface Snapshot {
   /** Units the bucket held when Redis last answered a denial for it. */
   units: number;
   /** Local time of that answer, in whole milliseconds. */
   at: number;
+  /** The bucket's time in local milliseconds: `at`, or for a stepped policy the start of its step then. */
+  last: number;
   /** Local time after which the snapshot is not trusted any more: the denial's retry time. */
   until: number;
 }
@@ -23,10 +33,21 @@ export class DenyCache {
   readonly #entries = new Map<string, Snapshot>();
   readonly #max: number;
   #units = new Float64Array(4);
+  #epoch = 0;
+  #phases = new Float64Array(4);
 
   /** @param maxEntries - the most buckets remembered. */
   constructor(maxEntries: number) {
     this.#max = maxEntries;
+  }
+
+  /**
+   * Counts refunds and resets seen here. A call records it when it starts; the store neither remembers nor
+   * refreshes from the answer of a call that started before a later refund or reset, since Redis may have run
+   * that call before the refund or reset (see D-R07).
+   */
+  get epoch(): number {
+    return this.#epoch;
   }
 
   /** Buckets remembered now. */
@@ -46,8 +67,12 @@ export class DenyCache {
     now: number,
   ): Decision | undefined {
     const n = checks.length;
-    if (n > this.#units.length) this.#units = new Float64Array(n * 2);
+    if (n > this.#units.length) {
+      this.#units = new Float64Array(n * 2);
+      this.#phases = new Float64Array(n * 2);
+    }
     const units = this.#units;
+    const phases = this.#phases;
     for (let i = 0; i < n; i++) {
       const s = this.#entries.get(keys[i]);
       if (s === undefined) return undefined;
@@ -55,9 +80,18 @@ export class DenyCache {
         this.#entries.delete(keys[i]);
         return undefined;
       }
-      units[i] = refill(checks[i].policy, s.units, now - s.at);
+      const p = checks[i].policy;
+      units[i] = refill(p, s.units, now - s.last);
+      phases[i] = now - nextLast(p, units[i], s.last, now);
     }
-    const decision = evaluate(checks, n === units.length ? units : units.subarray(0, n), cost, mode);
+    const whole = n === units.length;
+    const decision = evaluate(
+      checks,
+      whole ? units : units.subarray(0, n),
+      cost,
+      mode,
+      whole ? phases : phases.subarray(0, n),
+    );
     return decision.allowed ? undefined : decision;
   }
 
@@ -65,11 +99,13 @@ export class DenyCache {
    * Records a denial Redis answered.
    *
    * @param before - each check's units at the decision (after refill), as the script returned them.
+   * @param phases - stepped policies' phases as the script returned them, or `undefined` when none is stepped.
    */
   remember(
     checks: readonly Check[],
     keys: readonly string[],
     before: Float64Array,
+    phases: Float64Array | undefined,
     decision: Decision,
     now: number,
   ): void {
@@ -77,7 +113,8 @@ export class DenyCache {
     let wait = 0;
     for (const o of decision.violated) {
       const i = decision.outcomes.indexOf(o);
-      const w = msUntil(o.policy, before[i], decision.cost * o.policy.unitsPerToken);
+      const phase = phases === undefined ? 0 : phases[i];
+      const w = msUntil(o.policy, before[i], decision.cost * o.policy.unitsPerToken, phase);
       if (w > wait) wait = w;
     }
     if (wait <= 0) return;
@@ -87,7 +124,8 @@ export class DenyCache {
         this.#entries.delete(oldest);
       }
       this.#entries.delete(keys[i]);
-      this.#entries.set(keys[i], { units: before[i], at: now, until: now + wait });
+      const last = phases === undefined ? now : now - phases[i];
+      this.#entries.set(keys[i], { units: before[i], at: now, last, until: now + wait });
     }
   }
 
@@ -96,25 +134,29 @@ export class DenyCache {
    * they were denied), so a later local denial reports their levels as Redis last knew them.
    *
    * @param after - each check's units after that decision.
+   * @param phases - stepped policies' phases at that decision, or `undefined` when none is stepped.
    */
-  refresh(keys: readonly string[], after: Float64Array, now: number): void {
+  refresh(keys: readonly string[], after: Float64Array, phases: Float64Array | undefined, now: number): void {
     if (this.#entries.size === 0) return;
     for (let i = 0; i < keys.length; i++) {
       const s = this.#entries.get(keys[i]);
       if (s !== undefined) {
         s.units = after[i];
         s.at = now;
+        s.last = phases === undefined ? now : now - phases[i];
       }
     }
   }
 
   /** Forgets buckets whose level changed upwards here (refund, reset). */
   forget(keys: readonly string[]): void {
+    this.#epoch++;
     for (const k of keys) this.#entries.delete(k);
   }
 
   /** Forgets everything. */
   clear(): void {
+    this.#epoch++;
     this.#entries.clear();
   }
 }

@@ -111,7 +111,7 @@ export class Fallback {
     return checks.map((c) => ({ policy: this.#localPolicy(c.policy), key: c.key }));
   }
 
-  /** The policy with quota, burst and queue limit divided by the node count (at least 1 each). */
+  /** The policy with quota (tokens per step), burst and queue limit divided by the node count (at least 1 each). */
   #localPolicy(src: Policy): Policy {
     let p = this.#localPolicies.get(src);
     if (p === undefined) {
@@ -124,6 +124,7 @@ export class Fallback {
         burst: share(src.burst),
         shadow: src.shadow,
         queue: src.queue && { limit: share(src.queue.limit), maxWaitMs: src.queue.maxWaitMs },
+        refill: src.refill && { tokens: share(src.refill.tokens), every: src.refill.every },
       });
       this.#localPolicies.set(src, p);
     }

@@ -21,13 +21,19 @@
  * KEYS: every bucket key of every entry, in order.
  * ARGV[1]: extra TTL milliseconds (non-zero only with an injected clock).
  * ARGV[2]: number of policies m, then m x (quota, unitsPerToken, burst, shadow 0/1, queue limit (0: none), queue
- * maxWaitMs): each policy of the call once, so entries name their policies by index.
+ * maxWaitMs, step ms (0: continuous refill)): each policy of the call once, so entries name their policies by index.
+ *
+ * Stepped refill (step ms > 0, core/bucket-math.ts `refill` and `nextLast`): `floor(elapsed / step)` whole steps of
+ * `quota x unitsPerToken` units each, and a bucket's stored time is the start of its current step rather than its
+ * last use; a bucket that is full starts a new timeline at the next take. Its TTL is the time to the step that
+ * fills it.
  * Then runs of entries that share everything but their keys, until the end of ARGV: op (d decide, r reserve,
  * p peek, f refund, x reset), cost, now (empty: server TIME), n checks, per check the policy's index (1-based),
  * and the number of entries in the run (each takes the next n KEYS). Concurrent calls of one limiter usually
  * share their shape, so a batch of 64 decisions sends about 6 arguments besides its keys.
  * Reply: per decide/reserve/peek entry the flag 1/0 (allowed) then each check's units after refill and before
- * the decision; per refund/reset entry the flag 1.
+ * the decision, followed for a stepped policy by its phase (milliseconds since its current step began); per
+ * refund/reset entry the flag 1.
  */
 export const SCRIPT = `
 if redis.replicate_commands then redis.replicate_commands() end
@@ -36,15 +42,23 @@ local ARGV, KEYS, tonumber, call, unpack = ARGV, KEYS, tonumber, redis.call, unp
 local fmt, floor, ceil, find, sub = string.format, math.floor, math.ceil, string.find, string.sub
 local slack = tonumber(ARGV[1])
 local serverNow
-local PQ, PP, PB, PS, PL, PW, PC, PF = {}, {}, {}, {}, {}, {}, {}, {}
+local PQ, PP, PB, PS, PL, PW, PC, PF, PT, PU = {}, {}, {}, {}, {}, {}, {}, {}, {}, {}
 local a = 3
 for j = 1, tonumber(ARGV[2]) do
   local quota, upt, burst = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
   PQ[j], PP[j], PB[j], PS[j] = quota, upt, burst, ARGV[a + 3] == '1'
   PL[j], PW[j] = tonumber(ARGV[a + 4]) * upt, tonumber(ARGV[a + 5])
   PC[j] = burst * upt
-  PF[j] = ceil((PC[j] + PL[j]) / quota)
-  a = a + 6
+  -- Step length and units per step; 0 and 0 for a continuous refill.
+  PT[j] = tonumber(ARGV[a + 6])
+  PU[j] = 0
+  if PT[j] > 0 then
+    PU[j] = quota * upt
+    PF[j] = ceil((PC[j] + PL[j]) / PU[j]) * PT[j]
+  else
+    PF[j] = ceil((PC[j] + PL[j]) / quota)
+  end
+  a = a + 7
 end
 
 -- One MGET per 1,000 keys instead of a GET per bucket (unpack is bounded by the Lua stack).
@@ -94,11 +108,31 @@ local function load(k)
   return s
 end
 
--- Units held now: a missing bucket is full; time that went backwards adds nothing.
-local function current(s, now, quota, cap, fill)
+-- Units held now: a missing bucket is full; time that went backwards adds nothing. A stepped bucket also gets its
+-- time after the refill in A[i] (nextLast): the current step's start, or now once full.
+local A = {}
+local function current(s, now, i, quota, cap, fill, step, per)
   local u = SU[s]
-  if u == nil then return cap end
-  local e = now - ST[s]
+  if u == nil then
+    A[i] = now
+    return cap
+  end
+  local last = ST[s]
+  local e = now - last
+  if step > 0 then
+    local k = 0
+    if e > 0 then
+      if e > fill then e = fill end
+      k = floor(e / step)
+    end
+    local nx = u + k * per
+    if nx >= cap then
+      A[i] = now
+      return cap
+    end
+    A[i] = last + k * step
+    return nx
+  end
   if e <= 0 then return u end
   if e > fill then e = fill end
   local nx = u + e * quota
@@ -106,16 +140,27 @@ local function current(s, now, quota, cap, fill)
   return cap
 end
 
-local function keep(s, units, now, quota, cap)
+local function keep(s, units, now, i, quota, cap, step, per)
   if SU[s] == nil and units >= cap then return end
   local last = now
-  if ST[s] ~= nil and ST[s] > now then last = ST[s] end
+  if step > 0 then
+    last = A[i]
+    SX[s] = (last - now) + ceil((cap - units) / per) * step + slack
+  else
+    if ST[s] ~= nil and ST[s] > now then last = ST[s] end
+    SX[s] = (last - now) + ceil((cap - units) / quota) + slack
+  end
   SU[s], ST[s], SC[s], SD[s] = units, last, cap, true
-  SX[s] = (last - now) + ceil((cap - units) / quota) + slack
 end
 
 local out, o, k = {}, 0, 1
-local U, Q, P, B, S, L, W, C, F, BK = {}, {}, {}, {}, {}, {}, {}, {}, {}, {}
+local U, Q, P, B, S, L, W, C, F, T, R, BK = {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}
+
+-- Milliseconds until check i gains need more units (msUntil): continuous, or to the step that brings them.
+local function wait(i, need, now)
+  if T[i] > 0 then return ceil(need / R[i]) * T[i] - (now - A[i]) end
+  return ceil(need / Q[i])
+end
 local nargs = #ARGV
 while a <= nargs do
   local op, cost, now, n = ARGV[a], tonumber(ARGV[a + 1]), clockNow(ARGV[a + 2]), tonumber(ARGV[a + 3])
@@ -123,6 +168,7 @@ while a <= nargs do
   for i = 1, n do
     local j = tonumber(ARGV[a])
     Q[i], P[i], B[i], S[i], L[i], W[i], C[i], F[i] = PQ[j], PP[j], PB[j], PS[j], PL[j], PW[j], PC[j], PF[j]
+    T[i], R[i] = PT[j], PU[j]
     a = a + 1
   end
   local count = tonumber(ARGV[a])
@@ -134,7 +180,7 @@ while a <= nargs do
         SU[s], ST[s], SD[s] = nil, nil, true
       else
         BK[i] = s
-        U[i] = current(s, now, Q[i], C[i], F[i])
+        U[i] = current(s, now, i, Q[i], C[i], F[i], T[i], R[i])
       end
       k = k + 1
     end
@@ -143,7 +189,7 @@ while a <= nargs do
         if SU[BK[i]] ~= nil then
           local u = U[i] + cost * P[i]
           if u > C[i] then u = C[i] end
-          keep(BK[i], u, now, Q[i], C[i])
+          keep(BK[i], u, now, i, Q[i], C[i], T[i], R[i])
         end
       end
       o = o + 1
@@ -159,7 +205,7 @@ while a <= nargs do
         else
           local after = U[i] - cost * P[i]
           if after < 0 then
-            local queued = op == 'r' and L[i] > 0 and -after <= L[i] and ceil(-after / Q[i]) <= W[i]
+            local queued = op == 'r' and L[i] > 0 and -after <= L[i] and wait(i, -after, now) <= W[i]
             if not queued and not S[i] then blocked = true end
           end
         end
@@ -170,6 +216,10 @@ while a <= nargs do
       for i = 1, n do
         o = o + 1
         out[o] = fmt('%d', U[i])
+        if T[i] > 0 then
+          o = o + 1
+          out[o] = fmt('%d', now - A[i])
+        end
       end
       if op ~= 'p' and allowed then
         for i = 1, n do
@@ -177,11 +227,11 @@ while a <= nargs do
           local limited
           if cost > B[i] then limited = true
           elseif U[i] >= need then limited = false
-          elseif op == 'r' and L[i] > 0 and need - U[i] <= L[i] then limited = ceil((need - U[i]) / Q[i]) > W[i]
+          elseif op == 'r' and L[i] > 0 and need - U[i] <= L[i] then limited = wait(i, need - U[i], now) > W[i]
           else limited = true end
           -- Only a bucket that gave units is written: one whose level did not change refills from its stored
           -- value to the same level as it would from a rewritten one, and keeps the same time to full.
-          if not limited and need > 0 then keep(BK[i], U[i] - need, now, Q[i], C[i]) end
+          if not limited and need > 0 then keep(BK[i], U[i] - need, now, i, Q[i], C[i], T[i], R[i]) end
         end
       end
     end
@@ -206,4 +256,4 @@ return out
  * Node module; redis-store.test.ts fails when the script changes and this is not updated (a stale value would cost
  * a NOSCRIPT round trip on every call, never a wrong decision).
  */
-export const SCRIPT_SHA = '7c69c5da5d1a38dbf03c840515d013780861fd1b';
+export const SCRIPT_SHA = '4a2b42fcd09b47ebcc3bcdbc25804450aa6ecff3';

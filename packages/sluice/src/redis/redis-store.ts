@@ -246,6 +246,7 @@ export class RedisStore implements RateLimitStore {
       cost,
       now: this.#injected ? String(local) : '',
       local,
+      denyEpoch: this.#deny?.epoch ?? 0,
       slot,
       queuedAt: performance.now(),
       resolve: noop,
@@ -299,8 +300,16 @@ export class RedisStore implements RateLimitStore {
       const allowed = reply[at++] === '1';
       const n = e.checks.length;
       const units = new Float64Array(n);
-      for (let i = 0; i < n; i++) units[i] = Number(reply[at++]);
-      const decision = evaluate(e.checks, units, e.cost, e.mode);
+      // Phases come only after the units of stepped policies; continuous calls allocate no array for them.
+      let phases: Float64Array | undefined;
+      for (let i = 0; i < n; i++) {
+        units[i] = Number(reply[at++]);
+        if (e.checks[i].policy.stepMs !== 0) {
+          if (phases === undefined) phases = new Float64Array(n);
+          phases[i] = Number(reply[at++]);
+        }
+      }
+      const decision = evaluate(e.checks, units, e.cost, e.mode, phases);
       if (decision.allowed !== allowed) {
         // Only a script that drifted from evaluate() could get here; never hand out a decision it did not make.
         this.#fail(
@@ -310,10 +319,11 @@ export class RedisStore implements RateLimitStore {
         continue;
       }
       this.#n.redisDecisions++;
-      if (this.#deny !== undefined) {
+      // An answer to a call that started before a refund or reset here may predate it: not remembered (D-R07).
+      if (this.#deny !== undefined && e.denyEpoch === this.#deny.epoch) {
         // evaluate() takes nothing from `units` on a denial, so they still hold the levels before the decision.
-        if (decision.allowed) this.#deny.refresh(e.keys, units, e.local);
-        else this.#deny.remember(e.checks, e.keys, units, decision, e.local);
+        if (decision.allowed) this.#deny.refresh(e.keys, units, phases, e.local);
+        else this.#deny.remember(e.checks, e.keys, units, phases, decision, e.local);
       }
       e.resolve(decision);
     }

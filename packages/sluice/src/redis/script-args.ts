@@ -57,7 +57,7 @@ export class ScriptArgs {
     return { keys, args };
   }
 
-  /** A policy's six arguments, built once per policy object. */
+  /** A policy's seven arguments, built once per policy object. */
   #argsOf(p: Policy): readonly string[] {
     let args = this.#policyArgs.get(p);
     if (args === undefined) {
@@ -68,6 +68,7 @@ export class ScriptArgs {
         p.shadow ? '1' : '0',
         String(p.queue?.limit ?? 0),
         String(p.queue?.maxWaitMs ?? 0),
+        String(p.stepMs),
       ]);
       this.#policyArgs.set(p, args);
     }

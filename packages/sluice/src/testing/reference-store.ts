@@ -4,6 +4,7 @@ import {
   type EvaluateMode,
   evaluate,
   type ManualClock,
+  nextLast,
   type Policy,
   type RateLimitStore,
   refill,
@@ -54,8 +55,9 @@ export class ReferenceStore implements RateLimitStore {
       b = { units: c.policy.capacityUnits, last: now };
       m.set(c.key, b);
     }
-    b.units = refill(c.policy, b.units, now - b.last);
-    if (now > b.last) b.last = now;
+    const units = refill(c.policy, b.units, now - b.last);
+    b.last = nextLast(c.policy, units, b.last, now);
+    b.units = units;
     return b;
   }
 
@@ -63,7 +65,8 @@ export class ReferenceStore implements RateLimitStore {
     const now = Math.floor(this.#clock.now());
     const buckets = checks.map((c) => this.#bucket(c, now));
     const units = Float64Array.from(buckets, (b) => b.units);
-    const d = evaluate(checks, units, cost, mode);
+    const phases = Float64Array.from(buckets, (b) => now - b.last);
+    const d = evaluate(checks, units, cost, mode, phases);
     if (mode !== 'peek') {
       for (let i = 0; i < buckets.length; i++) buckets[i].units = units[i];
     }

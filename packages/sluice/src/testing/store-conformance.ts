@@ -10,6 +10,7 @@ import {
 } from '../core/index.js';
 import { expectWellFormedDecision } from './decision-shape.js';
 import { ReferenceStore } from './reference-store.js';
+import { steppedConformance } from './stepped-conformance.js';
 
 /** Builds a fresh store on the given clock; remote stores take the clock instead of their server time in tests. */
 export type StoreFactory = (clock: ManualClock) => RateLimitStore | Promise<RateLimitStore>;
@@ -71,6 +72,7 @@ export function storeConformance(name: string, make: StoreFactory, options: Conf
     const write = definePolicy({ name: 'rl.write', quota: 120, window: 60, burst: 30 });
     const read = definePolicy({ name: 'rl.read', quota: 600, window: 60, burst: 100 });
     const odd = definePolicy({ name: 'rl.odd', quota: 7, window: 60, burst: 3 });
+    const stepped = definePolicy({ name: 'rl.stepped', burst: 5, refill: { tokens: 2, every: 3 } });
 
     it('starts full: one request leaves r = burst - 1 and t = 1 (120 per minute, burst 30)', async () => {
       const { store } = await setup();
@@ -226,7 +228,7 @@ export function storeConformance(name: string, make: StoreFactory, options: Conf
     });
 
     it('decides every random sequence exactly as the reference model', async () => {
-      const policies: Policy[] = [write, odd, read];
+      const policies: Policy[] = [write, odd, read, stepped];
       const op = fc.record({
         advance: fc.oneof(
           fc.constant(0),
@@ -234,7 +236,7 @@ export function storeConformance(name: string, make: StoreFactory, options: Conf
           fc.integer({ min: 0, max: 120_000 }),
         ),
         cost: fc.oneof(fc.constant(1), fc.integer({ min: 1, max: 8 }), fc.constant(40)),
-        which: fc.subarray([0, 1, 2], { minLength: 1 }),
+        which: fc.subarray([0, 1, 2, 3], { minLength: 1 }),
         kind: fc.constantFrom('decide', 'decide', 'decide', 'peek', 'refund'),
       });
       await fc.assert(
@@ -260,5 +262,7 @@ export function storeConformance(name: string, make: StoreFactory, options: Conf
         { numRuns: options.propertyRuns ?? 40 },
       );
     });
+
+    steppedConformance({ setup, freshKey, propertyRuns: options.propertyRuns ?? 40 });
   });
 }

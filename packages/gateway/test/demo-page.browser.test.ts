@@ -1,0 +1,67 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type BrowserContext, chromium, type Page } from 'playwright-core';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { toolPath } from '../../../test/support/tools.js';
+import { buildDemoPage } from '../demo-ui/build.js';
+import { runDemo } from '../src/demo/run-demo.js';
+import type { Gateway } from '../src/gateway/gateway.js';
+
+const CHROMIUM = toolPath('chromium');
+const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'];
+
+let assets: string;
+let profile: string;
+let context: BrowserContext;
+let page: Page;
+let demo: { gateway: Gateway; stop: () => Promise<void> };
+const printed: string[] = [];
+
+beforeAll(async () => {
+  assets = await mkdtemp(join(tmpdir(), 'sluice-demo-page-'));
+  await buildDemoPage(assets, { fromSource: true });
+  demo = await runDemo({ port: 0, demoAssets: assets, print: (l) => printed.push(l) });
+  profile = await mkdtemp(join(tmpdir(), 'sluice-chromium-'));
+  context = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ARGS,
+    viewport: { width: 900, height: 600 },
+  });
+  page = context.pages()[0] ?? (await context.newPage());
+}, 60_000);
+
+afterAll(async () => {
+  await context?.close();
+  await demo?.stop();
+  await rm(profile, { recursive: true, force: true });
+  await rm(assets, { recursive: true, force: true });
+});
+
+it('sends a burst from another origin: the status element shows what is left and the client retries the 429s', async () => {
+  const line = printed.find((l) => l.trimStart().startsWith('browser:'));
+  expect(line).toBeDefined();
+  const pageUrl = /(http:\/\/\S+\/demo\/)/.exec(line as string)?.[1] as string;
+  // The page comes from the echo upstream's origin and calls the gateway's: every header it reads crosses CORS.
+  expect(new URL(pageUrl).origin).not.toBe(new URL(demo.gateway.url).origin);
+  await page.goto(pageUrl);
+  await expect.poll(() => page.textContent('#gateway')).toBe(demo.gateway.url);
+  await page.click('#burst');
+  // Ten pass (the endpoint rule's 10 per 60 s), each with a RateLimit field the page could read.
+  await expect
+    .poll(async () => (await page.locator('#log li', { hasText: ' 200 RateLimit: ' }).count()) >= 10)
+    .toBe(true);
+  expect(await page.locator('#log li', { hasText: '(not readable)' }).count()).toBe(0);
+  // The two refused calls are retried after the gateway's Retry-After, which the page could read.
+  await expect.poll(() => page.locator('#log li.retry').count()).toBeGreaterThanOrEqual(2);
+  const retry = (await page.locator('#log li.retry').first().textContent()) as string;
+  expect(retry).toMatch(/got 429: retry 1 in \d+ s \(Retry-After: \d+\)/);
+  // The status element shows the most constrained policy: the endpoint rule, exhausted.
+  const status = page.locator('#status');
+  await page.screenshot({ path: join(process.cwd(), 'test-artifacts', 'demo-page.png') });
+  await expect
+    .poll(() => status.evaluate((el) => (el.shadowRoot as ShadowRoot).querySelector('[part=container]')?.textContent ?? ''))
+    .toContain('Limit reached');
+  await page.screenshot({ path: join(process.cwd(), 'test-artifacts', 'demo-page.png') });
+});

@@ -1,0 +1,117 @@
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
+import { bundleForBrowser } from '../packages/sluice/test/client/bundle.js';
+import { toolPath } from './support/tools.js';
+
+// The quick starts of the README, run as they are: each imports the `sluice` package names as a user would
+// (vitest resolves them to the sources), listens, and must answer 5 requests then a 429 on /api/hello.
+
+interface Started {
+  readonly url: string;
+  close(): Promise<unknown>;
+}
+
+const SERVERS: Record<string, () => Promise<{ start: (port?: number) => Promise<Started> }>> = {
+  express: () => import('../examples/express.mjs'),
+  fastify: () => import('../examples/fastify.mjs'),
+  hono: () => import('../examples/hono.mjs'),
+  'node-http': () => import('../examples/node-http.mjs'),
+};
+
+describe.each(Object.keys(SERVERS))('examples/%s.mjs', (name) => {
+  it('admits the burst of 5 on /api/*, then answers 429 with Retry-After and the RateLimit fields', async () => {
+    const app = await (await SERVERS[name]()).start(0);
+    try {
+      const statuses: number[] = [];
+      let last: Response | undefined;
+      for (let i = 0; i < 6; i++) {
+        last = await fetch(`${app.url}/api/hello`);
+        statuses.push(last.status);
+        await last.arrayBuffer();
+      }
+      expect(statuses).toEqual([200, 200, 200, 200, 200, 429]);
+      const refused = last as Response;
+      expect(refused.headers.get('retry-after')).toBe('1');
+      expect(refused.headers.get('ratelimit-policy')).toBe('"api";q=60;w=60');
+      expect(refused.headers.get('ratelimit')).toBe('"api";r=0;t=5');
+    } finally {
+      await app.close();
+    }
+  });
+});
+
+describe('examples/engine.mjs', () => {
+  it('prints the burst, the refusal and the refill', async () => {
+    const { tour } = await import('../examples/engine.mjs');
+    expect(await tour()).toEqual([
+      'first request: allow r=29 t=1',
+      '30th request: allow r=0 t=15',
+      '31st request: deny r=0 t=15 Retry-After: 1',
+      'after 0.5 s: allow r=0 t=15',
+    ]);
+  });
+});
+
+describe('examples/browser/index.html', () => {
+  it('shows the status element and the retries against the node:http quick start', async () => {
+    const { createLimits } = await import('../examples/limits.mjs');
+    const { withRateLimit } = await import('sluice/node');
+    const page = readFileSync(new URL('../examples/browser/index.html', import.meta.url), 'utf8');
+    const bundle = await bundleForBrowser(
+      new URL('../packages/sluice/src/client/index.ts', import.meta.url),
+      'esm',
+    );
+    const files: Record<string, [string, string]> = {
+      '/': ['text/html; charset=utf-8', page],
+      '/sluice-client.js': ['text/javascript; charset=utf-8', bundle],
+    };
+    const server = createServer(
+      withRateLimit(createLimits(), (req, res) => {
+        const file = files[req.url ?? ''];
+        res.writeHead(200, { 'content-type': file?.[0] ?? 'application/json' });
+        res.end(file?.[1] ?? '{"hello":"world"}');
+      }),
+    );
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+    const browser = await chromium.launch({
+      executablePath: toolPath('chromium'),
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
+    });
+    try {
+      const tab = await browser.newPage();
+      await tab.goto(url);
+      await tab.click('#send');
+      await expect.poll(() => tab.locator('#log li', { hasText: '200 RateLimit: "api";r=' }).count()).toBe(5);
+      await expect.poll(() => tab.locator('#log li', { hasText: '429: retry 1 in 1 s' }).count()).toBe(1);
+      const status = tab.locator('sluice-rate-limit-status');
+      await expect
+        .poll(() =>
+          status.evaluate((el) => el.shadowRoot?.querySelector('[part=container]')?.textContent ?? ''),
+        )
+        .toMatch(/of 5 left/);
+    } finally {
+      await browser.close();
+      await new Promise((r) => server.close(r));
+    }
+  });
+});
+
+// Keeps the README honest about what the quick starts are.
+it('every quick start named in the README exists', () => {
+  const readme = readFileSync(fileURLToPath(new URL('../README.md', import.meta.url)), 'utf8');
+  for (const f of [
+    'express.mjs',
+    'fastify.mjs',
+    'hono.mjs',
+    'node-http.mjs',
+    'engine.mjs',
+    'browser/index.html',
+  ]) {
+    expect(readme).toContain(`examples/${f}`);
+  }
+});
