@@ -136,6 +136,14 @@ module.exports = {
       to: { pathNot: `${S}core/` },
     },
     {
+      name: 'shared-store-is-core-only',
+      comment:
+        'The shared-memory store (sluice/shared) imports the core only, like the memory store: no other store, HTTP, metrics or gateway.',
+      severity: 'error',
+      from: { path: `${S}shared/` },
+      to: { path: S, pathNot: `${S}(shared|core)/` },
+    },
+    {
       name: 'stores-below-http',
       comment: 'Stores depend on the core only, never on HTTP, adapters, metrics or the gateway.',
       severity: 'error',

@@ -1,7 +1,6 @@
 // The engine in one minute: `node examples/engine.mjs`. A ManualClock makes the output the same on every run.
 import { Limiter, ManualClock } from 'sluice';
 import { MemoryStore } from 'sluice/memory';
-import { isMain } from './limits.mjs';
 
 /** Runs the tour and returns its lines: 120 per minute in bursts of 30, then a refill. */
 export async function tour() {
@@ -27,4 +26,4 @@ export async function tour() {
   return lines;
 }
 
-if (isMain(import.meta.url)) for (const line of await tour()) console.log(line);
+if (process.argv[1] === new URL(import.meta.url).pathname) for (const line of await tour()) console.log(line);

@@ -3,6 +3,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
+import type { HttpLimiter } from 'sluice/http';
 import { describe, expect, it } from 'vitest';
 import { bundleForBrowser } from '../packages/sluice/test/client/bundle.js';
 import { toolPath } from './support/tools.js';
@@ -15,16 +16,20 @@ interface Started {
   close(): Promise<unknown>;
 }
 
-const SERVERS: Record<string, () => Promise<{ start: (port?: number) => Promise<Started> }>> = {
-  express: () => import('../examples/express.mjs'),
-  fastify: () => import('../examples/fastify.mjs'),
-  hono: () => import('../examples/hono.mjs'),
-  'node-http': () => import('../examples/node-http.mjs'),
-};
+/**
+ * Loads an example by its file name. The examples are plain `.mjs` files a user runs with `node`; vitest still
+ * transforms them, so their `sluice/...` imports resolve to the sources.
+ */
+function example<T>(file: string): Promise<T> {
+  return import(/* @vite-ignore */ new URL(`../examples/${file}`, import.meta.url).href) as Promise<T>;
+}
 
-describe.each(Object.keys(SERVERS))('examples/%s.mjs', (name) => {
+type ServerExample = { start: (port?: number) => Promise<Started> };
+const SERVERS = ['express', 'fastify', 'hono', 'node-http'];
+
+describe.each(SERVERS)('examples/%s.mjs', (name) => {
   it('admits the burst of 5 on /api/*, then answers 429 with Retry-After and the RateLimit fields', async () => {
-    const app = await (await SERVERS[name]()).start(0);
+    const app = await (await example<ServerExample>(`${name}.mjs`)).start(0);
     try {
       const statuses: number[] = [];
       let last: Response | undefined;
@@ -46,7 +51,7 @@ describe.each(Object.keys(SERVERS))('examples/%s.mjs', (name) => {
 
 describe('examples/engine.mjs', () => {
   it('prints the burst, the refusal and the refill', async () => {
-    const { tour } = await import('../examples/engine.mjs');
+    const { tour } = await example<{ tour: () => Promise<string[]> }>('engine.mjs');
     expect(await tour()).toEqual([
       'first request: allow r=29 t=1',
       '30th request: allow r=0 t=15',
@@ -58,7 +63,7 @@ describe('examples/engine.mjs', () => {
 
 describe('examples/browser/index.html', () => {
   it('shows the status element and the retries against the node:http quick start', async () => {
-    const { createLimits } = await import('../examples/limits.mjs');
+    const { createLimits } = await example<{ createLimits: () => HttpLimiter }>('limits.mjs');
     const { withRateLimit } = await import('sluice/node');
     const page = readFileSync(new URL('../examples/browser/index.html', import.meta.url), 'utf8');
     const bundle = await bundleForBrowser(

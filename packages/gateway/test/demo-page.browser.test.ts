@@ -61,7 +61,11 @@ it('sends a burst from another origin: the status element shows what is left and
   const status = page.locator('#status');
   await page.screenshot({ path: join(process.cwd(), 'test-artifacts', 'demo-page.png') });
   await expect
-    .poll(() => status.evaluate((el) => (el.shadowRoot as ShadowRoot).querySelector('[part=container]')?.textContent ?? ''))
+    .poll(() =>
+      status.evaluate(
+        (el) => (el.shadowRoot as ShadowRoot).querySelector('[part=container]')?.textContent ?? '',
+      ),
+    )
     .toContain('Limit reached');
   await page.screenshot({ path: join(process.cwd(), 'test-artifacts', 'demo-page.png') });
 });

@@ -54,3 +54,5 @@ async function one(): Promise<void> {
   line(`sending ${BURST} requests to ${PATH}`);
   for (let i = 0; i < BURST; i++) void one();
 });
+
+(document.getElementById('one') as HTMLButtonElement).addEventListener('click', () => void one());

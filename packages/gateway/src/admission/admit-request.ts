@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Decision, RateLimitStore } from 'sluice';
-import { type HeaderPair, ipKey, isPromiseLike, type Verdict } from 'sluice/http';
+import { type ClosableResponse, type HeaderPair, ipKey, isPromiseLike, type Verdict } from 'sluice/http';
 import type { DecisionLabels } from 'sluice/metrics';
 import type { PrometheusMetrics } from 'sluice/prometheus';
 import type { Logger } from '../log/create-logger.js';
@@ -61,6 +61,8 @@ export interface AdmissionRequest {
    * only when the request waits, so a getter may make it lazily.
    */
   readonly signal?: AbortSignal;
+  /** The response whose early close (the client went away) ends a wait in a queue; read only for one that waits. */
+  readonly response?: ClosableResponse;
 }
 
 /** The outcome of {@link admitRequest}; a denial is a value, never an exception. */
@@ -124,20 +126,7 @@ export function admitRequest(host: AdmissionHost, r: AdmissionRequest): Admissio
   // Switched off, nothing is limited; a target that cannot be matched safely is still refused (the evaluation
   // below refuses it first thing), since the gateway would forward it.
   if (!rt.config.enabled && rt.http.canonicalTarget(r.path).ok) return exempt(host, 'disabled', undefined);
-  const req: GatewayRequest = {
-    method: r.method,
-    path: r.path,
-    headers: r.headers,
-    remoteAddress: undefined,
-    ...(r.clientIp === undefined ? {} : { clientIp: r.clientIp }),
-    trustIdentityHeaders: r.trustIdentityHeaders,
-    cost: r.cost,
-    correlationId: r.correlationId,
-    socket: r.socket,
-    get signal() {
-      return r.signal;
-    },
-  };
+  const req = new AdmittedRequest(r);
   const t0 = performance.now();
   const v = rt.http.evaluate(req);
   return isPromiseLike(v) ? v.then((x) => admitted(host, rt, req, x, t0)) : admitted(host, rt, req, v, t0);
@@ -210,4 +199,35 @@ function exempt(host: AdmissionHost, reason: ExemptReason, tier: string | undefi
     EXEMPT.set(reason, a);
   }
   return a;
+}
+
+/**
+ * The library's view of an admission request, with one shape for every request (an object literal with a getter
+ * would make every request object slow); the client's disconnect is read only for a request that waits.
+ */
+class AdmittedRequest implements GatewayRequest {
+  readonly method: string;
+  readonly path: string;
+  readonly headers: IncomingHttpHeaders;
+  readonly remoteAddress: undefined = undefined;
+  readonly clientIp: string | undefined;
+  readonly trustIdentityHeaders: boolean;
+  readonly cost: number;
+  readonly correlationId: string;
+  readonly socket: unknown;
+  readonly signal: AbortSignal | undefined;
+  readonly disconnect: ClosableResponse | undefined;
+
+  constructor(r: AdmissionRequest) {
+    this.method = r.method;
+    this.path = r.path;
+    this.headers = r.headers;
+    this.clientIp = r.clientIp;
+    this.trustIdentityHeaders = r.trustIdentityHeaders;
+    this.cost = r.cost;
+    this.correlationId = r.correlationId;
+    this.socket = r.socket;
+    this.signal = r.signal;
+    this.disconnect = r.response;
+  }
 }

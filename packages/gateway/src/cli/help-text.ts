@@ -2,7 +2,7 @@
 export const HELP_TEXT = `sluice: a rate-limiting reverse proxy configured by one YAML file
 
 Usage:
-  sluice serve --config FILE [--upstream URL] [--host HOST] [--port PORT]
+  sluice serve --config FILE [--upstream URL] [--host HOST] [--port PORT] [--threads N]
   sluice validate FILE
   sluice demo [--host HOST] [--port PORT]
   sluice rules --config FILE
@@ -18,8 +18,8 @@ Commands:
   validate   Check a configuration file against the schema and the start checks; prints every
              violation as FILE:LINE:COLUMN PATH: MESSAGE and exits 1 when there is any. Warnings
              (valid but risky settings, each with a W_ code and a suggestion) keep exit 0.
-  demo       The design contract's example configuration in front of a built-in echo upstream, on
-             the memory store (what npm start runs).
+  demo       The example tiers and endpoint rules in front of a built-in echo upstream, on the
+             memory store, with a browser page at /demo/ (what npm start runs).
   rules      Print the Prometheus alert rules (deploy/prometheus/rules/rate-limiting.yaml) for the
              metric prefix of FILE (metrics.prefix), ready for rule_files in prometheus.yml.
   hash-key   Print the SHA-256 of an API key, for the hash field of the API key file.
@@ -29,6 +29,10 @@ Options:
   -u, --upstream URL    Upstream base URL (upstream.url).
       --host HOST       Listen address (server.host, default 127.0.0.1).
   -p, --port PORT       Listen port (server.port, default 8080).
+      --threads N       serve: N worker threads on the one port (default 1; Node.js >= 22.12 on
+                        Linux). The memory store is shared by the threads, so limits hold over
+                        all of them; the admin API, decision API and Envoy service run in the
+                        first thread; /metrics on the proxy port counts the thread that answers.
   -h, --help            This text.
   -v, --version         The version.
 

@@ -7,6 +7,8 @@ import { redactUrls } from '../config/redact.js';
 import { formatViolations } from '../config/violation.js';
 import { runDemo } from '../demo/run-demo.js';
 import { Gateway } from '../gateway/gateway.js';
+import { ThreadedGateway } from '../gateway/thread-main.js';
+import { THREADS_UNSUPPORTED_MESSAGE, threadsSupported } from '../gateway/threads-support.js';
 import { hashApiKey } from '../identity/api-key-file.js';
 import { HELP_TEXT } from './help-text.js';
 import { rulesCommand } from './rules-command.js';
@@ -68,12 +70,20 @@ export async function main(argv: readonly string[], io: CliIo = defaultIo): Prom
     );
     return 2;
   }
+  let threads = 1;
+  if (values.threads !== undefined) {
+    threads = Number(values.threads);
+    if (!/^[0-9]+$/.test(values.threads) || threads < 1) {
+      io.err(`sluice: --threads must be an integer >= 1, got ${JSON.stringify(values.threads)}\n`);
+      return 2;
+    }
+  }
   const overrides: ConfigOverrides = { upstream: values.upstream, host: values.host, port };
   switch (command) {
     case 'validate':
       return validate(positionals[1] ?? values.config, overrides, io);
     case 'serve':
-      return serve(values.config ?? positionals[1], overrides, io);
+      return serve(values.config ?? positionals[1], overrides, threads, io);
     case 'demo':
       return demo(values.host, port, io);
     case 'rules':
@@ -101,6 +111,7 @@ const OPTIONS = {
   upstream: { type: 'string', short: 'u' },
   host: { type: 'string' },
   port: { type: 'string', short: 'p' },
+  threads: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean', short: 'v' },
 } as const;
@@ -138,7 +149,12 @@ function validate(file: string | undefined, overrides: ConfigOverrides, io: CliI
   }
 }
 
-async function serve(file: string | undefined, overrides: ConfigOverrides, io: CliIo): Promise<number> {
+async function serve(
+  file: string | undefined,
+  overrides: ConfigOverrides,
+  threads: number,
+  io: CliIo,
+): Promise<number> {
   if (file === undefined) {
     io.err('sluice: serve needs --config FILE\n');
     return 2;
@@ -150,6 +166,16 @@ async function serve(file: string | undefined, overrides: ConfigOverrides, io: C
     if (config.upstream.url === undefined && config.decision === undefined && config.envoy === undefined) {
       io.err(`sluice: no upstream: set upstream.url in ${file} or pass --upstream URL\n`);
       return 1;
+    }
+    if (threads > 1 && !threadsSupported()) io.err(`sluice: ${THREADS_UNSUPPORTED_MESSAGE}\n`);
+    else if (threads > 1) {
+      const { gateway: g } = await ThreadedGateway.start({ config, file, overrides, threads });
+      return untilStopped(
+        io,
+        () => g.close(),
+        () => g.reload(),
+        g.ended,
+      );
     }
     // The gateway starts every listener the file configures (proxy, admin, decision API, Envoy) and closes them.
     gateway = await Gateway.start({ config, configFile: file, overrides });
@@ -179,6 +205,7 @@ function untilStopped(
   io: CliIo,
   stop: () => Promise<void>,
   reload: (() => void) | undefined,
+  ended?: Promise<number>,
 ): Promise<number> {
   return new Promise((resolve) => {
     const off: (() => void)[] = [];
@@ -197,6 +224,11 @@ function untilStopped(
     };
     off.push(io.onSignal('SIGINT', shutdown), io.onSignal('SIGTERM', shutdown));
     if (reload !== undefined) off.push(io.onSignal('SIGHUP', reload));
+    // Threads that stop on their own end the command with their code.
+    ended?.then((code) => {
+      for (const f of off) f();
+      resolve(code);
+    });
   });
 }
 

@@ -1,3 +1,4 @@
+import type { RefillOptions } from 'sluice';
 import type { KeyKind } from 'sluice/http';
 import type { ClassScope } from './class-catalogue.js';
 import type { CorsConfig } from './cors-config.js';
@@ -43,11 +44,13 @@ export interface EndpointRule {
   readonly pattern: string;
   /** Upper-case methods the rule applies to; `undefined` for all. */
   readonly methods: readonly string[] | undefined;
-  /** Tokens per window. */
+  /** Tokens per window (`refill.tokens` for a stepped refill). */
   readonly limit: number;
-  /** Window in whole seconds. */
+  /** Window in whole seconds (`refill.every` for a stepped refill). */
   readonly windowSeconds: number;
   readonly burst: number;
+  /** Stepped refill (`refill: { tokens, every }` of the rule or its class); absent refills continuously. */
+  readonly refill?: RefillOptions | undefined;
   /** The class the limits come from, when the rule names one. */
   readonly className: string | undefined;
   /** The rule's policy is a shadow: counted and reported in metrics, never denying (trying out a limit). */
@@ -65,8 +68,11 @@ export interface EndpointRule {
  */
 export interface ClassConfig {
   readonly name: string;
+  /** Tokens per minute; with `refill`, its average rate `tokens x 60 / every` (which may be fractional). */
   readonly perMinute: number;
   readonly burst: number;
+  /** Stepped refill (`ratelimit.<class>.refill`): `tokens` every `every` seconds; absent refills continuously. */
+  readonly refill?: RefillOptions | undefined;
   /** How the class's buckets are keyed: endpoint rules naming the class use this key kind. */
   readonly key: KeyKind;
   /** `connection` classes are taken once per gateway connection; endpoint rules cannot name them. */

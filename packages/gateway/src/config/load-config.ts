@@ -6,6 +6,7 @@ import { type Document, isMap, isPair, isScalar, isSeq, LineCounter, parseDocume
 import { type ConfigWarning, checkConfig, rememberWarnings } from './config-warnings.js';
 import { substituteEnv } from './env-substitution.js';
 import type { GatewayConfig } from './gateway-config.js';
+import { takeRateLimitBlock } from './rate-limit-block.js';
 import { isSecretName, REDACTED, redactText, redactUrls, secretsIn } from './redact.js';
 import { resolveConfig } from './resolve-config.js';
 import { schemaErrors } from './schema.js';
@@ -74,6 +75,10 @@ export function loadConfigText(
   }
   if (violations.length > 0) return fail(violations, []);
 
+  // Before substitution: the design document's block quotes variables that are never set.
+  const block = takeRateLimitBlock(doc);
+  if (block !== undefined)
+    violations.push({ path: 'rate_limit', ...at(block.offset), message: block.message });
   for (const m of substituteEnv(doc, options.env ?? process.env)) {
     violations.push({
       path: formatPath(m.path),

@@ -2,13 +2,15 @@ import type { KeyKind } from 'sluice/http';
 import { type CatalogueClass, type ClassScope, catalogueClasses } from './class-catalogue.js';
 import type { SectionIssue } from './decision-config.js';
 import type { ClassConfig, EndpointRule } from './gateway-config.js';
+import { resolveClassRate } from './resolve-refill.js';
 
 /** Keys of the `ratelimit` section that are settings, not classes. */
 const SECTION_SETTINGS = new Set(['max_tracked_keys', 'sweep_interval', 'catalogue']);
 
-/** A class entry as the schema guarantees it: limits required, key kind and scope optional. */
+/** A class entry as the schema guarantees it: burst required; a rate (`per_minute`, `refill`), key, scope optional. */
 interface RawClass {
-  readonly per_minute: number;
+  readonly per_minute?: number;
+  readonly refill?: { readonly tokens?: number; readonly every?: number | string };
   readonly burst: number;
   readonly key?: KeyKind;
   readonly scope?: ClassScope;
@@ -53,7 +55,7 @@ export function resolveClasses(section: Readonly<Record<string, unknown>> | unde
     }
     classes[name] = Object.freeze({
       name,
-      perMinute: c.per_minute,
+      ...resolveClassRate(name, c, issues),
       burst: c.burst,
       key: fixed?.key ?? c.key ?? 'caller',
       scope: fixed?.scope ?? c.scope ?? 'request',

@@ -20,7 +20,9 @@ import {
 } from './gateway-config.js';
 import { resolveQuotaConfig } from './quota-config.js';
 import { connectionScopeIssues, resolveClasses } from './resolve-classes.js';
+import { resolveIdentity } from './resolve-identity.js';
 import { resolveQueue } from './resolve-queue.js';
+import { resolveRuleRefill } from './resolve-refill.js';
 import { shadowIssues } from './shadow-issues.js';
 import { closestName } from './suggest.js';
 import type { ConfigPath } from './violation.js';
@@ -136,7 +138,7 @@ export function resolveConfig(
         limit = c.perMinute;
         burst = c.burst;
       }
-    } else {
+    } else if (e.refill === undefined) {
       if (e.limit === undefined)
         issues.push({ path, message: 'missing required key "limit" (or name a "class")' });
       if (e.window === undefined)
@@ -178,6 +180,7 @@ export function resolveConfig(
         limit,
         windowSeconds,
         burst,
+        ...resolveRuleRefill(e, path, classes, issues),
         className,
         shadow: e.shadow === true,
         ...resolveQueue(e),
@@ -260,8 +263,6 @@ export function resolveConfig(
   const admin = raw.admin as Raw | undefined;
   const headers = (raw.headers ?? {}) as Raw;
   const metrics = (raw.metrics ?? {}) as Raw;
-  const claims = (jwt?.claims ?? {}) as Raw;
-  const idHeaders = identity.headers as Raw | undefined;
 
   const decision = resolveDecisionConfig(raw.decision);
   const envoy = resolveEnvoyConfig(raw.envoy, classes);
@@ -315,42 +316,7 @@ export function resolveConfig(
       timeoutMs: durationMs(store.timeout) ?? 100,
       nodeCount: store.nodeCount ?? 1,
     },
-    identity: {
-      jwt:
-        jwt === undefined
-          ? undefined
-          : {
-              jwksFile: fileAt(jwt.jwksFile, ['identity', 'jwt', 'jwksFile']),
-              jwksUrl: jwt.jwksUrl,
-              issuer: jwt.issuer,
-              audience: jwt.audience,
-              algorithms: jwt.algorithms,
-              clockToleranceSeconds: Math.round((durationMs(jwt.clockTolerance) ?? 0) / 1000),
-              claims: {
-                tenant: claims.tenant ?? 'tenant_id',
-                client: claims.client ?? 'client_id',
-                user: claims.user ?? 'sub',
-                tier: claims.tier ?? 'tier',
-              },
-            },
-      apiKeys:
-        identity.apiKeys === undefined
-          ? undefined
-          : {
-              file: fileAt(identity.apiKeys.file, ['identity', 'apiKeys', 'file']) as string,
-              header: (identity.apiKeys.header ?? 'x-api-key').toLowerCase(),
-            },
-      headers:
-        idHeaders === undefined
-          ? undefined
-          : {
-              tenant: (idHeaders.tenant ?? 'x-tenant-id').toLowerCase(),
-              client: (idHeaders.client ?? 'x-client-id').toLowerCase(),
-              user: (idHeaders.user ?? 'x-user-id').toLowerCase(),
-              tier: (idHeaders.tier ?? 'x-rate-limit-tier').toLowerCase(),
-            },
-      publicAuth,
-    },
+    identity: resolveIdentity(identity, fileAt, publicAuth),
     exemptions: {
       endpoints: exemptions.endpoints ?? DEFAULT_EXEMPT_ENDPOINTS,
       mtlsSubjects: exemptions.mtls?.allowedSubjects,

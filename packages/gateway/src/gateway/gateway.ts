@@ -19,6 +19,7 @@ import { observeStore } from '../store/observe-store.js';
 import { bucketsOf } from './key-buckets.js';
 import { ReloadController, type ReloadResult } from './reload-controller.js';
 import { SideListeners } from './side-listeners.js';
+import type { GatewayThread } from './thread-main.js';
 
 /** A key's bucket as the admin API and {@link Gateway.inspect} show it. */
 export type { BucketView, ReloadResult };
@@ -41,6 +42,8 @@ export interface GatewayOptions {
   readonly now?: () => number;
   /** Watch the file for changes; default `config.reload.watch` when there is a file. */
   readonly watch?: boolean;
+  /** One of several threads (`sluice serve --threads`): see {@link GatewayThread}. */
+  readonly thread?: GatewayThread;
 }
 
 /** How long start waits for the store's first connection before listening anyway. */
@@ -91,7 +94,7 @@ export class Gateway extends EventEmitter {
     const config = options.config;
     const now = options.now ?? Date.now;
     this.logger = options.logger ?? createLogger(config.logging.level);
-    this.#opened = createStore(config, options.clock);
+    this.#opened = options.thread?.store ?? createStore(config, options.clock);
     this.store = this.#opened.store;
     this.#reloads = new ReloadController({
       // Reloaded runtimes keep these events: the wall clock of reset times, and a log line per store failure.
@@ -148,8 +151,8 @@ export class Gateway extends EventEmitter {
       // Listening before the store answers would leave the first requests to the failure mode.
       if (!(await g.#opened.ready(STORE_READY_MS)))
         g.logger.warn('the store is not connected yet; listening anyway');
-      g.url = await g.#proxy.listen(c.server.host, c.server.port);
-      await g.#side.start(c);
+      g.url = await g.#proxy.listen(c.server.host, c.server.port, options.thread !== undefined);
+      if (options.thread?.sideListeners ?? true) await g.#side.start(c);
     } catch (e) {
       await g.close();
       throw e;

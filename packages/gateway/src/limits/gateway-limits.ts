@@ -1,4 +1,12 @@
-import { type Check, type Clock, definePolicy, Limiter, type Policy, type RateLimitStore } from 'sluice';
+import {
+  type Check,
+  type Clock,
+  definePolicy,
+  Limiter,
+  type Policy,
+  type RateLimitStore,
+  type RefillOptions,
+} from 'sluice';
 import type { HttpLimiterOptions, HttpRequestInfo, RuleOptions } from 'sluice/http';
 import type { GatewayConfig, QueueConfig, TierConfig } from '../config/gateway-config.js';
 
@@ -13,8 +21,9 @@ export const TIER_RULE_PREFIX = 'tier:';
  * hour limit, per endpoint rule or class, and the public-auth bucket; one rule per limited tier (matched on
  * `identity.tier`) and one per endpoint rule (unlimited tiers are exempt before rules), keyed by the caller
  * hierarchy, except that a rule naming a class is keyed by the class's key kind. A tier or rule marked `shadow`
- * gives shadow policies: counted, never denying. A reload builds new limits reusing the `Policy` objects of the
- * previous ones whose limits and shadow flag did not change,
+ * gives shadow policies: counted, never denying. A rule or class with `refill` gives a policy refilled in steps. A
+ * reload builds new limits reusing the `Policy` objects of the previous ones whose limits (refill included) and
+ * shadow flag did not change,
  * because the memory store files buckets by policy object: that is how bucket state survives a reload.
  */
 export class GatewayLimits {
@@ -56,11 +65,13 @@ export class GatewayLimits {
       burst: number,
       shadow = false,
       q?: QueueConfig,
+      refill?: RefillOptions,
     ): string => {
       if (byName.has(name)) return name;
       const old = reuse.get(name);
       const queue = q === undefined ? undefined : { limit: q.limit, maxWaitMs: q.maxWaitMs };
-      // A changed shadow flag is a new policy too: the buckets a shadow counted start over once it enforces.
+      // A changed shadow flag is a new policy too: the buckets a shadow counted start over once it enforces. So is
+      // a change between continuous and stepped refill of the same quota and window: its bucket timeline differs.
       const same =
         old !== undefined &&
         old.quota === quota &&
@@ -68,8 +79,23 @@ export class GatewayLimits {
         old.burst === burst &&
         old.shadow === shadow &&
         old.queue?.limit === queue?.limit &&
-        old.queue?.maxWaitMs === queue?.maxWaitMs;
-      byName.set(name, same ? old : definePolicy({ name, quota, window, burst, shadow, queue }));
+        old.queue?.maxWaitMs === queue?.maxWaitMs &&
+        old.refill?.tokens === refill?.tokens &&
+        old.refill?.every === refill?.every;
+      byName.set(
+        name,
+        same
+          ? old
+          : definePolicy({
+              name,
+              quota,
+              window,
+              burst,
+              shadow,
+              queue,
+              ...(refill === undefined ? {} : { refill }),
+            }),
+      );
       return name;
     };
     const rules: RuleOptions[] = [];
@@ -96,14 +122,20 @@ export class GatewayLimits {
         path: rule.pattern,
         ...(rule.methods === undefined ? {} : { methods: rule.methods }),
         // Rules naming one class share its policy: the first rule's queue settings are the policy's.
-        policies: [policy(rule.name, rule.limit, rule.windowSeconds, rule.burst, rule.shadow, rule.queue)],
+        policies: [
+          policy(rule.name, rule.limit, rule.windowSeconds, rule.burst, rule.shadow, rule.queue, rule.refill),
+        ],
         ...(rule.problemCode === undefined ? {} : { problemCode: rule.problemCode }),
         // A rule naming a class keys by the class's kind (rl.webhook_in by webhook_id, rl.read by principal).
         key: rule.className === undefined ? 'caller' : (config.classes[rule.className]?.key ?? 'caller'),
       });
     }
     const pa = config.identity.publicAuth;
-    this.publicAuth = byName.get(policy(pa.name, pa.perMinute, 60, pa.burst)) as Policy;
+    const [paQuota, paWindow] =
+      pa.refill === undefined ? [pa.perMinute, 60] : [pa.refill.tokens, pa.refill.every];
+    this.publicAuth = byName.get(
+      policy(pa.name, paQuota, paWindow, pa.burst, false, undefined, pa.refill),
+    ) as Policy;
     this.limiter = new Limiter({
       policies: [...byName.values()],
       store,

@@ -1,6 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { disconnectSignal } from 'sluice/http';
 import { type Admission, type AdmissionHost, admitRequest } from '../admission/admit-request.js';
 import type { Runtime } from '../admission/runtime.js';
 
@@ -45,9 +44,7 @@ export function admitOwnRequest(
     correlationId: id,
     nowMs: ctx.now(),
     socket: req.socket,
-    // A getter: the signal is made only for a request that waits in a queue.
-    get signal() {
-      return res === undefined ? undefined : disconnectSignal(res);
-    },
+    // Its early close ends a wait in a queue; read only for a request that waits.
+    response: res,
   });
 }

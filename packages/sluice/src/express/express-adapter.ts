@@ -1,6 +1,5 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { adapterOptions, httpLimiterOption } from '../http/adapter-options.js';
-import { disconnectSignal } from '../http/disconnect-signal.js';
 import {
   closesAfterDenial,
   type HttpLimiter,
@@ -58,10 +57,8 @@ export function expressRequestInfo(req: Request, options: ExpressRateLimitOption
     operation: typeof op === 'function' ? op(req) : op,
     params: req.params as Record<string, string>,
     cost: options.cost?.(req),
-    // A getter: the signal is made only for a request that waits in a queue. Express links `req.res`.
-    get signal() {
-      return req.res === undefined ? undefined : disconnectSignal(req.res);
-    },
+    // Read only for a request that waits in a queue: no signal is made per request. Express links `req.res`.
+    disconnect: req.res,
   };
 }
 

@@ -8,7 +8,6 @@ import type {
 import fp from 'fastify-plugin';
 import { invalidOption } from '../core/index.js';
 import { adapterOptions, httpLimiterOption } from '../http/adapter-options.js';
-import { disconnectSignal } from '../http/disconnect-signal.js';
 import {
   closesAfterDenial,
   type HttpLimiter,
@@ -91,10 +90,8 @@ function requestInfo(
     operation: route?.operation,
     params: request.params as Record<string, string>,
     cost: route?.cost,
-    // A getter: the signal is made only for a request that waits in a queue.
-    get signal() {
-      return reply === undefined ? undefined : disconnectSignal(reply.raw);
-    },
+    // Read only for a request that waits in a queue: no signal is made per request.
+    disconnect: reply?.raw,
   };
 }
 

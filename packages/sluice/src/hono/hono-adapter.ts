@@ -79,11 +79,9 @@ export function honoRequestInfo(c: Context, options: HonoRateLimitOptions = {}):
     identity: options.identify?.(c),
     operation: typeof op === 'function' ? op(c) : op,
     cost: options.cost?.(c),
-    // A getter: the Fetch request's signal, which @hono/node-server aborts when the client disconnects, is read
-    // only for a request that waits in a queue.
-    get signal() {
-      return c.req.raw.signal;
-    },
+    // The Fetch request, whose signal @hono/node-server aborts when the client disconnects: read only for a
+    // request that waits in a queue.
+    disconnect: c.req.raw,
   };
 }
 

@@ -8,6 +8,7 @@ import {
   SluiceError,
 } from '../core/index.js';
 import type { ClientIpResolver } from './client-ip.js';
+import { disconnectSignal } from './disconnect-signal.js';
 import type { HeaderMode } from './header-mode.js';
 import {
   type CredentialFailure,
@@ -146,8 +147,9 @@ export function createHttpLimiter<R extends HttpRequestInfo = HttpRequestInfo>(
     );
   };
 
-  const decideRules = (req: R, ip: string | undefined): MaybePromise<Verdict> => {
-    const identity = req.identity;
+  // The identity travels beside the request (from `identify`, else the request's own), so no copy of the request
+  // is made per decision.
+  const decideRules = (req: R, ip: string | undefined, identity = req.identity): MaybePromise<Verdict> => {
     if (
       o.exemptTiers !== undefined &&
       typeof identity?.tier === 'string' &&
@@ -155,9 +157,9 @@ export function createHttpLimiter<R extends HttpRequestInfo = HttpRequestInfo>(
     ) {
       return writer.exempt('tier', identity);
     }
-    const plan = plans.match(req);
+    const plan = plans.match(req, identity);
     if (plan === undefined) return writer.exempt('no_rule', identity);
-    const checks = plans.checks(req, plan, ip);
+    const checks = plans.checks(req, plan, ip, identity);
     const key = plans.unprefixed(checks[0].key);
     const cost = req.cost ?? (typeof plan.cost === 'function' ? plan.cost(req) : plan.cost);
     let d: MaybePromise<Decision>;
@@ -209,7 +211,7 @@ export function createHttpLimiter<R extends HttpRequestInfo = HttpRequestInfo>(
     const start = o.wallClock();
     queued(q, 1);
     try {
-      const d = await limiter.wait(checks, { cost, signal: req.signal });
+      const d = await limiter.wait(checks, { cost, signal: req.signal ?? signalOf(req.disconnect) });
       if (d.allowed) queueMetrics?.recordQueueWait?.(q.name, d.delayMs / 1000, 'admitted');
       return writer.decided(req, plan, key, identity, d, ip);
     } catch (e) {
@@ -231,7 +233,7 @@ export function createHttpLimiter<R extends HttpRequestInfo = HttpRequestInfo>(
     if (result !== undefined && (result as CredentialFailure).failed === true) {
       return refuseCredentials(req, result as CredentialFailure, ip);
     }
-    return decideRules(result === undefined ? req : { ...req, identity: result as Identity }, ip);
+    return decideRules(req, ip, result === undefined ? req.identity : (result as Identity));
   };
 
   const afterGate = (req: R, ip: string | undefined): MaybePromise<Verdict> => {
@@ -295,4 +297,10 @@ export function createHttpLimiter<R extends HttpRequestInfo = HttpRequestInfo>(
 /** A denial that waiting can turn into an admission (a cost above the burst never can). */
 function mayWait(d: Decision): boolean {
   return !d.allowed && d.reason === 'limited';
+}
+
+/** The abort signal of what tells that the client went away: a Fetch request's own, or a response's close. */
+function signalOf(d: HttpRequestInfo['disconnect']): AbortSignal | undefined {
+  if (d === undefined) return undefined;
+  return 'signal' in d ? d.signal : disconnectSignal(d);
 }

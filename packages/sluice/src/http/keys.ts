@@ -57,7 +57,12 @@ export type KeyFunction = (request: HttpRequestInfo, clientIp: string | undefine
 export type KeySpec = KeyKind | { readonly param: string } | KeyFunction;
 
 /** A compiled key spec: gives the key of a request given its client IP key. */
-export type KeyDeriver = (request: HttpRequestInfo, ipKey: string, clientIp: string | undefined) => string;
+export type KeyDeriver = (
+  request: HttpRequestInfo,
+  ipKey: string,
+  clientIp: string | undefined,
+  identity?: Identity,
+) => string;
 
 /**
  * Escapes the separator so that values cannot forge another key's shape (`a:b` + `c` vs `a` + `b:c`). Only `%`
@@ -93,8 +98,8 @@ const ipKeys = new Map<string, string>();
 const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
 
 function identityField(field: keyof Identity & string, prefix: string): KeyDeriver {
-  return (req, ip) => {
-    const v = str(req.identity?.[field]);
+  return (req, ip, _clientIp, identity = req.identity) => {
+    const v = str(identity?.[field]);
     return v === undefined ? ip : `${prefix}:${escapeKeyPart(v)}`;
   };
 }
@@ -129,8 +134,9 @@ function apiKeyKey(id: Identity | undefined): string | undefined {
  */
 export function compileKey(spec: KeySpec, option = 'key'): KeyDeriver {
   if (typeof spec === 'function') {
-    return (req, ip, clientIp) => {
-      const v = spec(req, clientIp);
+    return (req, ip, clientIp, identity = req.identity) => {
+      // The identity may come from an `identify` hook: the function sees it on the request, as documented.
+      const v = spec(identity === req.identity ? req : { ...req, identity }, clientIp);
       return typeof v === 'string' && v !== '' ? `custom:${escapeKeyPart(v)}` : ip;
     };
   }
@@ -149,22 +155,21 @@ export function compileKey(spec: KeySpec, option = 'key'): KeyDeriver {
     case 'principal':
       return identityField('principal', 'principal');
     case 'tenant-client':
-      return (req, ip) => tenantClientKey(req.identity) ?? ip;
+      return (req, ip, _c, identity = req.identity) => tenantClientKey(identity) ?? ip;
     case 'tenant-user':
-      return (req, ip) => tenantUserKey(req.identity) ?? ip;
+      return (req, ip, _c, identity = req.identity) => tenantUserKey(identity) ?? ip;
     case 'api-key':
-      return (req, ip) => apiKeyKey(req.identity) ?? ip;
+      return (req, ip, _c, identity = req.identity) => apiKeyKey(identity) ?? ip;
     case 'caller':
-      return (req, ip) => {
-        const id = req.identity;
+      return (_req, ip, _c, id = _req.identity) => {
         if (id === undefined) return ip;
         return tenantClientKey(id) ?? tenantUserKey(id) ?? apiKeyKey(id) ?? ip;
       };
     case 'device':
-      return (req, ip) => {
-        const d = str(req.identity?.device);
+      return (req, ip, _c, identity = req.identity) => {
+        const d = str(identity?.device);
         if (d !== undefined) return `device:${escapeKeyPart(d)}`;
-        const t = str(req.identity?.token);
+        const t = str(identity?.token);
         return t === undefined ? ip : `token:${escapeKeyPart(t)}`;
       };
     case 'connection':

@@ -3,7 +3,7 @@ import { boundKey } from './key-hash.js';
 import { ipKey } from './keys.js';
 import { HeaderPlan, legacyPolicyName } from './rate-limit-headers.js';
 import type { CompiledRule } from './rules.js';
-import type { HttpRequestInfo } from './types.js';
+import type { HttpRequestInfo, Identity } from './types.js';
 
 /** The precomputed state of one combination of matching rules. */
 export interface RulePlan {
@@ -55,7 +55,7 @@ export class RulePlans {
   }
 
   /** The plan of the rules that match a request, or `undefined` when none does. */
-  match(req: HttpRequestInfo): RulePlan | undefined {
+  match(req: HttpRequestInfo, identity: Identity | undefined = req.identity): RulePlan | undefined {
     const rules = this.#rules;
     const onlyOps = req.operationRulesOnly === true;
     if (rules.length <= 30) {
@@ -64,7 +64,7 @@ export class RulePlans {
       let mask = 0;
       for (let i = 0; i < rules.length; i++) {
         if (onlyOps && rules[i].operations === undefined) continue;
-        if (rules[i].match(req)) mask |= 1 << i;
+        if (rules[i].match(req, identity)) mask |= 1 << i;
       }
       if (mask === 0) return undefined;
       return (
@@ -76,7 +76,8 @@ export class RulePlans {
       );
     }
     const matched: CompiledRule[] = [];
-    for (const r of rules) if (!(onlyOps && r.operations === undefined) && r.match(req)) matched.push(r);
+    for (const r of rules)
+      if (!(onlyOps && r.operations === undefined) && r.match(req, identity)) matched.push(r);
     if (matched.length === 0) return undefined;
     return this.#plan(matched, matched.map((r) => rules.indexOf(r)).join(','));
   }
@@ -87,14 +88,20 @@ export class RulePlans {
    * @param req - the request (identity and params are read).
    * @param plan - from {@link RulePlans.match}.
    * @param ip - the resolved client IP.
+   * @param identity - the caller (from `identify`, else the request's).
    */
-  checks(req: HttpRequestInfo, plan: RulePlan, ip: string | undefined): Check[] {
+  checks(
+    req: HttpRequestInfo,
+    plan: RulePlan,
+    ip: string | undefined,
+    identity: Identity | undefined = req.identity,
+  ): Check[] {
     const view = withCaptures(req, plan);
     const ipk = ipKey(ip);
     const n = plan.policies.length;
     const checks: Check[] = new Array(n);
     for (let i = 0; i < n; i++) {
-      const key = plan.keyedBy[i].key(view, ipk, ip);
+      const key = plan.keyedBy[i].key(view, ipk, ip, identity);
       checks[i] = { policy: plan.policies[i], key: this.bucketKey(key) };
     }
     return checks;
@@ -130,7 +137,9 @@ export class RulePlans {
     }
     let problemCodes: Map<Policy, string> | undefined;
     keyedBy.forEach((r, i) => {
-      if (r.problemCode !== undefined) (problemCodes ??= new Map()).set(policies[i], r.problemCode);
+      if (r.problemCode === undefined) return;
+      problemCodes ??= new Map();
+      problemCodes.set(policies[i], r.problemCode);
     });
     const plan: RulePlan = Object.freeze({
       rules: matched,

@@ -14,7 +14,7 @@ import {
   hasMethod,
   parseMethods,
 } from './path-pattern.js';
-import type { HttpRequestInfo } from './types.js';
+import type { HttpRequestInfo, Identity } from './types.js';
 
 /**
  * Which policies apply to which requests, and how their buckets are keyed. A rule matches a request when every
@@ -67,8 +67,8 @@ export interface CompiledRule {
   readonly problemCode: string | undefined;
   /** True when the rule's path pattern captures parameters. */
   readonly captures: boolean;
-  /** True when method, path and operation conditions hold. */
-  match(request: HttpRequestInfo): boolean;
+  /** True when method, path, operation and tier conditions hold; `identity` defaults to the request's. */
+  match(request: HttpRequestInfo, identity?: Identity): boolean;
 }
 
 const KNOWN = [
@@ -138,11 +138,11 @@ export function compileRule(options: RuleOptions, limiter: Limiter, path: string
       o.queueOrder,
     );
   }
-  const match = (req: HttpRequestInfo): boolean => {
+  const match = (req: HttpRequestInfo, identity: Identity | undefined = req.identity): boolean => {
     if (operations !== undefined && (req.operation === undefined || !operations.has(req.operation)))
       return false;
     if (tiers !== undefined) {
-      const tier = req.identity?.tier;
+      const tier = identity?.tier;
       if (typeof tier !== 'string' || !tiers.has(tier)) return false;
     }
     if (ep !== undefined) return ep.match(req.method, req.path);

@@ -1,4 +1,5 @@
 import type { Decision, MaybePromise } from '../core/index.js';
+import type { ClosableResponse } from './disconnect-signal.js';
 
 /**
  * Request headers as the HTTP layer reads them: a plain object of lower-case names (Node's `IncomingHttpHeaders`,
@@ -87,6 +88,12 @@ export interface HttpRequestInfo {
    * place in the queue. Absent, a request waits its turn or until `maxWaitMs` whatever the client does.
    */
   readonly signal?: AbortSignal;
+  /**
+   * What tells that the client went away, read only when the request waits in a queue: the response (its early
+   * close) or a Fetch `Request` (its signal). Adapters set it instead of `signal`, so that no signal is made per
+   * request (a getter in an object literal would make every request object slow).
+   */
+  readonly disconnect?: ClosableResponse | { readonly signal: AbortSignal };
 }
 
 /** A response header to set: `[name, value]`, the name in its canonical case. */

@@ -1,7 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { invalidOption } from '../core/index.js';
 import { adapterOptions, httpLimiterOption } from '../http/adapter-options.js';
-import { disconnectSignal } from '../http/disconnect-signal.js';
 import {
   closesAfterDenial,
   type HeaderPair,
@@ -87,10 +86,8 @@ export function nodeRequestInfo(
     operation: typeof op === 'function' ? op(req) : op,
     params: options.params?.(req),
     cost: options.cost?.(req),
-    // A getter: the signal is made only for a request that waits in a queue.
-    get signal() {
-      return res === undefined ? undefined : disconnectSignal(res);
-    },
+    // Read only for a request that waits in a queue: no signal is made per request.
+    disconnect: res,
   };
 }
 

@@ -2,7 +2,7 @@ export { CellHistogram, DEFAULT_LATENCY_BUCKETS } from './cell-histogram.js';
 export { metricsHandler } from './metrics-handler.js';
 export {
   type PrometheusMetricNames,
-  PrometheusMetrics,
   type PrometheusMetricsOptions,
   prometheusMetricNames,
-} from './prometheus-metrics.js';
+} from './prometheus-metric-names.js';
+export { PrometheusMetrics } from './prometheus-metrics.js';

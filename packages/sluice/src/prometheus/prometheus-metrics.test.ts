@@ -4,7 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { type Decision, Limiter, ManualClock, SluiceError } from '../core/index.js';
 import { MemoryStore } from '../memory/index.js';
 import { decideWithMetrics } from '../metrics/index.js';
-import { PrometheusMetrics, prometheusMetricNames } from './prometheus-metrics.js';
+import { prometheusMetricNames } from './prometheus-metric-names.js';
+import { PrometheusMetrics } from './prometheus-metrics.js';
 
 type Json = Awaited<ReturnType<Registry['getMetricsAsJSON']>>;
 

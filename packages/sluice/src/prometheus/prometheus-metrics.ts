@@ -8,7 +8,6 @@ import {
   FAILURE_MODES,
   type FailureMode,
   isStoreStatsSource,
-  type LabelOptions,
   type LimiterMetrics,
   METRIC_OUTCOMES,
   MetricLabels,
@@ -22,75 +21,19 @@ import {
   type StoreStatsSource,
   type WebhookResult,
 } from '../metrics/index.js';
-import { CellHistogram, DEFAULT_LATENCY_BUCKETS } from './cell-histogram.js';
-
-/** Options of {@link PrometheusMetrics}. */
-export interface PrometheusMetricsOptions extends LabelOptions {
-  /** Metric name prefix (white label): `<prefix>_rate_limit_exceeded_total`. Default `sluice`. */
-  readonly prefix?: string;
-  /** The registry to register in; default a new one (never prom-client's global registry). */
-  readonly registry?: Registry;
-  /** Upper bounds, in seconds, of the decision latency histogram; ascending, finite, positive. */
-  readonly latencyBuckets?: readonly number[];
-  /** Also collect prom-client's process metrics (CPU, memory, event loop) with the same prefix. Default false. */
-  readonly processMetrics?: boolean;
-}
-
-/** The names of the metrics of a {@link PrometheusMetrics}, by role. */
-export interface PrometheusMetricNames {
-  readonly decisions: string;
-  readonly exceeded: string;
-  readonly latency: string;
-  readonly exempt: string;
-  readonly trackedKeys: string;
-  readonly evictions: string;
-  readonly storeErrors: string;
-  readonly failoverSwitches: string;
-  readonly failoverActive: string;
-  readonly denyCacheHits: string;
-  readonly quotaUsage: string;
-  readonly quotaAlerts: string;
-  readonly webhook: string;
-  readonly queueLength: string;
-  readonly queueWait: string;
-}
-
-const PREFIX = /^[a-zA-Z_][a-zA-Z0-9_]*$/;
-
-/**
- * The metric names for a prefix. The names are part of the public contract (dashboards and alert rules use them);
- * docs/DECISIONS.md lists them.
- *
- * @throws SluiceError `ERR_INVALID_OPTION` when the prefix is not a valid metric name start.
- */
-export function prometheusMetricNames(prefix = 'sluice'): PrometheusMetricNames {
-  if (typeof prefix !== 'string' || !PREFIX.test(prefix)) {
-    throw invalidOption('prefix', 'a metric name prefix matching [a-zA-Z_][a-zA-Z0-9_]*', prefix);
-  }
-  return Object.freeze({
-    decisions: `${prefix}_decisions_total`,
-    exceeded: `${prefix}_rate_limit_exceeded_total`,
-    latency: `${prefix}_decision_duration_seconds`,
-    exempt: `${prefix}_exempt_total`,
-    trackedKeys: `${prefix}_tracked_keys`,
-    evictions: `${prefix}_evictions_total`,
-    storeErrors: `${prefix}_store_errors_total`,
-    failoverSwitches: `${prefix}_store_failure_mode_switches_total`,
-    failoverActive: `${prefix}_store_failure_mode_active`,
-    denyCacheHits: `${prefix}_deny_cache_hits_total`,
-    quotaUsage: `${prefix}_quota_usage_ratio`,
-    quotaAlerts: `${prefix}_quota_alerts_total`,
-    webhook: `${prefix}_quota_webhook_deliveries_total`,
-    queueLength: `${prefix}_queue_length`,
-    queueWait: `${prefix}_queue_wait_seconds`,
-  });
-}
-
-/** A running value with its frozen label set; counting into it allocates nothing. */
-interface Cell {
-  readonly labels: Readonly<Record<string, string>>;
-  value: number;
-}
+import { CellHistogram } from './cell-histogram.js';
+import {
+  bucketsOption,
+  type Cell,
+  cellCounter,
+  type FailoverCell,
+  failoverMetrics,
+} from './prometheus-cells.js';
+import {
+  type PrometheusMetricNames,
+  type PrometheusMetricsOptions,
+  prometheusMetricNames,
+} from './prometheus-metric-names.js';
 
 /**
  * {@link LimiterMetrics} as Prometheus series through prom-client, in a registry you mount in any server (or serve
@@ -124,10 +67,7 @@ export class PrometheusMetrics implements LimiterMetrics {
   readonly #sourceEvictions = new Map<StoreStatsSource, number>();
   readonly #trackedKeys = new Map<string, number>();
   readonly #evictions = new Map<string, number>();
-  readonly #failover = new Map<
-    string,
-    { switches: number; active: number; labels: Record<string, string> }
-  >();
+  readonly #failover = new Map<string, FailoverCell>();
   readonly #alerts = new Map<string, number>();
   readonly #webhook = new Map<string, number>();
   readonly #usage: Gauge<string>;
@@ -236,27 +176,7 @@ export class PrometheusMetrics implements LimiterMetrics {
         for (const [store, v] of evictions) c.inc({ store }, v);
       },
     });
-    const failover = this.#failover;
-    new Counter({
-      name: n.failoverSwitches,
-      help: 'Times a store entered its failure mode (could not answer, so open or closed applied).',
-      labelNames: ['store', 'mode'],
-      registers: r,
-      collect() {
-        this.reset();
-        for (const f of failover.values()) this.inc(f.labels, f.switches);
-      },
-    });
-    new Gauge({
-      name: n.failoverActive,
-      help: '1 while a store is in its failure mode, else 0.',
-      labelNames: ['store', 'mode'],
-      registers: r,
-      collect() {
-        this.reset();
-        for (const f of failover.values()) this.set(f.labels, f.active);
-      },
-    });
+    failoverMetrics(n, r, this.#failover);
     this.#usage = new Gauge({
       name: n.quotaUsage,
       help: "A tenant's usage over the quota window divided by its quota (1 means the quota is used up).",
@@ -469,37 +389,4 @@ export class PrometheusMetrics implements LimiterMetrics {
 
 function failedOutcome(decision: Decision): 'failed_open' | 'failed_closed' {
   return decision.allowed ? 'failed_open' : 'failed_closed';
-}
-
-function cellCounter(
-  name: string,
-  help: string,
-  labelNames: string[],
-  registers: Registry[],
-  cells: ChildCache<Cell>,
-): Counter<string> {
-  return new Counter({
-    name,
-    help,
-    labelNames,
-    registers,
-    collect() {
-      this.reset();
-      for (const cell of cells.values) this.inc(cell.labels, cell.value);
-    },
-  });
-}
-
-function bucketsOption(value: unknown): readonly number[] {
-  if (value === undefined) return DEFAULT_LATENCY_BUCKETS;
-  if (
-    !Array.isArray(value) ||
-    value.length === 0 ||
-    value.some(
-      (v, i) => typeof v !== 'number' || !Number.isFinite(v) || v <= 0 || (i > 0 && v <= value[i - 1]),
-    )
-  ) {
-    throw invalidOption('latencyBuckets', 'a non-empty ascending array of finite positive numbers', value);
-  }
-  return Object.freeze([...value]);
 }

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { combineMetrics, NoopMetrics } from '../metrics/index.js';
-import { PrometheusMetrics, prometheusMetricNames } from './prometheus-metrics.js';
+import { prometheusMetricNames } from './prometheus-metric-names.js';
+import { PrometheusMetrics } from './prometheus-metrics.js';
 
 describe('queue metrics', () => {
   it('expose the queue length per policy and the wait time by result', async () => {

@@ -1,0 +1,160 @@
+import { Worker } from 'node:worker_threads';
+import { SharedStore } from 'sluice/shared';
+import type { GatewayConfig } from '../config/gateway-config.js';
+import type { ConfigOverrides } from '../config/load-config.js';
+import type { OpenedStore } from '../store/create-store.js';
+
+/** What a gateway running as one of several threads of `sluice serve --threads` is given. */
+export interface GatewayThread {
+  /**
+   * The thread's store: a `SharedStore` on the main thread's table with the memory store, so a limit holds over
+   * every thread; absent with Redis, where each thread opens its own connection and Redis already shares limits.
+   */
+  readonly store?: OpenedStore;
+  /**
+   * Whether this thread opens the admin, decision API and Envoy listeners. Only the first thread does: those
+   * ports are not shared, and the admin API reads the same buckets from any thread.
+   */
+  readonly sideListeners: boolean;
+}
+
+/** What the main thread hands each worker thread (its `workerData`). */
+export interface ThreadWorkerData {
+  /** 0 for the first thread; it appears as `thread` on every log line. */
+  readonly index: number;
+  readonly file: string;
+  readonly overrides: ConfigOverrides;
+  /** The `SharedStore` table with the memory store; `undefined` with Redis. */
+  readonly table: SharedArrayBuffer | undefined;
+}
+
+/** Messages from the main thread to a worker thread. */
+export type ToWorker = { readonly type: 'reload' } | { readonly type: 'close' };
+
+/** Messages from a worker thread to the main thread. */
+export type FromWorker =
+  | { readonly type: 'listening'; readonly url: string }
+  | { readonly type: 'failed'; readonly message: string };
+
+/** Options of {@link ThreadedGateway.start}. */
+export interface ThreadedGatewayOptions {
+  /** The configuration, resolved once here to size the shared table; each thread resolves the file again. */
+  readonly config: GatewayConfig;
+  readonly file: string;
+  readonly overrides: ConfigOverrides;
+  /** Worker threads to start, each with a gateway on the same port. */
+  readonly threads: number;
+}
+
+// From source (tsx) the worker is the .ts file next to this one; built, the .js file.
+const WORKER = new URL(
+  import.meta.url.endsWith('.ts') ? './thread-worker.ts' : './thread-worker.js',
+  import.meta.url,
+);
+
+/**
+ * Several gateways in worker threads of this process, all listening on one port with `reusePort` so that the
+ * kernel spreads connections over them (`sluice serve --threads N`). With the memory store they decide over one
+ * `SharedStore` table, so a limit holds exactly over all threads. The first thread starts alone (it binds a
+ * port chosen by the system when the port is 0), then the others on its port.
+ */
+export class ThreadedGateway {
+  /** Settles with the exit code when a thread ends on its own (a crash), after the others are closed. */
+  readonly ended: Promise<number>;
+  readonly #workers: Worker[];
+  readonly #exited = new WeakSet<Worker>();
+  readonly #store: SharedStore | undefined;
+  /** Reports a thread that stopped while serving, closes the others and settles `ended`. */
+  readonly #onCrash: (w: Worker, reason: string) => void;
+  #closing: Promise<void> | undefined;
+
+  private constructor(store: SharedStore | undefined) {
+    this.#store = store;
+    this.#workers = [];
+    let end: (code: number) => void = () => undefined;
+    this.ended = new Promise((resolve) => {
+      end = resolve;
+    });
+    this.#onCrash = (w, e) => {
+      if (this.#closing !== undefined) return;
+      process.stderr.write(`sluice: thread ${this.#workers.indexOf(w)} stopped: ${e}\n`);
+      void this.close().then(() => end(1));
+    };
+  }
+
+  /**
+   * Starts the threads and resolves once every one listens.
+   *
+   * @returns the gateway and the proxy's base URL.
+   * @throws the first thread's start error (for example `EADDRINUSE`), after every thread started is closed.
+   */
+  static async start(options: ThreadedGatewayOptions): Promise<{ gateway: ThreadedGateway; url: string }> {
+    const c = options.config;
+    // The main thread only holds the table; the threads' stores sweep it.
+    const store =
+      c.store.type === 'memory'
+        ? new SharedStore({ maxTrackedKeys: c.maxTrackedKeys, sweepIntervalMs: 0 })
+        : undefined;
+    const g = new ThreadedGateway(store);
+    try {
+      const url = await g.#spawn(0, options.file, options.overrides);
+      const port = Number(new URL(url).port);
+      const rest = Array.from({ length: options.threads - 1 }, (_, i) =>
+        g.#spawn(i + 1, options.file, { ...options.overrides, port }),
+      );
+      await Promise.all(rest);
+      return { gateway: g, url };
+    } catch (e) {
+      await g.close();
+      throw e;
+    }
+  }
+
+  /** Reloads the configuration file in every thread (the CLI calls it on SIGHUP). */
+  reload(): void {
+    for (const w of this.#workers)
+      if (!this.#exited.has(w)) w.postMessage({ type: 'reload' } satisfies ToWorker);
+  }
+
+  /** Closes every thread's gateway (each drains its requests in flight), then releases the table. */
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      await Promise.all(
+        this.#workers.map(
+          (w) =>
+            new Promise<void>((resolve) => {
+              if (this.#exited.has(w)) return resolve();
+              w.once('exit', () => resolve());
+              w.postMessage({ type: 'close' } satisfies ToWorker);
+            }),
+        ),
+      );
+      this.#store?.close();
+    })();
+    return this.#closing;
+  }
+
+  #spawn(index: number, file: string, overrides: ConfigOverrides): Promise<string> {
+    const data: ThreadWorkerData = { index, file, overrides, table: this.#store?.table };
+    const w = new Worker(WORKER, { workerData: data });
+    this.#workers.push(w);
+    return new Promise((resolve, reject) => {
+      let started = false;
+      w.on('message', (m: FromWorker) => {
+        if (m.type === 'listening') {
+          started = true;
+          resolve(m.url);
+        } else reject(new Error(m.message));
+      });
+      w.on('error', (e) => {
+        if (started) this.#onCrash(w, e.message);
+        else reject(e);
+      });
+      w.once('exit', (code) => {
+        this.#exited.add(w);
+        if (started) this.#onCrash(w, `exit code ${code}`);
+        else reject(new Error(`thread ${index} exited with code ${code} before listening`));
+      });
+    });
+  }
+}

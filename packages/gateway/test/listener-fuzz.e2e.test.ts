@@ -1,0 +1,189 @@
+/**
+ * Bad input is a 4xx problem, never a 500, on the proxy listener and the decision API: bounded fast-check runs send
+ * random request targets and header values byte for byte over a socket, and every answer must be below 500 (the
+ * upstream here answers 200 to whatever reaches it), with the listener still serving afterwards. The admin and
+ * dashboard routes have their own fuzz test (admin-fuzz.e2e.test.ts).
+ */
+import { connect } from 'node:net';
+import { join } from 'node:path';
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  client,
+  decisionEndpoint,
+  send,
+  startGateway,
+  startUpstream,
+  type TestGateway,
+  type TestUpstream,
+  tempDir,
+} from './support.js';
+
+const tmp = tempDir();
+const agent = client();
+let upstream: TestUpstream;
+let t: TestGateway;
+
+beforeAll(async () => {
+  upstream = await startUpstream();
+  t = await startGateway(join(tmp.dir, 'fuzz.yaml'), {
+    yaml: `rateLimiting:
+  defaultTier: free
+  tiers:
+    free: { requestsPerMinute: 600000, burstLimit: 100000 }
+  endpoints:
+    - { pattern: /system/airgap/seal, limit: 100000, window: 3600s }
+identity:
+  headers: {}
+server:
+  trustedProxies: [loopback]
+decision:
+  port: 0
+`,
+    overrides: { upstream: upstream.url },
+  });
+});
+afterAll(async () => {
+  await t?.gateway.close();
+  await upstream?.close();
+  await agent.close();
+  tmp.cleanup();
+});
+
+/** Sends one request byte for byte and resolves with the status of the answer's first line. */
+function raw(
+  port: number,
+  method: string,
+  target: string,
+  headers: readonly [string, string][],
+): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1');
+    let head = '';
+    socket.setTimeout(10_000, () => {
+      socket.destroy();
+      reject(new Error(`no answer to ${method} ${JSON.stringify(target)}`));
+    });
+    socket.on('data', (chunk: Buffer) => {
+      head += chunk.toString('latin1');
+      const eol = head.indexOf('\r\n');
+      if (eol < 0) return;
+      socket.destroy();
+      const status = /^HTTP\/1\.1 (\d{3}) /.exec(head.slice(0, eol));
+      if (status === null) reject(new Error(`not a status line: ${JSON.stringify(head.slice(0, eol))}`));
+      else resolve(Number(status[1]));
+    });
+    socket.on('error', reject);
+    socket.on('end', () => {
+      if (!head.includes('\r\n')) reject(new Error(`closed without an answer to ${JSON.stringify(target)}`));
+    });
+    let text = `${method} ${target} HTTP/1.1\r\nhost: fuzz\r\nconnection: close\r\n`;
+    for (const [k, v] of headers) text += `${k}: ${v}\r\n`;
+    // No half-close: a client that ends its side before the answer is a client that went away.
+    socket.write(Buffer.from(`${text}\r\n`, 'utf8'));
+  });
+}
+
+const piece = fc.oneof(
+  fc.constantFrom(
+    '%',
+    '%zz',
+    '%2',
+    '%25',
+    '%2F',
+    '%2f',
+    '%5C',
+    '%00',
+    '%2e',
+    '%2E%2E',
+    '%73',
+    '%C3%A9',
+    '%FF',
+    '/',
+    '//',
+    '\\',
+    '..',
+    '.',
+    ';x=1',
+    '?',
+    '?a=%zz',
+    '#',
+    '#frag',
+    '[',
+    ']',
+    '@',
+    ':',
+    '*',
+    'é',
+    '~',
+    'seal',
+    'system',
+    'airgap',
+  ),
+  fc.string({ maxLength: 6 }).map((s) => s.replace(/\s/g, '')),
+);
+const target = fc
+  .tuple(
+    fc.constantFrom('/', '/system/airgap/', '/.well-known/', '/health/', '/api/', 'http://x/', '*', '', '//'),
+    fc.array(piece, { maxLength: 8 }),
+  )
+  .map(([a, b]) => `${a}${b.join('')}`)
+  .filter((s) => s !== '' && !/\s/.test(s));
+const method = fc.constantFrom('GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'OPTIONS', 'PATCH');
+const headerValue = fc.string({ maxLength: 40 }).map((s) => s.replace(/[\r\n]/g, ''));
+const headers = fc.array(
+  fc.tuple(
+    fc.constantFrom(
+      'authorization',
+      'x-forwarded-for',
+      'forwarded',
+      'x-real-ip',
+      'x-request-id',
+      'x-tenant-id',
+      'x-client-id',
+      'x-tier',
+      'content-length',
+      'upgrade',
+    ),
+    headerValue,
+  ),
+  { maxLength: 4 },
+);
+
+describe('listener input', () => {
+  it('answers every request target and header the proxy listener gets with a status below 500', async () => {
+    const port = Number(new URL(t.gateway.url).port);
+    await fc.assert(
+      fc.asyncProperty(method, target, headers, async (m, path, h) => {
+        // A declared body that never comes would hold the socket: the listener's body timeout is not under test.
+        const hs = h.filter(([k]) => k !== 'content-length');
+        const status = await raw(port, m, path, hs);
+        expect(status, `${m} ${JSON.stringify(path)} ${JSON.stringify(hs)}`).toBeLessThan(500);
+      }),
+      { numRuns: 150, seed: 1401 },
+    );
+    expect((await send(agent, `${t.gateway.url}/api/x`)).status).toBe(200);
+  });
+
+  it('answers every original URI and header the decision API gets with a status below 500', async () => {
+    const url = new URL(decisionEndpoint(t.gateway));
+    const port = Number(url.port);
+    await fc.assert(
+      fc.asyncProperty(method, target, headers, async (m, original, h) => {
+        const hs: [string, string][] = [
+          ['x-original-uri', original],
+          ['x-original-method', m],
+          ['x-real-ip', '203.0.113.9'],
+          ...h.filter(([k]) => k !== 'content-length'),
+        ];
+        const status = await raw(port, 'GET', url.pathname, hs);
+        expect(status, `${m} ${JSON.stringify(original)} ${JSON.stringify(h)}`).toBeLessThan(500);
+      }),
+      { numRuns: 150, seed: 1402 },
+    );
+    const ok = await send(agent, url.href, {
+      headers: { 'x-original-uri': '/api/x', 'x-original-method': 'GET', 'x-real-ip': '203.0.113.9' },
+    });
+    expect(ok.status).toBe(200);
+  });
+});
