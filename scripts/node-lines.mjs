@@ -3,51 +3,20 @@
 //
 //   node scripts/node-lines.mjs 22 24          (npm run test:lines)
 //
-// Each line's Node comes from npm's `node` package (a registry package that ships the binary), installed once
-// into a cache folder outside the repository: $SLUICE_NODE_CACHE/<line>, by default ~/.cache/sluice-node/<line>.
+// Each line's Node comes from npm's `node` package, installed once into a cache folder outside the repository
+// (scripts/node-line.mjs).
 // The workspace needs no rebuild per line: its native parts (rolldown, lightningcss) are N-API binaries and
 // esbuild is a separate executable. Prints each line's time and exits non-zero when a line fails.
-import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
-import { homedir } from 'node:os';
+import { spawnSync } from 'node:child_process';
 import { delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { nodeLine, nodeVersion as version } from './node-line.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const cache = process.env.SLUICE_NODE_CACHE || join(homedir(), '.cache', 'sluice-node');
 const lines = process.argv.slice(2);
 if (lines.length === 0 || lines.some((l) => !/^\d+$/.test(l))) {
   console.error('usage: node scripts/node-lines.mjs <major> [<major> ...]   for example: 22 24');
   process.exit(2);
-}
-
-/** The bin folder of Node `line` in the cache, installed when missing or of another major. */
-function nodeLine(line) {
-  const dir = join(cache, line);
-  const bin = join(dir, 'node_modules', '.bin');
-  const node = join(bin, 'node');
-  if (existsSync(node) && version(node).startsWith(`v${line}.`)) return bin;
-  mkdirSync(dir, { recursive: true });
-  // The node package installs its platform binary from a preinstall script: allowed here by name.
-  writeFileSync(
-    join(dir, 'package.json'),
-    `${JSON.stringify({ private: true, allowScripts: { node: true } })}\n`,
-  );
-  console.log(`Installing Node.js ${line} into ${dir} ...`);
-  execFileSync('npm', ['install', '--no-audit', '--no-fund', '--no-save', `node@${line}`], {
-    cwd: dir,
-    stdio: 'inherit',
-  });
-  if (!version(node).startsWith(`v${line}.`)) throw new Error(`${node} is not Node.js ${line}`);
-  return bin;
-}
-
-function version(node) {
-  try {
-    return execFileSync(node, ['--version'], { encoding: 'utf8' }).trim();
-  } catch {
-    return '';
-  }
 }
 
 const results = [];

@@ -351,6 +351,27 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
   };
   try {
     await cluster.waitHealthy();
+    // cluster_state:ok comes before every node has learnt, by gossip, which nodes `--cluster create` made
+    // replicas: until then a replica still shows as a master without slots in another node's CLUSTER NODES.
+    await waitFor(
+      `${masters} masters and ${masters * replicas} replicas in every node's view`,
+      async () => {
+        const views = await Promise.all(
+          nodes.map((n) => redisCli(n.port, 'CLUSTER', 'NODES').catch(() => '')),
+        );
+        return views.every((text) => {
+          const flags = text
+            .split('\n')
+            .filter((line) => line.trim() !== '')
+            .map((line) => line.split(' ')[2] ?? '');
+          const count = (role: string) => flags.filter((f) => new RegExp(`\\b${role}\\b`).test(f)).length;
+          return (
+            flags.length === total && count('master') === masters && count('slave') === masters * replicas
+          );
+        });
+      },
+      20_000,
+    );
   } catch (error) {
     await cluster.stop();
     throw error;

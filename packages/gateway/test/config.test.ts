@@ -2,13 +2,13 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
+import { designDocument } from '../../../test/support/design-documents.js';
 import { loadConfigFile, loadConfigOrThrow, loadConfigText } from '../src/config/load-config.js';
 import { configSchema } from '../src/config/schema.js';
 import { formatViolations, type Violation } from '../src/config/violation.js';
 import { tempDir } from './support.js';
 
 const EXAMPLE = fileURLToPath(new URL('../examples/rate-limits.yaml', import.meta.url));
-const SEED = '/work/shared/seeds/002_af99412070ec6474.txt';
 const tmp = tempDir();
 afterAll(() => tmp.cleanup());
 
@@ -26,7 +26,7 @@ const BASE = `rateLimiting:
 
 describe('the contract example', () => {
   it('is shipped verbatim from the design contract', () => {
-    const seed = readFileSync(SEED, 'utf8');
+    const seed = designDocument('002_af99412070ec6474.txt');
     const start = seed.indexOf('# gateway/rate-limits.yaml');
     const end = seed.indexOf('window: 3600s', start) + 'window: 3600s'.length;
     expect(readFileSync(EXAMPLE, 'utf8')).toBe(`${seed.slice(start, end)}\n`);

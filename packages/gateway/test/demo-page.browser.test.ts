@@ -17,6 +17,8 @@ let context: BrowserContext;
 let page: Page;
 let demo: { gateway: Gateway; stop: () => Promise<void> };
 const printed: string[] = [];
+/** A deadline for what the page shows on a loaded machine, not a timed assertion. */
+const WAIT = { timeout: 20_000, interval: 100 };
 
 beforeAll(async () => {
   assets = await mkdtemp(join(tmpdir(), 'sluice-demo-page-'));
@@ -46,25 +48,27 @@ it('sends a burst from another origin: the status element shows what is left and
   // The page comes from the echo upstream's origin and calls the gateway's: every header it reads crosses CORS.
   expect(new URL(pageUrl).origin).not.toBe(new URL(demo.gateway.url).origin);
   await page.goto(pageUrl);
-  await expect.poll(() => page.textContent('#gateway')).toBe(demo.gateway.url);
+  await expect.poll(() => page.textContent('#gateway'), WAIT).toBe(demo.gateway.url);
   await page.click('#burst');
   // Ten pass (the endpoint rule's 10 per 60 s), each with a RateLimit field the page could read.
   await expect
-    .poll(async () => (await page.locator('#log li', { hasText: ' 200 RateLimit: ' }).count()) >= 10)
+    .poll(async () => (await page.locator('#log li', { hasText: ' 200 RateLimit: ' }).count()) >= 10, WAIT)
     .toBe(true);
   expect(await page.locator('#log li', { hasText: '(not readable)' }).count()).toBe(0);
   // The two refused calls are retried after the gateway's Retry-After, which the page could read.
-  await expect.poll(() => page.locator('#log li.retry').count()).toBeGreaterThanOrEqual(2);
+  await expect.poll(() => page.locator('#log li.retry').count(), WAIT).toBeGreaterThanOrEqual(2);
   const retry = (await page.locator('#log li.retry').first().textContent()) as string;
   expect(retry).toMatch(/got 429: retry 1 in \d+ s \(Retry-After: \d+\)/);
   // The status element shows the most constrained policy: the endpoint rule, exhausted.
   const status = page.locator('#status');
   await page.screenshot({ path: join(process.cwd(), 'test-artifacts', 'demo-page.png') });
   await expect
-    .poll(() =>
-      status.evaluate(
-        (el) => (el.shadowRoot as ShadowRoot).querySelector('[part=container]')?.textContent ?? '',
-      ),
+    .poll(
+      () =>
+        status.evaluate(
+          (el) => (el.shadowRoot as ShadowRoot).querySelector('[part=container]')?.textContent ?? '',
+        ),
+      WAIT,
     )
     .toContain('Limit reached');
   await page.screenshot({ path: join(process.cwd(), 'test-artifacts', 'demo-page.png') });

@@ -1,15 +1,14 @@
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ManualClock } from 'sluice';
 import { MemoryStore } from 'sluice/memory';
 import { afterAll, describe, expect, it } from 'vitest';
+import { designDocument } from '../../../test/support/design-documents.js';
 import type { GatewayConfig } from '../src/config/gateway-config.js';
 import { loadConfigText } from '../src/config/load-config.js';
 import type { Violation } from '../src/config/violation.js';
 import { GatewayLimits } from '../src/limits/gateway-limits.js';
 import { tempDir } from './support.js';
 
-const SEED = '/work/shared/seeds/002_af99412070ec6474.txt';
 const tmp = tempDir();
 afterAll(() => tmp.cleanup());
 
@@ -183,7 +182,7 @@ describe('stepped refill in the gateway limits', () => {
 });
 
 describe("the design document's rate_limit block", () => {
-  const seed = readFileSync(SEED, 'utf8');
+  const seed = designDocument('002_af99412070ec6474.txt');
   const start = seed.indexOf('rate_limit:\n');
   const block = seed.slice(start, seed.indexOf('refill_interval: 1s', start) + 'refill_interval: 1s'.length);
 

@@ -1,0 +1,229 @@
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { nodeLine } from '../../../scripts/node-line.mjs';
+import { freePort, type RedisServer, startRedisServer } from '../../../test/support/redis-server.js';
+import { main } from '../src/cli/main.js';
+import { THREADS_UNSUPPORTED_MESSAGE, threadsSupported } from '../src/gateway/threads-support.js';
+import { client, send, startUpstream, type TestUpstream, tempDir } from './support.js';
+
+const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
+const BIN = fileURLToPath(new URL('../src/bin/sluice.ts', import.meta.url));
+const tmp = tempDir();
+const spawned: ChildProcess[] = [];
+let upstream: TestUpstream;
+let redis: RedisServer;
+
+/** The tier's burst; its hour bucket holds as many and regains one every 720 s, so no test run sees a refill. */
+const BURST = 5;
+const EXTRA = 15;
+const CONFIG =
+  'rateLimiting:\n  defaultTier: t\n' +
+  `  tiers:\n    t: { requestsPerMinute: 1, requestsPerHour: ${BURST}, burstLimit: ${BURST} }\n` +
+  'server: { port: 1 }\nupstream: { url: "http://127.0.0.1:1" }\n';
+
+beforeAll(async () => {
+  [upstream, redis] = await Promise.all([startUpstream(), startRedisServer()]);
+  threadedNode(); // installs Node.js 24 here (about 20 s, once per machine) rather than inside a test's timeout
+}, 180_000);
+afterAll(async () => {
+  // A failed assertion must not leave a server running.
+  for (const c of spawned) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  await Promise.all([upstream.close(), redis.stop()]);
+  tmp.cleanup();
+});
+
+/**
+ * A Node.js binary with reusePort: this one when it has it, else Node.js 24 from the cache of
+ * scripts/node-line.mjs, installed there from npm when missing (the same binary `npm run test:lines` uses).
+ */
+let threaded: string | undefined;
+function threadedNode(): string {
+  if (threadsSupported()) return process.execPath;
+  if (threaded === undefined) threaded = join(nodeLine('24', { stdio: 'ignore' }), 'node');
+  const v = spawnSync(threaded, ['-p', 'process.versions.node'], { encoding: 'utf8' }).stdout.trim();
+  if (!threadsSupported(v)) throw new Error(`${threaded} is Node.js ${v}, without reusePort`);
+  return threaded;
+}
+
+/** Runs the command from source under `node` and collects its output lines. */
+function spawnSluice(node: string, args: string[]) {
+  const child = spawn(node, ['--import', 'tsx', BIN, ...args], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  spawned.push(child);
+  const lines: string[] = [];
+  const waiters: { re: RegExp; resolve: (l: string) => void }[] = [];
+  let buf = '';
+  const onData = (d: Buffer) => {
+    buf += d.toString('utf8');
+    for (let i = buf.indexOf('\n'); i >= 0; i = buf.indexOf('\n')) {
+      const line = buf.slice(0, i);
+      buf = buf.slice(i + 1);
+      lines.push(line);
+      for (const w of waiters.splice(0)) {
+        if (w.re.test(line)) w.resolve(line);
+        else waiters.push(w);
+      }
+    }
+  };
+  child.stdout?.on('data', onData);
+  child.stderr?.on('data', onData);
+  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+  // A command that ends before printing the line fails the test with its output, not with a timeout.
+  const waitFor = (re: RegExp) =>
+    Promise.race([
+      new Promise<string>((resolve) => {
+        const hit = lines.find((l) => re.test(l));
+        if (hit !== undefined) resolve(hit);
+        else waiters.push({ re, resolve });
+      }),
+      exited.then((code) => {
+        throw new Error(`sluice exited (${code}) before printing ${re}:\n${lines.join('\n')}`);
+      }),
+    ]);
+  return { child, lines, waitFor, exited };
+}
+
+/** Sends `n` requests, each on a connection of its own (so the kernel spreads them over the threads). */
+async function burst(url: string, n: number): Promise<number[]> {
+  const out: number[] = [];
+  for (let i = 0; i < n; i += 5) {
+    const batch = Array.from({ length: Math.min(5, n - i) }, async () => {
+      const agent = client();
+      try {
+        return (await send(agent, `${url}/x`)).status;
+      } finally {
+        await agent.close();
+      }
+    });
+    out.push(...(await Promise.all(batch)));
+  }
+  return out;
+}
+
+const requestLines = (lines: string[]) =>
+  lines
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as { msg: string; thread?: number; status?: number })
+    .filter((l) => l.msg === 'request');
+
+describe('sluice serve --threads', () => {
+  it('serves one port from two threads over one shared store: exactly the burst is admitted', async () => {
+    const file = join(tmp.dir, 'threads.yaml');
+    // A fixed admin port: a second thread opening it too would fail with EADDRINUSE.
+    const adminPort = await freePort();
+    writeFileSync(file, `${CONFIG}admin: { port: ${adminPort}, token: "${'t'.repeat(32)}" }\n`);
+    const p = spawnSluice(threadedNode(), [
+      'serve',
+      '--config',
+      file,
+      '--upstream',
+      upstream.url,
+      '--port',
+      '0',
+      '--threads',
+      '2',
+    ]);
+    const first = JSON.parse(await p.waitFor(/sluice gateway listening/)) as { url: string };
+    expect(first).toMatchObject({ thread: 0, admin: `http://127.0.0.1:${adminPort}` });
+    await p.waitFor(/"thread":1.*sluice gateway listening/);
+    const admin = client();
+    const health = await send(admin, `http://127.0.0.1:${adminPort}/keys/ip:127.0.0.1`, {
+      headers: { authorization: `Bearer ${'t'.repeat(32)}` },
+    });
+    await admin.close();
+    expect(health.status).toBe(200);
+    const codes = await burst(first.url, BURST + EXTRA);
+    expect(codes.filter((c) => c === 200)).toHaveLength(BURST);
+    expect(codes.filter((c) => c === 429)).toHaveLength(EXTRA);
+    // Both threads answered some of the requests.
+    await p.waitFor(/"msg":"request"/);
+    const threads = new Set(requestLines(p.lines).map((l) => l.thread));
+    expect(threads).toEqual(new Set([0, 1]));
+    // SIGHUP reaches every thread; SIGTERM drains them all.
+    p.child.kill('SIGHUP');
+    await p.waitFor(/"thread":0.*configuration reloaded|configuration reloaded.*"thread":0/);
+    await p.waitFor(/"thread":1.*configuration reloaded|configuration reloaded.*"thread":1/);
+    p.child.kill('SIGTERM');
+    expect(await p.exited).toBe(0);
+    expect(p.lines.filter((l) => l.includes('sluice gateway stopped'))).toHaveLength(2);
+    expect(p.lines.some((l) => l.includes(THREADS_UNSUPPORTED_MESSAGE))).toBe(false);
+  });
+
+  it('with Redis, each thread opens its own connection and Redis holds the limit over them', async () => {
+    const file = join(tmp.dir, 'threads-redis.yaml');
+    writeFileSync(file, `${CONFIG}store: { type: redis, url: "${redis.url}" }\n`);
+    const p = spawnSluice(threadedNode(), [
+      'serve',
+      '--config',
+      file,
+      '--upstream',
+      upstream.url,
+      '--port',
+      '0',
+      '--threads',
+      '2',
+    ]);
+    const first = JSON.parse(await p.waitFor(/sluice gateway listening/)) as { url: string; store: string };
+    expect(first.store).toBe('redis');
+    await p.waitFor(/"thread":1.*sluice gateway listening/);
+    const codes = await burst(first.url, BURST + EXTRA);
+    expect(codes.filter((c) => c === 200)).toHaveLength(BURST);
+    await p.waitFor(/"msg":"request"/);
+    expect(new Set(requestLines(p.lines).map((l) => l.thread))).toEqual(new Set([0, 1]));
+    p.child.kill('SIGTERM');
+    expect(await p.exited).toBe(0);
+  });
+
+  it('on this Node.js: two threads where reusePort exists, else one thread and a message saying why', async () => {
+    const file = join(tmp.dir, 'here.yaml');
+    writeFileSync(file, CONFIG);
+    const p = spawnSluice(process.execPath, [
+      'serve',
+      '--config',
+      file,
+      '--upstream',
+      upstream.url,
+      '--port',
+      '0',
+      '--threads',
+      '2',
+    ]);
+    const listening = JSON.parse(await p.waitFor(/sluice gateway listening/)) as { url: string };
+    // Every thread must be up before the burst and the stop, as in the tests above.
+    if (threadsSupported()) await p.waitFor(/"thread":1.*sluice gateway listening/);
+    const codes = await burst(listening.url, BURST + 3);
+    expect(codes.filter((c) => c === 200)).toHaveLength(BURST);
+    p.child.kill('SIGTERM');
+    expect(await p.exited).toBe(0);
+    const stopped = p.lines.filter((l) => l.includes('sluice gateway stopped')).length;
+    if (threadsSupported()) {
+      expect(stopped).toBe(2);
+    } else {
+      expect(p.lines).toContain(`sluice: ${THREADS_UNSUPPORTED_MESSAGE}`);
+      expect(stopped).toBe(1);
+      expect(requestLines(p.lines).every((l) => l.thread === undefined)).toBe(true);
+    }
+  });
+
+  it('rejects a thread count that is not an integer >= 1', async () => {
+    const err: string[] = [];
+    const io = { out: () => undefined, err: (t: string) => err.push(t), onSignal: () => () => undefined };
+    for (const bad of ['0', '-1', '1.5', 'x']) {
+      expect(await main(['serve', '--config', 'x.yaml', '--threads', bad], io)).toBe(2);
+    }
+    expect(err[0]).toMatch(/^sluice: --threads must be an integer >= 1, got "0"\n/);
+  });
+
+  it('knows where reusePort exists', () => {
+    expect(threadsSupported('20.19.0', 'linux')).toBe(false);
+    expect(threadsSupported('22.11.0', 'linux')).toBe(false);
+    expect(threadsSupported('22.12.0', 'linux')).toBe(true);
+    expect(threadsSupported('24.0.0', 'linux')).toBe(true);
+    expect(threadsSupported('24.0.0', 'darwin')).toBe(false);
+  });
+});
