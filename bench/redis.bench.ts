@@ -184,7 +184,16 @@ const denyCalls = deny.stats().scriptCalls - callsBefore;
 await denyClient.quit();
 
 // The ceiling: redis-benchmark (pipelined C client) running Sluice's own script.
-const policyArgs = [String(policy.quota), String(policy.unitsPerToken), String(policy.burst), '0', '0', '0'];
+// quota, unitsPerToken, burst, shadow, queue limit, queue maxWaitMs, step ms (see lua-script.ts).
+const policyArgs = [
+  String(policy.quota),
+  String(policy.unitsPerToken),
+  String(policy.burst),
+  '0',
+  '0',
+  '0',
+  '0',
+];
 // One policy (index 1); a run of entries: decide, cost 1, server time, one check of policy 1, then its length.
 const run1 = ['d', '1', '', '1', '1'];
 async function redisBenchmark(args: string[]): Promise<{ rate: number; usec: number }> {
@@ -220,6 +229,19 @@ async function redisBenchmark(args: string[]): Promise<{ rate: number; usec: num
   return { rate: Number(m[1]), usec: Number(usec?.[1] ?? Number.NaN) };
 }
 const incr = await redisBenchmark(['-t', 'incr']);
+// The form the store sends for one decide of one continuous policy (the script's short path, D-R10).
+const short = await redisBenchmark([
+  'EVALSHA',
+  SCRIPT_SHA,
+  '1',
+  'bench:rs:{__rand_int__}',
+  '0',
+  'D',
+  ...policyArgs.slice(0, 3),
+  '1',
+  '',
+]);
+// The same decide in the general form, as a batch of one.
 const single = await redisBenchmark([
   'EVALSHA',
   SCRIPT_SHA,
@@ -307,7 +329,14 @@ console.log(
     [
       ['INCR (no limiter logic)', rate(incr.rate), '-', incr.usec.toFixed(2), '-'],
       [
-        'Sluice script, 1 decision per call',
+        'Sluice script, 1 decision per call (short form)',
+        rate(short.rate),
+        rate(short.rate),
+        short.usec.toFixed(2),
+        short.usec.toFixed(2),
+      ],
+      [
+        'Sluice script, 1 decision per call (general form)',
         rate(single.rate),
         rate(single.rate),
         single.usec.toFixed(2),

@@ -48,3 +48,106 @@ export function withTimeout<T>(promise: Promise<T>, ms: number, onTimeout: () =>
     );
   });
 }
+
+/** One script call in flight, as {@link CallTimeouts} tracks it. */
+export interface TrackedCall<T> {
+  /** What the call carries, handed back to the timeout callback. */
+  readonly payload: T;
+  /** performance.now() when the call was sent. */
+  readonly sentAt: number;
+  /** True once the call settled or timed out: whichever comes second is ignored. */
+  over: boolean;
+}
+
+/**
+ * Timeouts of the script calls in flight, with one timer for all of them instead of a timer and a wrapping promise
+ * per call (at one call in flight, arming and clearing a timer per call was a measurable share of a decision's
+ * client time, see D-R10). Every call has the same timeout, so calls expire in the order they were sent: the
+ * timer waits for the oldest call still in flight and, when it fires, expires every call whose time is up and
+ * waits again for the next one.
+ */
+export class CallTimeouts<T> {
+  readonly #ms: number;
+  readonly #expire: (call: TrackedCall<T>) => void;
+  #calls: TrackedCall<T>[] = [];
+  #head = 0;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  readonly #sweep = () => this.#sweepNow();
+
+  /**
+   * @param ms - how long a call may take.
+   * @param expire - runs once for a call that did not settle within `ms` (the call is then over: its late
+   * answer is ignored).
+   */
+  constructor(ms: number, expire: (call: TrackedCall<T>) => void) {
+    this.#ms = ms;
+    this.#expire = expire;
+  }
+
+  /** Starts tracking a call sent now. */
+  start(payload: T): TrackedCall<T> {
+    const call: TrackedCall<T> = { payload, sentAt: performance.now(), over: false };
+    this.#calls.push(call);
+    if (this.#timer === undefined) this.#arm(this.#ms);
+    return call;
+  }
+
+  /**
+   * The call settled. Returns false when it had already timed out (its answer must be ignored), else true and
+   * stops tracking it.
+   */
+  finish(call: TrackedCall<T>): boolean {
+    if (call.over) return false;
+    call.over = true;
+    this.#drop();
+    return true;
+  }
+
+  /** Calls still tracked (for tests). */
+  get size(): number {
+    let n = 0;
+    for (let i = this.#head; i < this.#calls.length; i++) if (!this.#calls[i].over) n++;
+    return n;
+  }
+
+  /** Forgets the calls at the head that are over; compacts the list now and then. */
+  #drop(): void {
+    const calls = this.#calls;
+    while (this.#head < calls.length && calls[this.#head].over) this.#head++;
+    if (this.#head === calls.length) {
+      calls.length = 0;
+      this.#head = 0;
+    } else if (this.#head >= 1024 && this.#head * 2 >= calls.length) {
+      this.#calls = calls.slice(this.#head);
+      this.#head = 0;
+    }
+  }
+
+  #arm(ms: number): void {
+    this.#timer = setTimeout(this.#sweep, ms);
+    // A call in flight keeps the process alive through its socket; the timer alone must not.
+    this.#timer.unref?.();
+  }
+
+  #sweepNow(): void {
+    this.#timer = undefined;
+    this.#drop();
+    const now = performance.now();
+    while (this.#head < this.#calls.length) {
+      const call = this.#calls[this.#head];
+      if (!call.over) {
+        // Node starts a timer from the event loop's cached time, which can be behind performance.now(): a timer
+        // may fire a little early. Wait for the rest, so that a call has really had `ms` when it is given up.
+        const left = this.#ms - (now - call.sentAt);
+        if (left > 0) {
+          this.#arm(Math.ceil(left));
+          return;
+        }
+        call.over = true;
+        this.#expire(call);
+      }
+      this.#head++;
+    }
+    this.#drop();
+  }
+}

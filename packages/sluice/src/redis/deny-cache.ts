@@ -148,6 +148,15 @@ export class DenyCache {
     }
   }
 
+  /**
+   * Forgets buckets without starting a new epoch: an answer that took tokens from them but cannot refresh them
+   * (its call started before a later refund or reset) must not leave their older, higher levels behind.
+   */
+  drop(keys: readonly string[]): void {
+    if (this.#entries.size === 0) return;
+    for (const k of keys) this.#entries.delete(k);
+  }
+
   /** Forgets buckets whose level changed upwards here (refund, reset). */
   forget(keys: readonly string[]): void {
     this.#epoch++;

@@ -5,9 +5,10 @@
  * It computes exactly the engine's fixed-point arithmetic (core/bucket-math.ts, core/evaluate.ts): integer
  * units of 1 / (window x 1000) token, refill of `quota` units per millisecond, elapsed time capped at fillMs and
  * clamped at 0, capacity `burst x unitsPerToken`, queue debt `queue.limit x unitsPerToken`. Every operand stays an
- * integer below 2^53, so Lua doubles and JavaScript doubles agree bit for bit; units are printed with `%d` (a
- * cast to a 64-bit integer, exact for every integer below 2^53, and about twice as fast as `%.0f`; never
- * `tostring`, whose 14 significant digits would round them) and returned as strings.
+ * integer below 2^53, so Lua doubles and JavaScript doubles agree bit for bit. Units go back as Redis integers (a
+ * Lua number in a reply is converted to a 64-bit integer: exact) and are stored with `%d` (also a 64-bit cast,
+ * about twice as fast as `%.0f`; never `tostring`, whose 14 significant digits would round them); a TTL is passed
+ * to SET as a Lua number, which Redis prints exactly below 10^17.
  *
  * Bucket value: the string `<units>:<last ms>`. A bucket that is full after an entry is deleted (it decides
  * like a missing one), every bucket whose units changed gets PX at its time to full, so Redis memory stays
@@ -31,9 +32,9 @@
  * p peek, f refund, x reset), cost, now (empty: server TIME), n checks, per check the policy's index (1-based),
  * and the number of entries in the run (each takes the next n KEYS). Concurrent calls of one limiter usually
  * share their shape, so a batch of 64 decisions sends about 6 arguments besides its keys.
- * Reply: per decide/reserve/peek entry the flag 1/0 (allowed) then each check's units after refill and before
- * the decision, followed for a stepped policy by its phase (milliseconds since its current step began); per
- * refund/reset entry the flag 1.
+ * Reply: per decide/reserve/peek entry the flag '1'/'0' (allowed) then each check's units after refill and
+ * before the decision (an integer), followed for a stepped policy by its phase (milliseconds since its current step
+ * began, an integer); per refund/reset entry the flag '1'.
  */
 export const SCRIPT = `
 if redis.replicate_commands then redis.replicate_commands() end
@@ -41,22 +42,69 @@ if redis.replicate_commands then redis.replicate_commands() end
 local ARGV, KEYS, tonumber, call, unpack = ARGV, KEYS, tonumber, redis.call, unpack
 local fmt, floor, ceil, find, sub = string.format, math.floor, math.ceil, string.find, string.sub
 local slack = tonumber(ARGV[1])
-local serverNow
-local PQ, PP, PB, PS, PL, PW, PC, PF, PT, PU = {}, {}, {}, {}, {}, {}, {}, {}, {}, {}
-local a = 3
-for j = 1, tonumber(ARGV[2]) do
-  local quota, upt, burst = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
-  PQ[j], PP[j], PB[j], PS[j] = quota, upt, burst, ARGV[a + 3] == '1'
-  PL[j], PW[j] = tonumber(ARGV[a + 4]) * upt, tonumber(ARGV[a + 5])
-  PC[j] = burst * upt
-  -- Step length and units per step; 0 and 0 for a continuous refill.
-  PT[j] = tonumber(ARGV[a + 6])
-  PU[j] = 0
-  if PT[j] > 0 then
-    PU[j] = quota * upt
-    PF[j] = ceil((PC[j] + PL[j]) / PU[j]) * PT[j]
+
+-- The common call, one decide of one key under one policy with a continuous refill, no queue and no shadow mode,
+-- comes in a short form of its own and takes this shorter path: the same arithmetic as the general path below for
+-- that case, without its tables and loops (which cost about a third of such a call's server time) and with half
+-- the arguments to send and parse (D-R10). lua-fast-path.test.ts holds the two paths equal.
+-- ARGV: slack, 'D', quota, unitsPerToken, burst, cost, now (empty: server TIME); KEYS: the bucket.
+if ARGV[2] == 'D' then
+  local quota, upt, burst, cost = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+  local cap, now = burst * upt, ARGV[7]
+  if now ~= '' then
+    now = tonumber(now)
   else
-    PF[j] = ceil((PC[j] + PL[j]) / quota)
+    local t = call('TIME')
+    now = tonumber(t[1]) * 1000 + floor(tonumber(t[2]) / 1000)
+  end
+  local key = KEYS[1]
+  local v = call('GET', key)
+  local u, last = cap, now
+  if v then
+    local c = find(v, ':', 1, true)
+    u, last = tonumber(sub(v, 1, c - 1)), tonumber(sub(v, c + 1))
+    local e = now - last
+    if e > 0 then
+      local fill = ceil(cap / quota)
+      if e > fill then e = fill end
+      u = u + e * quota
+      if u > cap then u = cap end
+    end
+  end
+  local need = cost * upt
+  if cost > burst or u < need then return {'0', u} end
+  if need > 0 then
+    local after = u - need
+    if after >= cap then
+      if v then call('DEL', key) end
+    else
+      if not v or last < now then last = now end
+      call('SET', key, fmt('%d:%d', after, last), 'PX', (last - now) + ceil((cap - after) / quota) + slack)
+    end
+  end
+  return {'1', u}
+end
+
+
+-- Flat tables with a fixed stride instead of a table per field or per record, each created with room for one
+-- record: a table that grows from empty is reallocated at 1, 2, 4 and 8 entries, which cost more server time than
+-- the arithmetic of a one-decision call (D-R10).
+-- Policies, ten fields each from base b = (index - 1) x 10: b+1 quota, b+2 unitsPerToken, b+3 burst, b+4 shadow,
+-- b+5 queue limit in units, b+6 queue maxWaitMs, b+7 capacity, b+8 ms to fill from empty, b+9 step ms (0:
+-- continuous), b+10 units per step.
+local PP = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+local a = 3
+for b = 0, (tonumber(ARGV[2]) - 1) * 10, 10 do
+  local quota, upt, burst = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
+  local step = tonumber(ARGV[a + 6])
+  local limit, cap = tonumber(ARGV[a + 4]) * upt, burst * upt
+  PP[b + 1], PP[b + 2], PP[b + 3], PP[b + 4], PP[b + 5], PP[b + 6], PP[b + 7] =
+    quota, upt, burst, ARGV[a + 3] == '1', limit, tonumber(ARGV[a + 5]), cap
+  if step > 0 then
+    local per = quota * upt
+    PP[b + 8], PP[b + 9], PP[b + 10] = ceil((cap + limit) / per) * step, step, per
+  else
+    PP[b + 8], PP[b + 9], PP[b + 10] = ceil((cap + limit) / quota), 0, 0
   end
   a = a + 7
 end
@@ -78,118 +126,121 @@ else
   end
 end
 
-local function clockNow(s)
-  if s ~= '' then return tonumber(s) end
-  if not serverNow then
-    local t = call('TIME')
-    serverNow = tonumber(t[1]) * 1000 + floor(tonumber(t[2]) / 1000)
-  end
-  return serverNow
-end
+-- Buckets, seven fields each from base s: s+1 key, s+2 units (false: missing, a full bucket), s+3 last time
+-- (false: missing), s+4 stored in Redis, s+5 dirty, s+6 TTL to write, s+7 capacity.
+local slotOf, SL, ns = {}, {false, false, false, false, false, false, false}, 0
+-- Checks of the current run, four fields each from base x = (i - 1) x 4: x+1 policy base, x+2 bucket base,
+-- x+3 units held now, x+4 (stepped) the bucket's time after the refill (nextLast).
+local X = {0, 0, 0, 0}
 
--- Buckets of the batch, by slot: key, units (nil: missing, a full bucket), last time, stored in Redis, dirty,
--- capacity and TTL to write. Parallel arrays rather than a table per bucket.
-local slotOf, SK, SU, ST, SS, SD, SC, SX = {}, {}, {}, {}, {}, {}, {}, {}
-local ns = 0
-local function load(k)
-  local key = KEYS[k]
-  local s = slotOf[key]
-  if s then return s end
-  ns = ns + 1
-  s = ns
-  slotOf[key], SK[s], SD[s] = s, key, false
-  local v = raw[k]
-  if v then
-    local i = find(v, ':', 1, true)
-    SU[s], ST[s], SS[s] = tonumber(sub(v, 1, i - 1)), tonumber(sub(v, i + 1)), true
-  else
-    SS[s] = false
-  end
-  return s
-end
-
--- Units held now: a missing bucket is full; time that went backwards adds nothing. A stepped bucket also gets its
--- time after the refill in A[i] (nextLast): the current step's start, or now once full.
-local A = {}
-local function current(s, now, i, quota, cap, fill, step, per)
-  local u = SU[s]
-  if u == nil then
-    A[i] = now
-    return cap
-  end
-  local last = ST[s]
-  local e = now - last
+-- Records the units of bucket s after a take or a refund by a check of policy pb (t: that check's time after
+-- the refill, for a stepped policy), and the TTL to write: its time to full.
+local function keep(s, units, now, pb, t)
+  local cap = PP[pb + 7]
+  if SL[s + 2] == false and units >= cap then return end
+  local step, last = PP[pb + 9], now
   if step > 0 then
-    local k = 0
-    if e > 0 then
-      if e > fill then e = fill end
-      k = floor(e / step)
-    end
-    local nx = u + k * per
-    if nx >= cap then
-      A[i] = now
-      return cap
-    end
-    A[i] = last + k * step
-    return nx
-  end
-  if e <= 0 then return u end
-  if e > fill then e = fill end
-  local nx = u + e * quota
-  if nx < cap then return nx end
-  return cap
-end
-
-local function keep(s, units, now, i, quota, cap, step, per)
-  if SU[s] == nil and units >= cap then return end
-  local last = now
-  if step > 0 then
-    last = A[i]
-    SX[s] = (last - now) + ceil((cap - units) / per) * step + slack
+    last = t
+    SL[s + 6] = (last - now) + ceil((cap - units) / PP[pb + 10]) * step + slack
   else
-    if ST[s] ~= nil and ST[s] > now then last = ST[s] end
-    SX[s] = (last - now) + ceil((cap - units) / quota) + slack
+    local stored = SL[s + 3]
+    if stored ~= false and stored > now then last = stored end
+    SL[s + 6] = (last - now) + ceil((cap - units) / PP[pb + 1]) + slack
   end
-  SU[s], ST[s], SC[s], SD[s] = units, last, cap, true
+  SL[s + 2], SL[s + 3], SL[s + 5], SL[s + 7] = units, last, true, cap
 end
 
-local out, o, k = {}, 0, 1
-local U, Q, P, B, S, L, W, C, F, T, R, BK = {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}
-
--- Milliseconds until check i gains need more units (msUntil): continuous, or to the step that brings them.
-local function wait(i, need, now)
-  if T[i] > 0 then return ceil(need / R[i]) * T[i] - (now - A[i]) end
-  return ceil(need / Q[i])
+-- Milliseconds until a check of policy pb gains need more units (msUntil): continuous, or to the step that
+-- brings them.
+local function wait(pb, t, need, now)
+  local step = PP[pb + 9]
+  if step > 0 then return ceil(need / PP[pb + 10]) * step - (now - t) end
+  return ceil(need / PP[pb + 1])
 end
+
+local out, o, k = {0, 0}, 0, 1
+local serverNow
 local nargs = #ARGV
 while a <= nargs do
-  local op, cost, now, n = ARGV[a], tonumber(ARGV[a + 1]), clockNow(ARGV[a + 2]), tonumber(ARGV[a + 3])
+  local op, cost, now, n = ARGV[a], tonumber(ARGV[a + 1]), ARGV[a + 2], tonumber(ARGV[a + 3])
+  if now ~= '' then
+    now = tonumber(now)
+  else
+    if not serverNow then
+      local t = call('TIME')
+      serverNow = tonumber(t[1]) * 1000 + floor(tonumber(t[2]) / 1000)
+    end
+    now = serverNow
+  end
   a = a + 4
-  for i = 1, n do
-    local j = tonumber(ARGV[a])
-    Q[i], P[i], B[i], S[i], L[i], W[i], C[i], F[i] = PQ[j], PP[j], PB[j], PS[j], PL[j], PW[j], PC[j], PF[j]
-    T[i], R[i] = PT[j], PU[j]
+  for x = 1, n * 4, 4 do
+    X[x] = (tonumber(ARGV[a]) - 1) * 10
     a = a + 1
   end
   local count = tonumber(ARGV[a])
   a = a + 1
   for _ = 1, count do
-    for i = 1, n do
-      local s = load(k)
-      if op == 'x' then
-        SU[s], ST[s], SD[s] = nil, nil, true
-      else
-        BK[i] = s
-        U[i] = current(s, now, i, Q[i], C[i], F[i], T[i], R[i])
+    for x = 0, (n - 1) * 4, 4 do
+      local key = KEYS[k]
+      local s = slotOf[key]
+      if not s then
+        s = ns * 7
+        ns = ns + 1
+        slotOf[key] = s
+        SL[s + 1], SL[s + 5] = key, false
+        local v = raw[k]
+        if v then
+          local c = find(v, ':', 1, true)
+          SL[s + 2], SL[s + 3], SL[s + 4] = tonumber(sub(v, 1, c - 1)), tonumber(sub(v, c + 1)), true
+        else
+          SL[s + 2], SL[s + 3], SL[s + 4] = false, false, false
+        end
       end
       k = k + 1
+      if op == 'x' then
+        SL[s + 2], SL[s + 3], SL[s + 5] = false, false, true
+      else
+        -- Units held now: a missing bucket is full; time that went backwards adds nothing. A stepped bucket also
+        -- gets its time after the refill (nextLast): the current step's start, or now once full.
+        X[x + 2] = s
+        local pb = X[x + 1]
+        local u, cap = SL[s + 2], PP[pb + 7]
+        if u == false then
+          X[x + 3], X[x + 4] = cap, now
+        else
+          local last = SL[s + 3]
+          local e = now - last
+          local step = PP[pb + 9]
+          if step > 0 then
+            local steps = 0
+            if e > 0 then
+              if e > PP[pb + 8] then e = PP[pb + 8] end
+              steps = floor(e / step)
+            end
+            u = u + steps * PP[pb + 10]
+            if u >= cap then
+              X[x + 3], X[x + 4] = cap, now
+            else
+              X[x + 3], X[x + 4] = u, last + steps * step
+            end
+          else
+            if e > 0 then
+              if e > PP[pb + 8] then e = PP[pb + 8] end
+              u = u + e * PP[pb + 1]
+              if u > cap then u = cap end
+            end
+            X[x + 3] = u
+          end
+        end
+      end
     end
     if op == 'f' then
-      for i = 1, n do
-        if SU[BK[i]] ~= nil then
-          local u = U[i] + cost * P[i]
-          if u > C[i] then u = C[i] end
-          keep(BK[i], u, now, i, Q[i], C[i], T[i], R[i])
+      for x = 0, (n - 1) * 4, 4 do
+        local s, pb = X[x + 2], X[x + 1]
+        if SL[s + 2] ~= false then
+          local u = X[x + 3] + cost * PP[pb + 2]
+          if u > PP[pb + 7] then u = PP[pb + 7] end
+          keep(s, u, now, pb, X[x + 4])
         end
       end
       o = o + 1
@@ -199,55 +250,63 @@ while a <= nargs do
       out[o] = '1'
     else
       local blocked, exceeds = false, false
-      for i = 1, n do
-        if cost > B[i] then
-          if not S[i] then exceeds = true end
+      for x = 0, (n - 1) * 4, 4 do
+        local pb = X[x + 1]
+        if cost > PP[pb + 3] then
+          if not PP[pb + 4] then exceeds = true end
         else
-          local after = U[i] - cost * P[i]
+          local after = X[x + 3] - cost * PP[pb + 2]
           if after < 0 then
-            local queued = op == 'r' and L[i] > 0 and -after <= L[i] and wait(i, -after, now) <= W[i]
-            if not queued and not S[i] then blocked = true end
+            local limit = PP[pb + 5]
+            local queued = op == 'r' and limit > 0 and -after <= limit
+              and wait(pb, X[x + 4], -after, now) <= PP[pb + 6]
+            if not queued and not PP[pb + 4] then blocked = true end
           end
         end
       end
       local allowed = not blocked and not exceeds
       o = o + 1
       out[o] = allowed and '1' or '0'
-      for i = 1, n do
+      for x = 0, (n - 1) * 4, 4 do
+        -- Numbers, which Redis answers as integers: exact below 2^63, and no string.format per check.
         o = o + 1
-        out[o] = fmt('%d', U[i])
-        if T[i] > 0 then
+        out[o] = X[x + 3]
+        if PP[X[x + 1] + 9] > 0 then
           o = o + 1
-          out[o] = fmt('%d', now - A[i])
+          out[o] = now - X[x + 4]
         end
       end
       if op ~= 'p' and allowed then
-        for i = 1, n do
-          local need = cost * P[i]
+        for x = 0, (n - 1) * 4, 4 do
+          local pb, u = X[x + 1], X[x + 3]
+          local need = cost * PP[pb + 2]
           local limited
-          if cost > B[i] then limited = true
-          elseif U[i] >= need then limited = false
-          elseif op == 'r' and L[i] > 0 and need - U[i] <= L[i] then limited = wait(i, need - U[i], now) > W[i]
+          if cost > PP[pb + 3] then limited = true
+          elseif u >= need then limited = false
+          elseif op == 'r' and PP[pb + 5] > 0 and need - u <= PP[pb + 5] then
+            limited = wait(pb, X[x + 4], need - u, now) > PP[pb + 6]
           else limited = true end
           -- Only a bucket that gave units is written: one whose level did not change refills from its stored
           -- value to the same level as it would from a rewritten one, and keeps the same time to full.
-          if not limited and need > 0 then keep(BK[i], U[i] - need, now, i, Q[i], C[i], T[i], R[i]) end
+          if not limited and need > 0 then keep(X[x + 2], u - need, now, pb, X[x + 4]) end
         end
       end
     end
   end
 end
 
-for s = 1, ns do
-  if SD[s] then
-    local u = SU[s]
-    if u == nil or u >= SC[s] then
-      if SS[s] then call('DEL', SK[s]) end
+for s = 0, (ns - 1) * 7, 7 do
+  if SL[s + 5] then
+    local u = SL[s + 2]
+    if u == false or u >= SL[s + 7] then
+      if SL[s + 4] then call('DEL', SL[s + 1]) end
     else
-      call('SET', SK[s], fmt('%d:%d', u, ST[s]), 'PX', fmt('%d', SX[s]))
+      call('SET', SL[s + 1], fmt('%d:%d', u, SL[s + 3]), 'PX', SL[s + 6])
     end
   end
 end
+-- The reply ends at the first nil: clear what is left of the room made for one decision.
+for i = o + 1, 2 do out[i] = nil end
 return out
 `;
 
@@ -256,4 +315,4 @@ return out
  * Node module; redis-store.test.ts fails when the script changes and this is not updated (a stale value would cost
  * a NOSCRIPT round trip on every call, never a wrong decision).
  */
-export const SCRIPT_SHA = '4a2b42fcd09b47ebcc3bcdbc25804450aa6ecff3';
+export const SCRIPT_SHA = 'b9208336d59cc5982c91d7a6c0e8e081349f9ec7';

@@ -397,6 +397,24 @@ describe('RedisStore: batching, script cache and deny cache', () => {
     expect(local.outcomes.map((o) => o.remaining)).toEqual([0, 57]);
   });
 
+  it('does not answer from a remembered denial after a call took tokens while a refund started', async () => {
+    // Found by the interleaving property (store-concurrency.test.ts): the decision rode in one script call with a
+    // refund of another key, so it could not refresh the remembered bucket, which kept its older, higher level.
+    const { store: s } = store();
+    const odd = definePolicy({ name: 'rl.odd', quota: 7, window: 60, burst: 3 });
+    const b = [{ policy: odd, key: fresh('stale-b') }];
+    await s.decide(b, 1); // 2 left
+    expect(await s.decide(b, 3)).toMatchObject({ allowed: false }); // remembered: 2 left
+    const [taken] = await Promise.all([
+      s.decide(b, 1),
+      s.refund([{ policy: odd, key: fresh('stale-a') }], 1),
+    ]);
+    expect(taken.outcomes[0].remaining).toBe(1);
+    const again = await s.decide(b, 3);
+    expect(again).toMatchObject({ allowed: false, retryAfterSeconds: 18 });
+    expect(again.outcomes[0].remaining).toBe(1);
+  });
+
   it('lets the deny cache hold a bounded number of buckets, oldest out first', async () => {
     const { store: s } = store({ denyCache: { maxEntries: 2 } });
     for (let i = 0; i < 5; i++) {

@@ -12,7 +12,7 @@ import {
 } from '../core/index.js';
 import { BatchQueue, type Entry, OP_OF, type Op } from './batch-queue.js';
 import { Breaker } from './breaker.js';
-import { timeoutError, withTimeout } from './call-timeout.js';
+import { CallTimeouts, timeoutError } from './call-timeout.js';
 import type { RedisScriptClient } from './client-adapter.js';
 import { clusterSlot } from './cluster-slot.js';
 import { DenyCache } from './deny-cache.js';
@@ -69,6 +69,7 @@ export class RedisStore implements RateLimitStore {
   readonly #breaker: Breaker;
   readonly #queue: BatchQueue;
   readonly #args: ScriptArgs;
+  readonly #timeouts: CallTimeouts<{ readonly entries: Entry[]; readonly epoch: number }>;
   #closed = false;
 
   /**
@@ -83,6 +84,10 @@ export class RedisStore implements RateLimitStore {
     this.#injected = o.clock !== undefined;
     this.#clock = o.clock ?? monotonicClock;
     this.#args = new ScriptArgs(this.#injected ? '60000' : '0');
+    this.#timeouts = new CallTimeouts(o.timeoutMs, (call) => {
+      this.#n.timeouts++;
+      this.#callFailed(call.payload.entries, timeoutError(o.timeoutMs));
+    });
     this.#deny = o.denyCacheEntries > 0 ? new DenyCache(o.denyCacheEntries) : undefined;
     this.#fallback = new Fallback(o.failureMode, o.nodeCount, o.probeIntervalMs, this.#clock);
     this.#breaker = new Breaker({
@@ -256,32 +261,37 @@ export class RedisStore implements RateLimitStore {
 
   #send(entries: Entry[]): void {
     const { keys, args } = this.#args.encode(entries);
-    const epoch = this.#breaker.epoch;
+    const call = this.#timeouts.start({ entries, epoch: this.#breaker.epoch });
     this.#n.scriptCalls++;
     if (entries.length > 1) this.#n.batchedScriptCalls++;
-    withTimeout(this.#script(keys, args), this.options.timeoutMs, () => this.#n.timeouts++).then(
+    this.#script(keys, args).then(
       (reply) => {
-        this.#breaker.succeeded(epoch);
+        if (!this.#timeouts.finish(call)) return;
+        this.#breaker.succeeded(call.payload.epoch);
         this.#settle(entries, reply);
         this.#queue.done();
       },
       (error: unknown) => {
-        this.#breaker.failed(error);
-        for (const e of entries) this.#fail(e, error);
-        this.#queue.done();
+        if (!this.#timeouts.finish(call)) return;
+        this.#callFailed(entries, error);
       },
     );
   }
 
-  async #script(keys: string[], args: string[]): Promise<unknown> {
-    try {
-      return await this.#client.evalsha(SCRIPT_SHA, keys, args);
-    } catch (error) {
+  #callFailed(entries: Entry[], error: unknown): void {
+    this.#breaker.failed(error);
+    for (const e of entries) this.#fail(e, error);
+    this.#queue.done();
+  }
+
+  // Not async: a call answered at once costs no extra promise; NOSCRIPT is recovered in the rejection handler.
+  #script(keys: string[], args: string[]): Promise<unknown> {
+    return this.#client.evalsha(SCRIPT_SHA, keys, args).catch((error: unknown) => {
       if (!isNoScript(error)) throw error;
       // The server lost its script cache (restart, failover, SCRIPT FLUSH): EVAL runs it and caches it again.
       this.#n.scriptReloads++;
       return this.#client.eval(SCRIPT, keys, args);
-    }
+    });
   }
 
   #settle(entries: Entry[], reply: unknown): void {
@@ -320,10 +330,16 @@ export class RedisStore implements RateLimitStore {
       }
       this.#n.redisDecisions++;
       // An answer to a call that started before a refund or reset here may predate it: not remembered (D-R07).
-      if (this.#deny !== undefined && e.denyEpoch === this.#deny.epoch) {
-        // evaluate() takes nothing from `units` on a denial, so they still hold the levels before the decision.
-        if (decision.allowed) this.#deny.refresh(e.keys, units, phases, e.local);
-        else this.#deny.remember(e.checks, e.keys, units, phases, decision, e.local);
+      if (this.#deny !== undefined) {
+        if (e.denyEpoch === this.#deny.epoch) {
+          // evaluate() takes nothing from `units` on a denial, so they still hold the levels before the decision.
+          if (decision.allowed) this.#deny.refresh(e.keys, units, phases, e.local);
+          else this.#deny.remember(e.checks, e.keys, units, phases, decision, e.local);
+        } else if (decision.allowed) {
+          // It took tokens, so what is remembered of these buckets is too high now, and this answer may predate
+          // the refund or reset: ask Redis next time.
+          this.#deny.drop(e.keys);
+        }
       }
       e.resolve(decision);
     }

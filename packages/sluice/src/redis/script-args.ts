@@ -10,7 +10,9 @@ export interface ScriptCall {
 /**
  * Encodes batches of calls as the rate-limit script's arguments (the layout is documented in lua-script.ts):
  * the clock slack and the call's policies first, once each; then runs of entries that share op, cost, clock
- * reading and policies, each run naming its policies by index and costing a few arguments besides its keys.
+ * reading and policies, each run naming its policies by index and costing a few arguments besides its keys. A
+ * call of one plain decide (one key, one continuous policy, no queue, no shadow mode) goes in a short form of
+ * seven arguments that the script answers on a shorter path.
  */
 export class ScriptArgs {
   readonly #slack: string;
@@ -26,17 +28,30 @@ export class ScriptArgs {
 
   /** The keys and arguments of one script call carrying `entries`, in order. */
   encode(entries: readonly Entry[]): ScriptCall {
+    if (entries.length === 1) {
+      const e = entries[0];
+      const p = e.checks.length === 1 ? e.checks[0].policy : undefined;
+      // The short form (see lua-script.ts): one decide under one continuous policy without queue or shadow mode.
+      if (p !== undefined && e.op === 'd' && p.stepMs === 0 && !p.shadow && (p.queue?.limit ?? 0) === 0) {
+        const pa = this.#argsOf(p);
+        return {
+          keys: e.keys as string[],
+          args: [this.#slack, 'D', pa[0], pa[1], pa[2], String(e.cost), e.now],
+        };
+      }
+    }
     const keys: string[] = [];
-    const index = new Map<Policy, string>();
+    // A call names a handful of policies: a linear search beats a Map allocated per call.
+    const policies: Policy[] = [];
     const args: string[] = [this.#slack, ''];
     for (const e of entries) {
       for (const c of e.checks) {
-        if (index.has(c.policy)) continue;
-        index.set(c.policy, String(index.size + 1));
+        if (policies.includes(c.policy)) continue;
+        policies.push(c.policy);
         for (const a of this.#argsOf(c.policy)) args.push(a);
       }
     }
-    args[1] = String(index.size);
+    args[1] = String(policies.length);
     let run: Entry | undefined;
     let countAt = 0;
     let count = 0;
@@ -46,7 +61,7 @@ export class ScriptArgs {
         run = e;
         count = 0;
         args.push(e.op, String(e.cost), e.now, String(e.checks.length));
-        for (const c of e.checks) args.push(index.get(c.policy) as string);
+        for (const c of e.checks) args.push(String(policies.indexOf(c.policy) + 1));
         countAt = args.length;
         args.push('');
       }
