@@ -57,9 +57,12 @@ const ANCHORS: Record<string, string[]> = {
 const RUNTIME_PEERS: Record<string, string[]> = {
   'sluice/prometheus': ['prom-client'],
   'sluice/fastify': ['fastify-plugin'],
-  // Node names the first one its module graph misses.
+  // Test tools, imported statically (vitest is ESM only): Node names the first one its module graph misses.
   'sluice/testing': ['fast-check', 'vitest'],
 };
+
+/** Entry points whose missing peer is a SluiceError ERR_MISSING_PEER with the install command. */
+const SLUICE_ERROR_PEERS = new Set(['sluice/prometheus', 'sluice/fastify']);
 
 /** Peers (and the types a TypeScript consumer adds) installed before importing every entry point. */
 const PEERS = [
@@ -271,7 +274,9 @@ for (const entry of ${JSON.stringify(entries)}) {
     report[entry] = 'loaded';
   } catch (error) {
     const named = (peers[entry] ?? []).some((p) => String(error.message).includes("'" + p + "'"));
-    report[entry] = named ? 'names ' + peers[entry].join(' or ') : String(error.message);
+    const install = (peers[entry] ?? []).find((p) => String(error.message).endsWith('npm install ' + p));
+    if (error.code === 'ERR_MISSING_PEER' && install) report[entry] = 'SluiceError: npm install ' + install;
+    else report[entry] = named ? 'names ' + peers[entry].join(' or ') : String(error.message);
   }
 }
 console.log(JSON.stringify(report));
@@ -279,8 +284,11 @@ console.log(JSON.stringify(report));
     );
     const report = JSON.parse(await ok('node', ['alone.mjs'], consumer, MINUTE)) as Record<string, string>;
     const expected: Record<string, string> = {};
-    for (const e of entries)
-      expected[e] = RUNTIME_PEERS[e] === undefined ? 'loaded' : `names ${RUNTIME_PEERS[e].join(' or ')}`;
+    for (const e of entries) {
+      if (RUNTIME_PEERS[e] === undefined) expected[e] = 'loaded';
+      else if (SLUICE_ERROR_PEERS.has(e)) expected[e] = `SluiceError: npm install ${RUNTIME_PEERS[e][0]}`;
+      else expected[e] = `names ${RUNTIME_PEERS[e].join(' or ')}`;
+    }
     expect(report).toEqual(expected);
   });
 

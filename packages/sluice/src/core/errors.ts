@@ -29,6 +29,8 @@ export const ErrorCode = {
   InvalidRateLimitRequest: 'ERR_INVALID_RATE_LIMIT_REQUEST',
   /** A memory store was asked for more distinct policy objects than it can tell apart (65,535). */
   TooManyPolicies: 'ERR_TOO_MANY_POLICIES',
+  /** An entry point needs an optional peer package that is not installed; the message names the install command. */
+  MissingPeer: 'ERR_MISSING_PEER',
 } as const;
 
 /** One of the values of {@link ErrorCode}. */

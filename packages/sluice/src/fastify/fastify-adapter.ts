@@ -5,7 +5,7 @@ import type {
   FastifyRequest,
   HookHandlerDoneFunction,
 } from 'fastify';
-import fp from 'fastify-plugin';
+import type fastifyPlugin from 'fastify-plugin';
 import { invalidOption } from '../core/index.js';
 import { adapterOptions, httpLimiterOption } from '../http/adapter-options.js';
 import {
@@ -17,6 +17,7 @@ import {
   type Verdict,
   type WarnFunction,
 } from '../http/index.js';
+import { requirePeer } from '../http/peer-package.js';
 import { emitWarning, peerWarningsOf } from '../http/peer-warnings.js';
 
 /** Per-route settings, under `config.rateLimit` of a route. */
@@ -214,4 +215,6 @@ const plugin: FastifyPluginCallback<SluiceFastifyOptions> = (fastify: FastifyIns
  * app.post('/items', { config: { rateLimit: { operation: 'rl.write' } } }, handler);
  * ```
  */
+// Loaded here rather than imported, so that a missing fastify-plugin is named with the command that installs it.
+const fp = requirePeer<{ default: typeof fastifyPlugin }>('fastify-plugin', 'sluice/fastify').default;
 export const sluiceFastify = fp(plugin, { fastify: '5.x', name: 'sluice' });

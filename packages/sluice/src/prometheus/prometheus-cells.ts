@@ -1,7 +1,8 @@
-import { Counter, Gauge, type Registry } from 'prom-client';
+import type { Counter, Registry } from 'prom-client';
 import { invalidOption } from '../core/index.js';
 import type { ChildCache } from '../metrics/index.js';
 import { DEFAULT_LATENCY_BUCKETS } from './cell-histogram.js';
+import { promClient } from './prom-client.js';
 import type { PrometheusMetricNames } from './prometheus-metric-names.js';
 
 /** A running value with its frozen label set; counting into it allocates nothing. */
@@ -18,7 +19,7 @@ export function cellCounter(
   registers: Registry[],
   cells: ChildCache<Cell>,
 ): Counter<string> {
-  return new Counter({
+  return new promClient.Counter({
     name,
     help,
     labelNames,
@@ -58,7 +59,7 @@ export function failoverMetrics(
   registers: Registry[],
   failover: ReadonlyMap<string, FailoverCell>,
 ): void {
-  new Counter({
+  new promClient.Counter({
     name: n.failoverSwitches,
     help: 'Times a store entered its failure mode (could not answer, so open or closed applied).',
     labelNames: ['store', 'mode'],
@@ -68,7 +69,7 @@ export function failoverMetrics(
       for (const f of failover.values()) this.inc(f.labels, f.switches);
     },
   });
-  new Gauge({
+  new promClient.Gauge({
     name: n.failoverActive,
     help: '1 while a store is in its failure mode, else 0.',
     labelNames: ['store', 'mode'],

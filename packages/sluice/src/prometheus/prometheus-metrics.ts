@@ -1,4 +1,4 @@
-import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { booleanOption, type Decision, invalidOption, objectOption, SingleDecision } from '../core/index.js';
 import {
   boundedRatios,
@@ -22,6 +22,7 @@ import {
   type WebhookResult,
 } from '../metrics/index.js';
 import { CellHistogram } from './cell-histogram.js';
+import { promClient } from './prom-client.js';
 import {
   bucketsOption,
   type Cell,
@@ -88,10 +89,10 @@ export class PrometheusMetrics implements LimiterMetrics {
       'processMetrics',
     ]);
     this.names = prometheusMetricNames(o.prefix ?? 'sluice');
-    if (o.registry !== undefined && !(o.registry instanceof Registry)) {
+    if (o.registry !== undefined && !(o.registry instanceof promClient.Registry)) {
       throw invalidOption('registry', 'a prom-client Registry', o.registry);
     }
-    this.registry = o.registry ?? new Registry();
+    this.registry = o.registry ?? new promClient.Registry();
     this.#labels = new MetricLabels(o, 'PrometheusMetrics options');
     this.#maxTenants = this.#labels.maxTenantSeries;
     const n = this.names;
@@ -132,7 +133,7 @@ export class PrometheusMetrics implements LimiterMetrics {
     );
     this.registry.registerMetric(this.#latency.asMetric());
     const byStore = this.#byStore;
-    new Counter({
+    new promClient.Counter({
       name: n.storeErrors,
       help: 'Store calls that failed (timeout, connection lost, script error).',
       labelNames: ['store'],
@@ -145,7 +146,7 @@ export class PrometheusMetrics implements LimiterMetrics {
     const sources = this.#sources;
     const tracked = this.#trackedKeys;
     const labels = this.#labels;
-    const trackedGauge: Gauge<string> = new Gauge({
+    const trackedGauge: Gauge<string> = new promClient.Gauge({
       name: n.trackedKeys,
       help: 'Buckets held by a store now.',
       labelNames: ['store'],
@@ -164,7 +165,7 @@ export class PrometheusMetrics implements LimiterMetrics {
       },
     });
     const evictions = this.#evictions;
-    const evictionCounter: Counter<string> = new Counter({
+    const evictionCounter: Counter<string> = new promClient.Counter({
       name: n.evictions,
       help: 'Buckets evicted to make room before they were full (each may change a later decision).',
       labelNames: ['store'],
@@ -177,14 +178,14 @@ export class PrometheusMetrics implements LimiterMetrics {
       },
     });
     failoverMetrics(n, r, this.#failover);
-    this.#usage = new Gauge({
+    this.#usage = new promClient.Gauge({
       name: n.quotaUsage,
       help: "A tenant's usage over the quota window divided by its quota (1 means the quota is used up).",
       labelNames: ['tenant'],
       registers: r,
     });
     const alerts = this.#alerts;
-    new Counter({
+    new promClient.Counter({
       name: n.quotaAlerts,
       help: 'Quota alerts raised, by threshold crossed (a ratio of the quota).',
       labelNames: ['threshold'],
@@ -195,7 +196,7 @@ export class PrometheusMetrics implements LimiterMetrics {
       },
     });
     const webhook = this.#webhook;
-    new Counter({
+    new promClient.Counter({
       name: n.webhook,
       help: 'Quota webhook outcomes: delivered, retried (an attempt failed), failed (gave up), dropped (queue full).',
       labelNames: ['result'],
@@ -206,13 +207,13 @@ export class PrometheusMetrics implements LimiterMetrics {
       },
     });
     // Queues see a request only when it waits, so prom-client's own metrics are cheap enough here.
-    this.#queueLength = new Gauge({
+    this.#queueLength = new promClient.Gauge({
       name: n.queueLength,
       help: 'Requests waiting now in the queue of a policy for their tokens.',
       labelNames: ['policy'],
       registers: r,
     });
-    this.#queueWait = new Histogram({
+    this.#queueWait = new promClient.Histogram({
       name: n.queueWait,
       help: 'Time requests waited in a queue, in seconds, by result (admitted, or abandoned by the client).',
       labelNames: ['policy', 'result'],
@@ -220,7 +221,7 @@ export class PrometheusMetrics implements LimiterMetrics {
       registers: r,
     });
     if (booleanOption('processMetrics', o.processMetrics, false)) {
-      collectDefaultMetrics({ register: this.registry, prefix: `${o.prefix ?? 'sluice'}_` });
+      promClient.collectDefaultMetrics({ register: this.registry, prefix: `${o.prefix ?? 'sluice'}_` });
     }
   }
 
