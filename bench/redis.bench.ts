@@ -284,6 +284,27 @@ console.log(
     ]),
   ),
 );
+// Each round runs every contender back to back, so a round's ratio compares them under the same load.
+const roundRatios = (name: string, conc: number) => {
+  const mine = rates.get(`${conc}/${name}`) ?? [];
+  const theirs = rates.get(`${conc}/${base}`) ?? [];
+  return mine.map((v, i) => v / theirs[i]).sort((a, b) => a - b);
+};
+console.log('\n### Ratio to rate-limiter-flexible per round: median (lowest to highest)\n');
+console.log(
+  table(
+    ['contender', ...CONCURRENCY.map((c) => `c=${c}`)],
+    contenders
+      .filter((c) => c.name !== base)
+      .map((c) => [
+        c.name,
+        ...CONCURRENCY.map((k) => {
+          const r = roundRatios(c.name, k);
+          return `${median(r).toFixed(2)}x (${r[0].toFixed(2)} to ${r[r.length - 1].toFixed(2)})`;
+        }),
+      ]),
+  ),
+);
 console.log(
   '\n### Redis commands, server and client CPU per decision (INFO commandstats, process.cpuUsage; c=256, first run)\n',
 );
