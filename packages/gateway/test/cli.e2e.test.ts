@@ -1,13 +1,11 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../src/cli/main.js';
-import { client, send, startUpstream, type TestUpstream, tempDir } from './support.js';
+import { client, send, spawnSluice, startUpstream, type TestUpstream, tempDir } from './support.js';
 
-const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
-const BIN = fileURLToPath(new URL('../src/bin/sluice.ts', import.meta.url));
 const EXAMPLE = fileURLToPath(new URL('../examples/rate-limits.yaml', import.meta.url));
 const tmp = tempDir();
 const agent = client();
@@ -35,44 +33,8 @@ function io() {
   };
 }
 
-/** Runs the command from source (tsx resolves the workspace like the build does) and collects its output. */
-function spawnSluice(args: string[]): {
-  child: ChildProcess;
-  lines: string[];
-  waitFor: (re: RegExp) => Promise<string>;
-} {
-  const child = spawn(process.execPath, ['--import', 'tsx', BIN, ...args], {
-    cwd: ROOT,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  spawned.push(child);
-  const lines: string[] = [];
-  const waiters: { re: RegExp; resolve: (l: string) => void }[] = [];
-  let buf = '';
-  const onData = (d: Buffer) => {
-    buf += d.toString('utf8');
-    let i = buf.indexOf('\n');
-    while (i >= 0) {
-      const line = buf.slice(0, i);
-      buf = buf.slice(i + 1);
-      lines.push(line);
-      for (const w of waiters.splice(0)) {
-        if (w.re.test(line)) w.resolve(line);
-        else waiters.push(w);
-      }
-      i = buf.indexOf('\n');
-    }
-  };
-  child.stdout?.on('data', onData);
-  child.stderr?.on('data', onData);
-  const waitFor = (re: RegExp) =>
-    new Promise<string>((resolve) => {
-      const hit = lines.find((l) => re.test(l));
-      if (hit !== undefined) resolve(hit);
-      else waiters.push({ re, resolve });
-    });
-  return { child, lines, waitFor };
-}
+/** Runs the command from source under this Node.js and collects its output. */
+const runSluice = (args: string[]) => spawnSluice(process.execPath, args, spawned);
 
 const exited = (child: ChildProcess) =>
   new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
@@ -123,7 +85,7 @@ describe('sluice serve', () => {
       file,
       'rateLimiting:\n  defaultTier: t\n  tiers:\n    t: { requestsPerMinute: 60, burstLimit: 4 }\nserver: { port: 1 }\nupstream: { url: "http://127.0.0.1:1" }\n',
     );
-    const p = spawnSluice(['serve', '--config', file, '--upstream', upstream.url, '--port', '0']);
+    const p = runSluice(['serve', '--config', file, '--upstream', upstream.url, '--port', '0']);
     const listening = JSON.parse(await p.waitFor(/sluice gateway listening/)) as { url: string };
     const r = await send(agent, `${listening.url}/x`);
     expect(r.status).toBe(200);
@@ -144,7 +106,7 @@ describe('sluice serve', () => {
 
 describe('sluice demo', () => {
   it('serves the contract example in front of the echo upstream and prints a curl line', async () => {
-    const p = spawnSluice(['demo', '--port', '0']);
+    const p = runSluice(['demo', '--port', '0']);
     const line = await p.waitFor(/^ {2}gateway: /);
     const url = line.replace(/^ {2}gateway:\s+/, '').trim();
     await p.waitFor(/Press Ctrl-C to stop/);

@@ -1,10 +1,11 @@
-import { execFileSync } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
+import { fileURLToPath } from 'node:url';
 import { ManualClock } from 'sluice';
 import { Agent, request } from 'undici';
 import { toolPath } from '../../../test/support/tools.js';
@@ -257,4 +258,67 @@ export function makeCertificates(dir: string): Record<string, string> {
   ])
     out[n] = f(n);
   return out;
+}
+
+/** A `sluice` command started by {@link spawnSluice}. */
+export interface SpawnedSluice {
+  readonly child: ChildProcess;
+  /** Its stdout and stderr lines so far. */
+  readonly lines: string[];
+  /**
+   * The first line matching `re`, now or when it comes; rejects with the output when the command ends without
+   * printing one, so a test fails with what it said rather than with a timeout.
+   */
+  waitFor(re: RegExp): Promise<string>;
+  /** Its exit code, once it ended and its output was read. */
+  readonly exited: Promise<number | null>;
+}
+
+/**
+ * Runs the `sluice` command from source under `node` (tsx resolves the workspace like the build does) and collects
+ * its output lines. The child is added to `spawned`, for the suite to kill whatever a failed assertion left running.
+ */
+export function spawnSluice(node: string, args: string[], spawned: ChildProcess[]): SpawnedSluice {
+  const child = spawn(
+    node,
+    ['--import', 'tsx', fileURLToPath(new URL('../src/bin/sluice.ts', import.meta.url)), ...args],
+    {
+      cwd: fileURLToPath(new URL('../../..', import.meta.url)),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  spawned.push(child);
+  const lines: string[] = [];
+  const waiters: { re: RegExp; resolve: (l: string) => void }[] = [];
+  let buf = '';
+  const onData = (d: Buffer) => {
+    buf += d.toString('utf8');
+    for (let i = buf.indexOf('\n'); i >= 0; i = buf.indexOf('\n')) {
+      const line = buf.slice(0, i);
+      buf = buf.slice(i + 1);
+      lines.push(line);
+      for (const w of waiters.splice(0)) {
+        if (w.re.test(line)) w.resolve(line);
+        else waiters.push(w);
+      }
+    }
+  };
+  child.stdout?.on('data', onData);
+  child.stderr?.on('data', onData);
+  // 'close', not 'exit': it comes after the output streams ended, so every line is in `lines` by then.
+  const exited = new Promise<number | null>((r) => child.once('close', (code) => r(code)));
+  const waitFor = (re: RegExp) =>
+    Promise.race([
+      new Promise<string>((resolve) => {
+        const hit = lines.find((l) => re.test(l));
+        if (hit !== undefined) resolve(hit);
+        else waiters.push({ re, resolve });
+      }),
+      exited.then((code) => {
+        const hit = lines.find((l) => re.test(l));
+        if (hit !== undefined) return hit;
+        throw new Error(`sluice exited (${code}) before printing ${re}:\n${lines.join('\n')}`);
+      }),
+    ]);
+  return { child, lines, waitFor, exited };
 }

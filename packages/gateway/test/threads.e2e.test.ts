@@ -1,16 +1,13 @@
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { type ChildProcess, spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nodeLine } from '../../../scripts/node-line.mjs';
 import { freePort, type RedisServer, startRedisServer } from '../../../test/support/redis-server.js';
 import { main } from '../src/cli/main.js';
 import { THREADS_UNSUPPORTED_MESSAGE, threadsSupported } from '../src/gateway/threads-support.js';
-import { client, send, startUpstream, type TestUpstream, tempDir } from './support.js';
+import { client, send, spawnSluice, startUpstream, type TestUpstream, tempDir } from './support.js';
 
-const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
-const BIN = fileURLToPath(new URL('../src/bin/sluice.ts', import.meta.url));
 const tmp = tempDir();
 const spawned: ChildProcess[] = [];
 let upstream: TestUpstream;
@@ -48,45 +45,21 @@ function threadedNode(): string {
   return threaded;
 }
 
-/** Runs the command from source under `node` and collects its output lines. */
-function spawnSluice(node: string, args: string[]) {
-  const child = spawn(node, ['--import', 'tsx', BIN, ...args], {
-    cwd: ROOT,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  spawned.push(child);
-  const lines: string[] = [];
-  const waiters: { re: RegExp; resolve: (l: string) => void }[] = [];
-  let buf = '';
-  const onData = (d: Buffer) => {
-    buf += d.toString('utf8');
-    for (let i = buf.indexOf('\n'); i >= 0; i = buf.indexOf('\n')) {
-      const line = buf.slice(0, i);
-      buf = buf.slice(i + 1);
-      lines.push(line);
-      for (const w of waiters.splice(0)) {
-        if (w.re.test(line)) w.resolve(line);
-        else waiters.push(w);
-      }
-    }
-  };
-  child.stdout?.on('data', onData);
-  child.stderr?.on('data', onData);
-  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
-  // A command that ends before printing the line fails the test with its output, not with a timeout.
-  const waitFor = (re: RegExp) =>
-    Promise.race([
-      new Promise<string>((resolve) => {
-        const hit = lines.find((l) => re.test(l));
-        if (hit !== undefined) resolve(hit);
-        else waiters.push({ re, resolve });
-      }),
-      exited.then((code) => {
-        throw new Error(`sluice exited (${code}) before printing ${re}:\n${lines.join('\n')}`);
-      }),
-    ]);
-  return { child, lines, waitFor, exited };
-}
+const spawnThreads = (node: string, args: string[]) => spawnSluice(node, args, spawned);
+
+/** `sluice serve --threads 2` on a free port, in front of the test upstream. */
+const serveTwoThreads = (node: string, file: string) =>
+  spawnThreads(node, [
+    'serve',
+    '--config',
+    file,
+    '--upstream',
+    upstream.url,
+    '--port',
+    '0',
+    '--threads',
+    '2',
+  ]);
 
 /** Sends `n` requests, each on a connection of its own (so the kernel spreads them over the threads). */
 async function burst(url: string, n: number): Promise<number[]> {
@@ -117,17 +90,7 @@ describe('sluice serve --threads', () => {
     // A fixed admin port: a second thread opening it too would fail with EADDRINUSE.
     const adminPort = await freePort();
     writeFileSync(file, `${CONFIG}admin: { port: ${adminPort}, token: "${'t'.repeat(32)}" }\n`);
-    const p = spawnSluice(threadedNode(), [
-      'serve',
-      '--config',
-      file,
-      '--upstream',
-      upstream.url,
-      '--port',
-      '0',
-      '--threads',
-      '2',
-    ]);
+    const p = serveTwoThreads(threadedNode(), file);
     const first = JSON.parse(await p.waitFor(/sluice gateway listening/)) as { url: string };
     expect(first).toMatchObject({ thread: 0, admin: `http://127.0.0.1:${adminPort}` });
     await p.waitFor(/"thread":1.*sluice gateway listening/);
@@ -157,17 +120,7 @@ describe('sluice serve --threads', () => {
   it('with Redis, each thread opens its own connection and Redis holds the limit over them', async () => {
     const file = join(tmp.dir, 'threads-redis.yaml');
     writeFileSync(file, `${CONFIG}store: { type: redis, url: "${redis.url}" }\n`);
-    const p = spawnSluice(threadedNode(), [
-      'serve',
-      '--config',
-      file,
-      '--upstream',
-      upstream.url,
-      '--port',
-      '0',
-      '--threads',
-      '2',
-    ]);
+    const p = serveTwoThreads(threadedNode(), file);
     const first = JSON.parse(await p.waitFor(/sluice gateway listening/)) as { url: string; store: string };
     expect(first.store).toBe('redis');
     await p.waitFor(/"thread":1.*sluice gateway listening/);
@@ -182,17 +135,7 @@ describe('sluice serve --threads', () => {
   it('on this Node.js: two threads where reusePort exists, else one thread and a message saying why', async () => {
     const file = join(tmp.dir, 'here.yaml');
     writeFileSync(file, CONFIG);
-    const p = spawnSluice(process.execPath, [
-      'serve',
-      '--config',
-      file,
-      '--upstream',
-      upstream.url,
-      '--port',
-      '0',
-      '--threads',
-      '2',
-    ]);
+    const p = serveTwoThreads(process.execPath, file);
     const listening = JSON.parse(await p.waitFor(/sluice gateway listening/)) as { url: string };
     // Every thread must be up before the burst and the stop, as in the tests above.
     if (threadsSupported()) await p.waitFor(/"thread":1.*sluice gateway listening/);

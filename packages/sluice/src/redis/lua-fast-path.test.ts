@@ -5,7 +5,7 @@ import { type RedisServer, startRedisServer } from '../../../../test/support/red
 import { definePolicy, type Policy } from '../core/index.js';
 import type { Entry } from './batch-queue.js';
 import { SCRIPT } from './lua-script.js';
-import { ScriptArgs } from './script-args.js';
+import { policyArgs, ScriptArgs } from './script-args.js';
 
 // The script answers the common call (one decide of one key under one continuous policy without queue or shadow
 // mode), sent in a short form, on a shorter path than every other call. This holds the two paths equal: the same
@@ -23,16 +23,6 @@ afterAll(async () => {
   await redis?.quit();
   await server?.stop();
 });
-
-const policyArgs = (p: Policy) => [
-  String(p.quota),
-  String(p.unitsPerToken),
-  String(p.burst),
-  p.shadow ? '1' : '0',
-  String(p.queue?.limit ?? 0),
-  String(p.queue?.maxWaitMs ?? 0),
-  String(p.stepMs),
-];
 
 function entry(p: Policy, key: string, cost: number, now: number): Entry {
   return {

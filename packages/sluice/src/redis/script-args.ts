@@ -76,19 +76,27 @@ export class ScriptArgs {
   #argsOf(p: Policy): readonly string[] {
     let args = this.#policyArgs.get(p);
     if (args === undefined) {
-      args = Object.freeze([
-        String(p.quota),
-        String(p.unitsPerToken),
-        String(p.burst),
-        p.shadow ? '1' : '0',
-        String(p.queue?.limit ?? 0),
-        String(p.queue?.maxWaitMs ?? 0),
-        String(p.stepMs),
-      ]);
+      args = Object.freeze(policyArgs(p));
       this.#policyArgs.set(p, args);
     }
     return args;
   }
+}
+
+/**
+ * A policy's seven script arguments (lua-script.ts): quota, unitsPerToken, burst, shadow (1/0), queue limit,
+ * queue maxWaitMs, step ms (0: continuous refill).
+ */
+export function policyArgs(p: Policy): string[] {
+  return [
+    String(p.quota),
+    String(p.unitsPerToken),
+    String(p.burst),
+    p.shadow ? '1' : '0',
+    String(p.queue?.limit ?? 0),
+    String(p.queue?.maxWaitMs ?? 0),
+    String(p.stepMs),
+  ];
 }
 
 /** True when two entries can share a run of the script's arguments: everything but their keys is equal. */
