@@ -78,6 +78,13 @@ async function burst(url: string, n: number): Promise<number[]> {
   return out;
 }
 
+/** The value of every series of a metric in a Prometheus text. */
+const seriesValues = (text: string, name: string) =>
+  text
+    .split('\n')
+    .filter((l) => l.startsWith(`${name}{`) || l.startsWith(`${name} `))
+    .map((l) => Number(l.slice(l.lastIndexOf(' ') + 1)));
+
 const requestLines = (lines: string[]) =>
   lines
     .filter((l) => l.startsWith('{'))
@@ -107,6 +114,17 @@ describe('sluice serve --threads', () => {
     await p.waitFor(/"msg":"request"/);
     const threads = new Set(requestLines(p.lines).map((l) => l.thread));
     expect(threads).toEqual(new Set([0, 1]));
+    // /metrics answers for both threads, whichever one a connection lands on: in every scrape each of the tier's
+    // two policies (both empty after the burst) counts every denial.
+    const denied: number[][] = [];
+    for (let i = 0; i < 6; i++) {
+      const agent = client();
+      const scrape = await send(agent, `${first.url}/metrics`);
+      await agent.close();
+      expect(scrape.status).toBe(200);
+      denied.push(seriesValues(scrape.text, 'sluice_rate_limit_exceeded_total'));
+    }
+    expect(denied).toEqual(Array(6).fill([EXTRA, EXTRA]));
     // SIGHUP reaches every thread; SIGTERM drains them all.
     p.child.kill('SIGHUP');
     await p.waitFor(/"thread":0.*configuration reloaded|configuration reloaded.*"thread":0/);

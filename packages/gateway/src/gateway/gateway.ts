@@ -71,6 +71,11 @@ export class Gateway extends EventEmitter {
   url = '';
   /** The Prometheus sink every decision is recorded in (it also feeds the dashboard's sinks below). */
   readonly metrics: PrometheusMetrics;
+  /**
+   * The Prometheus text `/metrics` serves: this gateway's registry or, as one thread of `sluice serve --threads`,
+   * every thread's series aggregated (counters and histograms summed).
+   */
+  readonly scrape: () => Promise<string>;
   /** Per-second counts of the last minutes of decisions, for the dashboard. */
   readonly rates: RateWindow;
   /** The keys denied most often, as keyed hashes, for the dashboard. */
@@ -123,6 +128,7 @@ export class Gateway extends EventEmitter {
       prefix: config.metrics.prefix,
       exemptReasons: [...EXEMPT_REASONS],
     });
+    this.scrape = options.thread?.scrape ?? (() => this.metrics.registry.metrics());
     this.#unobserveStore = observeStore(this.metrics, this.store, this.logger);
     this.quota = TenantQuota.open({
       config,

@@ -2,6 +2,7 @@ import { Worker } from 'node:worker_threads';
 import { SharedStore } from 'sluice/shared';
 import type { GatewayConfig } from '../config/gateway-config.js';
 import type { ConfigOverrides } from '../config/load-config.js';
+import { aggregateThreadMetrics, type ThreadMetrics } from '../metrics/aggregate-threads.js';
 import type { OpenedStore } from '../store/create-store.js';
 
 /** What a gateway running as one of several threads of `sluice serve --threads` is given. */
@@ -16,6 +17,8 @@ export interface GatewayThread {
    * ports are not shared, and the admin API reads the same buckets from any thread.
    */
   readonly sideListeners: boolean;
+  /** The text `/metrics` serves: every thread's series, collected and aggregated by the main thread. */
+  readonly scrape?: () => Promise<string>;
 }
 
 /** What the main thread hands each worker thread (its `workerData`). */
@@ -29,12 +32,24 @@ export interface ThreadWorkerData {
 }
 
 /** Messages from the main thread to a worker thread. */
-export type ToWorker = { readonly type: 'reload' } | { readonly type: 'close' };
+export type ToWorker =
+  | { readonly type: 'reload' }
+  | { readonly type: 'close' }
+  /** Send your series (`registry.getMetricsAsJSON()`) as `collected` with this id. */
+  | { readonly type: 'collect'; readonly id: number }
+  /** The answer to your `scrape` request `id`: the aggregated text, or why there is none. */
+  | { readonly type: 'scraped'; readonly id: number; readonly text?: string; readonly error?: string };
 
 /** Messages from a worker thread to the main thread. */
 export type FromWorker =
   | { readonly type: 'listening'; readonly url: string }
-  | { readonly type: 'failed'; readonly message: string };
+  | { readonly type: 'failed'; readonly message: string }
+  /** A `/metrics` request reached this thread: answer with every thread's series aggregated. */
+  | { readonly type: 'scrape'; readonly id: number }
+  | { readonly type: 'collected'; readonly id: number; readonly metrics: ThreadMetrics };
+
+/** How long a scrape waits for a thread's series before leaving that thread out. */
+const COLLECT_MS = 2_000;
 
 /** Options of {@link ThreadedGateway.start}. */
 export interface ThreadedGatewayOptions {
@@ -64,12 +79,17 @@ export class ThreadedGateway {
   readonly #workers: Worker[];
   readonly #exited = new WeakSet<Worker>();
   readonly #store: SharedStore | undefined;
+  readonly #prefix: string;
+  /** Collections in flight: `<collection id>:<thread index>` to the resolver of that thread's series. */
+  readonly #collecting = new Map<string, (metrics: ThreadMetrics) => void>();
+  #collections = 0;
   /** Reports a thread that stopped while serving, closes the others and settles `ended`. */
   readonly #onCrash: (w: Worker, reason: string) => void;
   #closing: Promise<void> | undefined;
 
-  private constructor(store: SharedStore | undefined) {
+  private constructor(store: SharedStore | undefined, prefix: string) {
     this.#store = store;
+    this.#prefix = prefix;
     this.#workers = [];
     let end: (code: number) => void = () => undefined;
     this.ended = new Promise((resolve) => {
@@ -95,7 +115,7 @@ export class ThreadedGateway {
       c.store.type === 'memory'
         ? new SharedStore({ maxTrackedKeys: c.maxTrackedKeys, sweepIntervalMs: 0 })
         : undefined;
-    const g = new ThreadedGateway(store);
+    const g = new ThreadedGateway(store, c.metrics.prefix);
     try {
       const url = await g.#spawn(0, options.file, options.overrides);
       const port = Number(new URL(url).port);
@@ -141,7 +161,9 @@ export class ThreadedGateway {
     return new Promise((resolve, reject) => {
       let started = false;
       w.on('message', (m: FromWorker) => {
-        if (m.type === 'listening') {
+        if (m.type === 'scrape') this.#scrape(w, m.id);
+        else if (m.type === 'collected') this.#collecting.get(`${m.id}:${index}`)?.(m.metrics);
+        else if (m.type === 'listening') {
           started = true;
           resolve(m.url);
         } else reject(new Error(m.message));
@@ -156,5 +178,35 @@ export class ThreadedGateway {
         else reject(new Error(`thread ${index} exited with code ${code} before listening`));
       });
     });
+  }
+
+  /** Answers thread `w`'s scrape `id` with every live thread's series, aggregated. */
+  #scrape(w: Worker, id: number): void {
+    const collection = this.#collections++;
+    const parts = this.#workers.map((t, index) => {
+      if (this.#exited.has(t)) return Promise.resolve<ThreadMetrics>([]);
+      const key = `${collection}:${index}`;
+      return new Promise<ThreadMetrics>((resolve) => {
+        // A thread that does not answer in time (busy, or stopping) is left out of this scrape only.
+        const timer = setTimeout(() => settle([]), COLLECT_MS);
+        const settle = (metrics: ThreadMetrics) => {
+          clearTimeout(timer);
+          this.#collecting.delete(key);
+          resolve(metrics);
+        };
+        this.#collecting.set(key, settle);
+        t.postMessage({ type: 'collect', id: collection } satisfies ToWorker);
+      });
+    });
+    Promise.all(parts)
+      .then((all) => aggregateThreadMetrics(all, this.#prefix))
+      .then(
+        (text) => ({ type: 'scraped', id, text }) satisfies ToWorker,
+        (e: unknown) =>
+          ({ type: 'scraped', id, error: String((e as Error)?.message ?? e) }) satisfies ToWorker,
+      )
+      .then((reply) => {
+        if (!this.#exited.has(w)) w.postMessage(reply);
+      });
   }
 }

@@ -15,6 +15,16 @@ const port: MessagePort = parentPort;
 const data = workerData as ThreadWorkerData;
 const post = (m: FromWorker) => port.postMessage(m);
 
+// `/metrics` on any thread answers for all of them: the main thread collects every thread's series.
+const scrapes = new Map<number, { resolve: (text: string) => void; reject: (e: Error) => void }>();
+let nextScrape = 0;
+const scrape = () =>
+  new Promise<string>((resolve, reject) => {
+    const id = nextScrape++;
+    scrapes.set(id, { resolve, reject });
+    post({ type: 'scrape', id });
+  });
+
 async function start(): Promise<Gateway | undefined> {
   try {
     const config = loadConfigOrThrow(data.file, { overrides: data.overrides });
@@ -28,6 +38,7 @@ async function start(): Promise<Gateway | undefined> {
       logger: createLogger(config.logging.level).child({ thread: data.index }),
       thread: {
         sideListeners: data.index === 0,
+        scrape,
         ...(store === undefined
           ? {}
           : { store: { store, close: async () => store.close(), ready: async () => true } }),
@@ -45,6 +56,23 @@ async function start(): Promise<Gateway | undefined> {
 const started = start();
 
 port.on('message', (m: ToWorker) => {
+  if (m.type === 'collect') {
+    void started.then(async (g) => {
+      post({
+        type: 'collected',
+        id: m.id,
+        metrics: g === undefined ? [] : await g.metrics.registry.getMetricsAsJSON(),
+      });
+    });
+    return;
+  }
+  if (m.type === 'scraped') {
+    const pending = scrapes.get(m.id);
+    scrapes.delete(m.id);
+    if (m.text !== undefined) pending?.resolve(m.text);
+    else pending?.reject(new Error(m.error ?? 'no metrics'));
+    return;
+  }
   if (m.type === 'reload') {
     void started.then((g) => g?.reload());
     return;

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RateLimitStore } from 'sluice';
-import { metricsHandler, type PrometheusMetrics } from 'sluice/prometheus';
+import type { PrometheusMetrics } from 'sluice/prometheus';
 import type { Runtime } from '../admission/runtime.js';
 
 const HEALTH_PATHS = new Set(['/health', '/ready', '/metrics']);
@@ -12,8 +12,10 @@ export interface HealthSource {
   /** The configuration in effect (`metrics.enabled`, the policies to probe the store with). */
   readonly runtime: Runtime;
   readonly store: RateLimitStore;
-  /** The registry `/metrics` serves. */
+  /** The registry whose content type `/metrics` answers with. */
   readonly metrics: PrometheusMetrics;
+  /** The Prometheus text `/metrics` serves (with `--threads`, every thread's series aggregated). */
+  scrape(): Promise<string>;
 }
 
 /** True for `GET` or `HEAD` of `/health`, `/ready` or `/metrics`: the gateway answers them itself. */
@@ -61,7 +63,25 @@ export async function answerHealth(
     send(404, { status: 'metrics disabled' });
     return;
   }
-  metricsHandler(source.metrics.registry)(req, res);
+  serveMetrics(source, req, res);
+}
+
+/** `/metrics`: the scrape's text, 500 without the error (it may name internals) when collecting fails. */
+function serveMetrics(source: HealthSource, req: IncomingMessage, res: ServerResponse): void {
+  source.scrape().then(
+    (text) => {
+      res.writeHead(200, {
+        'content-type': source.metrics.registry.contentType,
+        'cache-control': 'no-store',
+        'content-length': Buffer.byteLength(text),
+      });
+      res.end(req.method === 'HEAD' ? undefined : text);
+    },
+    () => {
+      if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' });
+      res.end('metrics collection failed\n');
+    },
+  );
 }
 
 /** True when the store answers a read within its timeout (a peek of a key no one uses). */

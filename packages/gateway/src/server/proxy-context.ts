@@ -2,11 +2,15 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { type Admission, type AdmissionHost, admitRequest } from '../admission/admit-request.js';
 import type { Runtime } from '../admission/runtime.js';
+import type { HealthSource } from './health-endpoints.js';
+
+/** What the proxy listener needs of the gateway: admission's needs and its own endpoints' (`/metrics`). */
+export type ProxyHost = AdmissionHost & HealthSource;
 
 /** What the request pipeline and the upgrade path share of the proxy listener that runs them. */
 export interface ProxyContext {
   /** The gateway: the configuration in effect, metrics, store, logger and quota that admission uses. */
-  readonly host: AdmissionHost;
+  readonly host: ProxyHost;
   /** Wall-clock milliseconds for `X-RateLimit-Reset` and the problem's `reset`. */
   readonly now: () => number;
   /** True once shutdown began: answers close their connection, `/ready` says draining, upgrades are refused. */

@@ -8,9 +8,8 @@ import {
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo, ListenOptions } from 'node:net';
 import type { Duplex } from 'node:stream';
-import type { AdmissionHost } from '../admission/admit-request.js';
 import type { GatewayConfig } from '../config/gateway-config.js';
-import type { ProxyContext } from './proxy-context.js';
+import type { ProxyContext, ProxyHost } from './proxy-context.js';
 import { handleRequest } from './request-pipeline.js';
 import { handleUpgrade } from './upgrade-path.js';
 
@@ -19,7 +18,7 @@ import { handleUpgrade } from './upgrade-path.js';
  * request pipeline and the upgrade path, counts requests in flight and drains them on close.
  */
 export class ProxyServer implements ProxyContext {
-  readonly host: AdmissionHost;
+  readonly host: ProxyHost;
   readonly now: () => number;
   readonly #server: Server;
   readonly #tls: boolean;
@@ -34,7 +33,7 @@ export class ProxyServer implements ProxyContext {
    * @param now - wall-clock milliseconds.
    * @throws the file system error when a TLS file cannot be read.
    */
-  constructor(host: AdmissionHost, server: GatewayConfig['server'], now: () => number) {
+  constructor(host: ProxyHost, server: GatewayConfig['server'], now: () => number) {
     this.host = host;
     this.now = now;
     const handler = (req: IncomingMessage, res: ServerResponse) => void handleRequest(this, req, res);
