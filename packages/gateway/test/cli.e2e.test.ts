@@ -49,7 +49,7 @@ describe('sluice validate and --help', () => {
     expect(o.err.join('')).toMatch(/unknown command "bogus"/);
   });
 
-  it('validates the contract example and reports every violation of a bad file with file:line', async () => {
+  it('validates the example configuration and reports every violation of a bad file with file:line', async () => {
     const o = io();
     expect(await main(['validate', EXAMPLE], o.io)).toBe(0);
     expect(o.out.join('')).toMatch(/valid \(3 tiers, 3 endpoint rules, 0 classes\)/);
@@ -105,7 +105,7 @@ describe('sluice serve', () => {
 });
 
 describe('sluice demo', () => {
-  it('serves the contract example in front of the echo upstream and prints a curl line', async () => {
+  it('serves the example configuration in front of the echo upstream and prints a curl line', async () => {
     const p = runSluice(['demo', '--port', '0']);
     const line = await p.waitFor(/^ {2}gateway: /);
     const url = line.replace(/^ {2}gateway:\s+/, '').trim();

@@ -33,7 +33,7 @@ function warnings(yaml: string): ConfigWarning[] {
 const codes = (yaml: string) => warnings(yaml).map((w) => `${w.code} ${w.path}`);
 
 describe('configuration warnings', () => {
-  it('finds none in the contract example', () => {
+  it('finds none in the example configuration', () => {
     const r = loadConfigFile(EXAMPLE);
     expect(r.ok).toBe(true);
     expect(r.warnings).toEqual([]);

@@ -25,7 +25,7 @@ const BASE = `rateLimiting:
 `;
 
 describe('the contract example', () => {
-  it('is shipped verbatim from the design contract', () => {
+  it('ships the example configuration verbatim', () => {
     const seed = designDocument('002_af99412070ec6474.txt');
     const start = seed.indexOf('# gateway/rate-limits.yaml');
     const end = seed.indexOf('window: 3600s', start) + 'window: 3600s'.length;

@@ -130,7 +130,7 @@ describe('the alert rules template', () => {
     expect(renderAlertRules()).toBe(renderAlertRules('sluice'));
   });
 
-  it('holds the contract rule verbatim and leaves no placeholder behind', () => {
+  it('holds the HighRateLimitExceeded rule verbatim and leaves no placeholder behind', () => {
     expect(ALERT_RULES_TEMPLATE).toContain('{prefix}');
     const text = renderAlertRules('stellaops');
     expect(text).not.toContain('{prefix}');

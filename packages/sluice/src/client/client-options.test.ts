@@ -14,7 +14,7 @@ function invalid(options: unknown): SluiceError {
 }
 
 describe('client options', () => {
-  it('defaults to the contract: retry on, 3 retries, multiplier 2, 60 s cap, 429 and 503', () => {
+  it('defaults to retry on, 3 retries, multiplier 2, 60 s cap, 429 and 503', () => {
     const o = resolveClientOptions({ fetch: async () => new Response() });
     expect(o).toMatchObject({
       retryOnRateLimit: true,

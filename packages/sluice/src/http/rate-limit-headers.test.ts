@@ -20,7 +20,7 @@ function engine(policies: Parameters<typeof definePolicy>[0][]) {
 }
 
 describe('draft-11 header strings', () => {
-  it('formats policy and state exactly as the ticket shows (defaults: 120 per minute, burst 30)', () => {
+  it('formats policy and state exactly (defaults: 120 per minute, burst 30)', () => {
     const { limiter } = engine([{ name: 'rl.write', quota: 120, window: 60, burst: 30 }]);
     const d = limiter.check('rl.write', 'user:1') as Decision;
     expect(formatRateLimitPolicy(limiter.policies)).toBe('"rl.write";q=120;w=60');

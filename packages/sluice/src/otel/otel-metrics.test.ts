@@ -52,7 +52,7 @@ function setup(prefix?: string) {
 }
 
 describe('OtelMetrics', () => {
-  it('counts rejections by class exactly (the rejected counter of the ticket)', async () => {
+  it('counts rejections by class exactly (the rejected-requests counter)', async () => {
     const { reader, metrics, limiter } = setup();
     const { instruments: n, attributes: a } = otelNames();
     let limited = 0;

@@ -43,7 +43,7 @@ function tracker(options: ConstructorParameters<typeof QuotaTracker>[0] = {}, cl
 }
 
 describe('RedisQuotaStore against a real redis-server', () => {
-  it('keeps usage per tenant x category x bucket under the key prefix with the contract TTL', async () => {
+  it('keeps usage per tenant x category x bucket under the key prefix with the configured TTL', async () => {
     const { q, keyPrefix } = tracker({ quotas: { acme: 100 } });
     q.record('acme', 'read', 3);
     q.record('acme', 'simulation', 2);
