@@ -441,7 +441,7 @@ quota:
     });
   });
 
-  it("loads the example configuration unchanged, with and without its quota block", () => {
+  it('loads the example configuration unchanged, with and without its quota block', () => {
     const contract = readFileSync('packages/gateway/examples/rate-limits.yaml', 'utf8');
     const plain = loadConfigText(contract, undefined, { env: {} });
     expect(plain.ok && plain.config.quota).toBeUndefined();
