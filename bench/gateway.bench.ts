@@ -15,6 +15,11 @@
  *   npx tsx bench/gateway.bench.ts            # needs nginx on PATH (Debian package "nginx")
  *   BENCH_SECONDS=5 BENCH_ROUNDS=3 npx tsx bench/gateway.bench.ts
  *   BENCH_BASELINE=/tmp/sluice-baseline npx tsx bench/gateway.bench.ts   # before/after in one run
+ *   BENCH_THREADS=2 BENCH_SERVER_CPUS=2-3 BENCH_LOADGEN_CPUS=0-1 npx tsx bench/gateway.bench.ts   # scaling
+ *
+ * BENCH_THREADS=N runs the gateway with `--threads N` (Node.js >= 22.12 on Linux) against NGINX with N worker
+ * processes; with BENCH_SERVER_CPUS and BENCH_LOADGEN_CPUS (taskset lists) the proxies get N cores of their own
+ * and the load generator and upstream the others, which is how scaling is measured on a machine with spare cores.
  *
  * BENCH_BASELINE names the root of another copy of the repository (its packages/gateway/src, sharing this
  * node_modules): that gateway runs as one more interleaved target, and both gateways run from sources through tsx,
@@ -46,6 +51,9 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const CONNECTIONS = 32;
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const BASELINE = process.env.BENCH_BASELINE;
+const THREADS = Number(process.env.BENCH_THREADS ?? 1);
+if (!Number.isInteger(THREADS) || THREADS < 1)
+  throw new Error(`BENCH_THREADS must be an integer >= 1, got ${THREADS}`);
 const dir = mkdtempSync(join(tmpdir(), 'sluice-gw-bench-'));
 const children: ChildProcess[] = [];
 
@@ -183,6 +191,7 @@ async function main(): Promise<void> {
     `http://127.0.0.1:${up}`,
     '--port',
     String(port),
+    ...(THREADS > 1 ? ['--threads', String(THREADS)] : []),
   ];
   const pids: Record<string, number | undefined> = { direct: upstream.pid };
   const gateway = await start(
@@ -221,7 +230,7 @@ async function main(): Promise<void> {
   if (nginx !== '') {
     writeFileSync(
       join(dir, 'nginx.conf'),
-      `worker_processes 1;
+      `worker_processes ${THREADS};
 pid ${dir}/nginx.pid;
 error_log ${dir}/error.log warn;
 events { worker_connections 1024; }
@@ -304,7 +313,7 @@ http {
   }
   const idleP99 = (n: string) => median(idle[n]);
   console.log(
-    `${arrangement()} for saturation (upstream on the load generator's CPU), every process unpinned for latency. Saturation: ${CONNECTIONS} connections, ${SECONDS} s per run, ${ROUNDS} interleaved rounds, ratios to ${reference} per round then the median. Latency: p99 of a sequential probe while another process holds ${quarter} req/s (a quarter of the gateway's saturation, 8 connections) on the same target.\n`,
+    `${THREADS > 1 ? `${THREADS} gateway threads and ${THREADS} NGINX workers; ` : ''}${arrangement()} for saturation (upstream on the load generator's CPU), every process unpinned for latency. Saturation: ${CONNECTIONS} connections, ${SECONDS} s per run, ${ROUNDS} interleaved rounds, ratios to ${reference} per round then the median. Latency: p99 of a sequential probe while another process holds ${quarter} req/s (a quarter of the gateway's saturation, 8 connections) on the same target.\n`,
   );
   console.log(
     table(

@@ -32,11 +32,14 @@ const CPUS = availableParallelism();
 /** Whether processes are pinned: two or more CPUs, taskset present, and BENCH_PIN not 0. */
 export const PINNED = process.env.BENCH_PIN !== '0' && CPUS >= 2 && onPath('taskset');
 
-/** The CPU list for servers under test (the last CPU), or undefined when not pinned. */
-export const SERVER_CPUS = PINNED ? String(CPUS - 1) : undefined;
+/**
+ * The CPU list for servers under test: BENCH_SERVER_CPUS (a taskset list, for a machine with spare cores), else
+ * the last CPU, or undefined when not pinned.
+ */
+export const SERVER_CPUS = process.env.BENCH_SERVER_CPUS || (PINNED ? String(CPUS - 1) : undefined);
 
-/** The CPU list for the load generator (the first CPU), or undefined when not pinned. */
-export const LOADGEN_CPUS = PINNED ? '0' : undefined;
+/** The CPU list for the load generator and the upstream: BENCH_LOADGEN_CPUS, else the first CPU, or undefined. */
+export const LOADGEN_CPUS = process.env.BENCH_LOADGEN_CPUS || (PINNED ? '0' : undefined);
 
 /**
  * The command and arguments that start `command` on the given CPUs (unchanged when `cpus` is undefined).
