@@ -1,8 +1,7 @@
-import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
 import { buildDemoPage, DEMO_OUT_DIR } from '../demo-ui/build.js';
+import { bundlePage } from '../ui-build/bundle-page.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 
@@ -19,28 +18,8 @@ export const DASHBOARD_OUT_DIR = join(HERE, '..', 'dist', 'dashboard-assets');
  * @returns the file names written.
  * @throws the esbuild error when the source does not compile.
  */
-export async function buildDashboard(outDir: string = DASHBOARD_OUT_DIR): Promise<string[]> {
-  mkdirSync(outDir, { recursive: true });
-  const tmp = mkdtempSync(join(dirname(outDir), '.dashboard-build-'));
-  try {
-    await build({
-      entryPoints: { app: join(HERE, 'src', 'main.ts') },
-      bundle: true,
-      format: 'esm',
-      platform: 'browser',
-      target: ['chrome109', 'firefox115', 'safari16'],
-      minify: true,
-      legalComments: 'eof',
-      outdir: tmp,
-      logLevel: 'warning',
-    });
-    copyFileSync(join(HERE, 'index.html'), join(tmp, 'index.html'));
-    const files = readdirSync(tmp).sort();
-    for (const f of files) renameSync(join(tmp, f), join(outDir, f));
-    return files;
-  } finally {
-    rmSync(tmp, { recursive: true, force: true });
-  }
+export function buildDashboard(outDir: string = DASHBOARD_OUT_DIR): Promise<string[]> {
+  return bundlePage({ sourceDir: HERE, outDir });
 }
 
 if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.argv[1]) {

@@ -1,15 +1,6 @@
-import {
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  renameSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
+import { bundlePage } from '../ui-build/bundle-page.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 
@@ -25,35 +16,18 @@ export const DEMO_OUT_DIR = join(HERE, '..', 'dist', 'demo-assets');
  * @returns the file names written.
  * @throws the esbuild error when the source does not compile.
  */
-export async function buildDemoPage(
+export function buildDemoPage(
   outDir: string = DEMO_OUT_DIR,
   options: { fromSource?: boolean } = {},
 ): Promise<string[]> {
-  mkdirSync(outDir, { recursive: true });
-  const tmp = mkdtempSync(join(dirname(outDir), '.demo-build-'));
-  try {
-    await build({
-      entryPoints: { app: join(HERE, 'src', 'main.ts') },
-      bundle: true,
-      format: 'esm',
-      platform: 'browser',
-      target: ['chrome109', 'firefox115', 'safari16'],
-      minify: true,
-      legalComments: 'eof',
-      outdir: tmp,
-      logLevel: 'warning',
-      alias:
-        options.fromSource === true
-          ? { 'sluice/client': join(HERE, '..', '..', 'sluice', 'src', 'client', 'index.ts') }
-          : {},
-    });
-    writeFileSync(join(tmp, 'index.html'), readFileSync(join(HERE, 'index.html')));
-    const files = readdirSync(tmp).sort();
-    for (const f of files) renameSync(join(tmp, f), join(outDir, f));
-    return files;
-  } finally {
-    rmSync(tmp, { recursive: true, force: true });
-  }
+  return bundlePage({
+    sourceDir: HERE,
+    outDir,
+    alias:
+      options.fromSource === true
+        ? { 'sluice/client': join(HERE, '..', '..', 'sluice', 'src', 'client', 'index.ts') }
+        : {},
+  });
 }
 
 if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.argv[1]) {

@@ -1,10 +1,10 @@
-import { connect } from 'node:net';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildDashboard } from '../dashboard-ui/build.js';
 import {
   client,
+  rawStatus,
   send,
   startGateway,
   startUpstream,
@@ -46,39 +46,6 @@ afterAll(async () => {
   await agent.close();
   tmp.cleanup();
 });
-
-/**
- * Sends one request byte for byte (no client library normalizes the target or the headers) and resolves with the
- * status of the answer's first line; the socket is closed as soon as it is read, so an event stream does not
- * hold the test open.
- */
-function raw(method: string, target: string, headers: readonly [string, string][]): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const socket = connect(port, '127.0.0.1');
-    let head = '';
-    socket.setTimeout(10_000, () => {
-      socket.destroy();
-      reject(new Error(`no answer to ${method} ${target}`));
-    });
-    socket.on('data', (chunk: Buffer) => {
-      head += chunk.toString('latin1');
-      const eol = head.indexOf('\r\n');
-      if (eol < 0) return;
-      socket.destroy();
-      const status = /^HTTP\/1\.1 (\d{3}) /.exec(head.slice(0, eol));
-      if (status === null) reject(new Error(`not a status line: ${JSON.stringify(head.slice(0, eol))}`));
-      else resolve(Number(status[1]));
-    });
-    socket.on('error', reject);
-    socket.on('end', () => {
-      if (!head.includes('\r\n'))
-        reject(new Error(`closed without an answer to ${method} ${JSON.stringify(target)}`));
-    });
-    let text = `${method} ${target} HTTP/1.1\r\nhost: admin\r\nconnection: close\r\n`;
-    for (const [k, v] of headers) text += `${k}: ${v}\r\n`;
-    socket.end(Buffer.from(`${text}\r\n`, 'utf8'));
-  });
-}
 
 const AUTH: [string, string] = ['authorization', `Bearer ${TOKEN}`];
 
@@ -201,7 +168,7 @@ describe('admin listener input', () => {
       ['http://admin/config', 400],
       ['*', 400],
     ] as const) {
-      expect(await raw(target === '*' ? 'OPTIONS' : 'GET', target, [AUTH]), target).toBe(status);
+      expect(await rawStatus(port, target === '*' ? 'OPTIONS' : 'GET', target, [AUTH]), target).toBe(status);
     }
     await stillServes();
   });
@@ -209,7 +176,7 @@ describe('admin listener input', () => {
   it('answers any request target, method and header values below 500 and keeps serving (property)', async () => {
     await fc.assert(
       fc.asyncProperty(method, apiTarget, headers, async (m, target, [auth, extra]) => {
-        const status = await raw(m, target === '' ? '/' : target, [auth, ...extra]);
+        const status = await rawStatus(port, m, target === '' ? '/' : target, [auth, ...extra]);
         expect(status, `${m} ${target}`).toBeLessThan(500);
       }),
       { numRuns: 150 },
@@ -220,7 +187,7 @@ describe('admin listener input', () => {
   it('answers any dashboard route, method and header values below 500 and keeps serving (property)', async () => {
     await fc.assert(
       fc.asyncProperty(method, dashboardTarget, headers, async (m, target, [auth, extra]) => {
-        const status = await raw(m, target, [auth, ...extra]);
+        const status = await rawStatus(port, m, target, [auth, ...extra]);
         expect(status, `${m} ${target}`).toBeLessThan(500);
       }),
       { numRuns: 150 },

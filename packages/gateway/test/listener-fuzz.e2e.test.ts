@@ -4,13 +4,13 @@
  * upstream here answers 200 to whatever reaches it), with the listener still serving afterwards. The admin and
  * dashboard routes have their own fuzz test (admin-fuzz.e2e.test.ts).
  */
-import { connect } from 'node:net';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   client,
   decisionEndpoint,
+  rawStatus,
   send,
   startGateway,
   startUpstream,
@@ -49,40 +49,6 @@ afterAll(async () => {
   await agent.close();
   tmp.cleanup();
 });
-
-/** Sends one request byte for byte and resolves with the status of the answer's first line. */
-function raw(
-  port: number,
-  method: string,
-  target: string,
-  headers: readonly [string, string][],
-): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const socket = connect(port, '127.0.0.1');
-    let head = '';
-    socket.setTimeout(10_000, () => {
-      socket.destroy();
-      reject(new Error(`no answer to ${method} ${JSON.stringify(target)}`));
-    });
-    socket.on('data', (chunk: Buffer) => {
-      head += chunk.toString('latin1');
-      const eol = head.indexOf('\r\n');
-      if (eol < 0) return;
-      socket.destroy();
-      const status = /^HTTP\/1\.1 (\d{3}) /.exec(head.slice(0, eol));
-      if (status === null) reject(new Error(`not a status line: ${JSON.stringify(head.slice(0, eol))}`));
-      else resolve(Number(status[1]));
-    });
-    socket.on('error', reject);
-    socket.on('end', () => {
-      if (!head.includes('\r\n')) reject(new Error(`closed without an answer to ${JSON.stringify(target)}`));
-    });
-    let text = `${method} ${target} HTTP/1.1\r\nhost: fuzz\r\nconnection: close\r\n`;
-    for (const [k, v] of headers) text += `${k}: ${v}\r\n`;
-    // No half-close: a client that ends its side before the answer is a client that went away.
-    socket.write(Buffer.from(`${text}\r\n`, 'utf8'));
-  });
-}
 
 const piece = fc.oneof(
   fc.constantFrom(
@@ -157,7 +123,7 @@ describe('listener input', () => {
       fc.asyncProperty(method, target, headers, async (m, path, h) => {
         // A declared body that never comes would hold the socket: the listener's body timeout is not under test.
         const hs = h.filter(([k]) => k !== 'content-length');
-        const status = await raw(port, m, path, hs);
+        const status = await rawStatus(port, m, path, hs);
         expect(status, `${m} ${JSON.stringify(path)} ${JSON.stringify(hs)}`).toBeLessThan(500);
       }),
       { numRuns: 150, seed: 1401 },
@@ -176,7 +142,7 @@ describe('listener input', () => {
           ['x-real-ip', '203.0.113.9'],
           ...h.filter(([k]) => k !== 'content-length'),
         ];
-        const status = await raw(port, 'GET', url.pathname, hs);
+        const status = await rawStatus(port, 'GET', url.pathname, hs);
         expect(status, `${m} ${JSON.stringify(original)} ${JSON.stringify(h)}`).toBeLessThan(500);
       }),
       { numRuns: 150, seed: 1402 },

@@ -2,6 +2,7 @@ import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -321,4 +322,43 @@ export function spawnSluice(node: string, args: string[], spawned: ChildProcess[
       }),
     ]);
   return { child, lines, waitFor, exited };
+}
+
+/**
+ * Sends one request byte for byte to a local port (no client library normalizes the target or the headers) and
+ * resolves with the status of the answer's first line. The socket is closed as soon as that line is read, so an
+ * event stream does not hold the test open; it is never half-closed first, since a client that ends its side
+ * before the answer is a client that went away.
+ */
+export function rawStatus(
+  port: number,
+  method: string,
+  target: string,
+  headers: readonly [string, string][],
+): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1');
+    let head = '';
+    socket.setTimeout(10_000, () => {
+      socket.destroy();
+      reject(new Error(`no answer to ${method} ${JSON.stringify(target)}`));
+    });
+    socket.on('data', (chunk: Buffer) => {
+      head += chunk.toString('latin1');
+      const eol = head.indexOf('\r\n');
+      if (eol < 0) return;
+      socket.destroy();
+      const status = /^HTTP\/1\.1 (\d{3}) /.exec(head.slice(0, eol));
+      if (status === null) reject(new Error(`not a status line: ${JSON.stringify(head.slice(0, eol))}`));
+      else resolve(Number(status[1]));
+    });
+    socket.on('error', reject);
+    socket.on('end', () => {
+      if (!head.includes('\r\n'))
+        reject(new Error(`closed without an answer to ${method} ${JSON.stringify(target)}`));
+    });
+    let text = `${method} ${target} HTTP/1.1\r\nhost: sluice-test\r\nconnection: close\r\n`;
+    for (const [k, v] of headers) text += `${k}: ${v}\r\n`;
+    socket.write(Buffer.from(`${text}\r\n`, 'utf8'));
+  });
 }
