@@ -1,7 +1,9 @@
 /**
  * The contenders of the engine benchmark, each configured as close to 120 requests per minute with a burst of
  * 30 as its model allows. Semantic differences (stated in docs/benchmarks.md):
- * - sluice: exact token bucket, bounded table, full decision (r, t, Retry-After) per call.
+ * - sluice: exact token bucket, bounded table, full decision (r, t, Retry-After) per call, written into one
+ *   reusable decision (`decideOne` with `into`).
+ * - sluice-check: the same store through the public `limiter.check(name, key)`, a new decision per call.
  * - naive: a Map of { tokens, last } objects with float tokens and no bound; the practical ceiling of a map lookup.
  * - rate-limiter-flexible RateLimiterMemory: fixed window of 30 points per 15 s (no token bucket), async.
  * - express-rate-limit MemoryStore: fixed window of 15 s counting hits (limit 30 checked by the caller), async.
@@ -11,7 +13,7 @@
 import { MemoryStore as ErlMemoryStore } from 'express-rate-limit';
 import { TokenBucket } from 'limiter';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
-import { definePolicy, SingleDecision } from '../../packages/sluice/src/core/index.js';
+import { definePolicy, Limiter, SingleDecision } from '../../packages/sluice/src/core/index.js';
 import { MemoryStore } from '../../packages/sluice/src/memory/index.js';
 
 /** A contender: `hit` answers whether one request for `key` is admitted. */
@@ -20,7 +22,14 @@ export interface Impl {
   hit(key: string): boolean | Promise<boolean>;
 }
 
-export const IMPLS = ['sluice', 'naive', 'rate-limiter-flexible', 'express-rate-limit', 'limiter'] as const;
+export const IMPLS = [
+  'sluice',
+  'sluice-check',
+  'naive',
+  'rate-limiter-flexible',
+  'express-rate-limit',
+  'limiter',
+] as const;
 export type ImplName = (typeof IMPLS)[number];
 
 /** Builds a contender sized for `keys` distinct keys. */
@@ -32,6 +41,14 @@ export function makeImpl(name: ImplName, keys: number): Impl {
       // The documented zero-allocation path: one reusable decision, read before the next call.
       const into = new SingleDecision();
       return { async: false, hit: (key) => store.decideOne(policy, key, 1, into).allowed };
+    }
+    case 'sluice-check': {
+      // The public entry point as the README shows it: a policy name, a key, a fresh decision per call.
+      const limiter = new Limiter({
+        policies: [{ name: 'rl.bench', quota: 120, window: 60, burst: 30 }],
+        store: new MemoryStore({ maxTrackedKeys: Math.max(keys, 1), sweepIntervalMs: 0 }),
+      });
+      return { async: false, hit: (key) => (limiter.check('rl.bench', key) as { allowed: boolean }).allowed };
     }
     case 'naive': {
       const rate = 120 / 60_000;

@@ -4,7 +4,15 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../src/cli/main.js';
-import { client, send, spawnSluice, startUpstream, type TestUpstream, tempDir } from './support.js';
+import {
+  client,
+  send,
+  serveArgs,
+  spawnSluice,
+  startUpstream,
+  type TestUpstream,
+  tempDir,
+} from './support.js';
 
 const EXAMPLE = fileURLToPath(new URL('../examples/rate-limits.yaml', import.meta.url));
 const tmp = tempDir();
@@ -85,7 +93,8 @@ describe('sluice serve', () => {
       file,
       'rateLimiting:\n  defaultTier: t\n  tiers:\n    t: { requestsPerMinute: 60, burstLimit: 4 }\nserver: { port: 1 }\nupstream: { url: "http://127.0.0.1:1" }\n',
     );
-    const p = runSluice(['serve', '--config', file, '--upstream', upstream.url, '--port', '0']);
+    // One thread: the reload below is awaited on its one log line (threads.e2e covers several threads).
+    const p = runSluice(serveArgs(file, upstream.url, 1));
     const listening = JSON.parse(await p.waitFor(/sluice gateway listening/)) as { url: string };
     const r = await send(agent, `${listening.url}/x`);
     expect(r.status).toBe(200);

@@ -90,6 +90,19 @@ describe('createStore on Redis', () => {
     }
   });
 
+  it('gives each of several threads its share of the local failure mode: nodeCount x threads', async () => {
+    const opened = createStore(
+      config(`{ type: redis, url: "${redis.url}", failureMode: local, nodeCount: 3 }`),
+      undefined,
+      4,
+    );
+    try {
+      expect((opened.store as RedisStore).options.nodeCount).toBe(12);
+    } finally {
+      await opened.close();
+    }
+  });
+
   it('opens ioredis without an offline queue, with a connect timeout and a reconnect backoff capped at 500 ms', async () => {
     const opened = createStore(config(`{ type: redis, url: "${redis.url}" }`));
     try {

@@ -275,6 +275,19 @@ export interface SpawnedSluice {
   readonly exited: Promise<number | null>;
 }
 
+/** The arguments of `sluice serve` on a free port in front of `upstream`, with `threads` threads. */
+export const serveArgs = (file: string, upstream: string, threads: number): string[] => [
+  'serve',
+  '--config',
+  file,
+  '--upstream',
+  upstream,
+  '--port',
+  '0',
+  '--threads',
+  String(threads),
+];
+
 /**
  * Runs the `sluice` command from source under `node` (tsx resolves the workspace like the build does) and collects
  * its output lines. The child is added to `spawned`, for the suite to kill whatever a failed assertion left running.

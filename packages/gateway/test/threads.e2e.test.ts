@@ -5,8 +5,20 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nodeLine } from '../../../scripts/node-line.mjs';
 import { freePort, type RedisServer, startRedisServer } from '../../../test/support/redis-server.js';
 import { main } from '../src/cli/main.js';
-import { THREADS_UNSUPPORTED_MESSAGE, threadsSupported } from '../src/gateway/threads-support.js';
-import { client, send, spawnSluice, startUpstream, type TestUpstream, tempDir } from './support.js';
+import {
+  defaultThreads,
+  THREADS_UNSUPPORTED_MESSAGE,
+  threadsSupported,
+} from '../src/gateway/threads-support.js';
+import {
+  client,
+  send,
+  serveArgs,
+  spawnSluice,
+  startUpstream,
+  type TestUpstream,
+  tempDir,
+} from './support.js';
 
 const tmp = tempDir();
 const spawned: ChildProcess[] = [];
@@ -48,27 +60,16 @@ function threadedNode(): string {
 const spawnThreads = (node: string, args: string[]) => spawnSluice(node, args, spawned);
 
 /** `sluice serve --threads 2` on a free port, in front of the test upstream. */
-const serveTwoThreads = (node: string, file: string) =>
-  spawnThreads(node, [
-    'serve',
-    '--config',
-    file,
-    '--upstream',
-    upstream.url,
-    '--port',
-    '0',
-    '--threads',
-    '2',
-  ]);
+const serveTwoThreads = (node: string, file: string) => spawnThreads(node, serveArgs(file, upstream.url, 2));
 
 /** Sends `n` requests, each on a connection of its own (so the kernel spreads them over the threads). */
-async function burst(url: string, n: number): Promise<number[]> {
+async function burst(url: string, n: number, headers: Record<string, string> = {}): Promise<number[]> {
   const out: number[] = [];
   for (let i = 0; i < n; i += 5) {
     const batch = Array.from({ length: Math.min(5, n - i) }, async () => {
       const agent = client();
       try {
-        return (await send(agent, `${url}/x`)).status;
+        return (await send(agent, `${url}/x`, { headers })).status;
       } finally {
         await agent.close();
       }
@@ -84,6 +85,25 @@ const seriesValues = (text: string, name: string) =>
     .split('\n')
     .filter((l) => l.startsWith(`${name}{`) || l.startsWith(`${name} `))
     .map((l) => Number(l.slice(l.lastIndexOf(' ') + 1)));
+
+/** Asks `read` again until `ok` holds of its answer or 20 s pass; returns the last answer. */
+async function until<T>(read: () => Promise<T>, ok: (v: T) => boolean): Promise<T> {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const v = await read();
+    if (ok(v) || Date.now() > deadline) return v;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** Allowed and limited requests of tier `t` over every second of a dashboard snapshot. */
+function requestTotals(state: Record<string, unknown>): [number, number] {
+  const series = state.series as { id: number; kind: string; tier: string }[];
+  const id = series.find((x) => x.kind === 'requests' && x.tier === 't')?.id;
+  const rows = state.rows as { v: Record<string, [number, number, number]> }[];
+  const at = (c: number) => rows.reduce((n, r) => n + (id === undefined ? 0 : (r.v[id]?.[c] ?? 0)), 0);
+  return [at(0), at(1)];
+}
 
 const requestLines = (lines: string[]) =>
   lines
@@ -135,6 +155,57 @@ describe('sluice serve --threads', () => {
     expect(p.lines.some((l) => l.includes(THREADS_UNSUPPORTED_MESSAGE))).toBe(false);
   });
 
+  it('the admin API and the dashboard of the first thread count every thread: top keys, rates, quota', async () => {
+    const file = join(tmp.dir, 'threads-admin.yaml');
+    const adminPort = await freePort();
+    const token = 'a'.repeat(32);
+    // The identity headers count from a trusted proxy only: this test is one, on loopback.
+    writeFileSync(
+      file,
+      `${CONFIG.replace('server: { port: 1 }', 'server: { port: 1, trustedProxies: [loopback] }')}` +
+        `admin: { port: ${adminPort}, token: "${token}" }\n` +
+        'identity: { headers: {} }\n' +
+        'quota:\n  tracking: { storage: memory, ttl: 3600, bucket: 60s, flushInterval: 100ms }\n',
+    );
+    const p = serveTwoThreads(threadedNode(), file);
+    const first = JSON.parse(await p.waitFor(/sluice gateway listening/)) as { url: string };
+    await p.waitFor(/"thread":1.*sluice gateway listening/);
+    const codes = await burst(first.url, BURST + EXTRA, { 'x-tenant-id': 'acme', 'x-client-id': 'app' });
+    expect(codes.filter((c) => c === 200)).toHaveLength(BURST);
+    expect(new Set(requestLines(p.lines).map((l) => l.thread))).toEqual(new Set([0, 1]));
+    const admin = client();
+    const get = async (path: string) => {
+      const r = await send(admin, `http://127.0.0.1:${adminPort}${path}`, {
+        headers: { authorization: `Bearer ${token}` },
+      });
+      expect(r.status, r.text).toBe(200);
+      return r.json() as Record<string, unknown>;
+    };
+    try {
+      // The other thread's data arrives within a feed interval (and a flush for the quota): wait for it.
+      // Each denial finds both of the tier's policies empty, and counts under each.
+      const keys = await until(
+        () => get('/limited-keys/top'),
+        (b) => (b.keys as { count: number }[])[0]?.count === 2 * EXTRA,
+      );
+      expect(keys.keys).toMatchObject([{ count: 2 * EXTRA }]);
+      const usage = await until(
+        () => get('/quota/tenants/acme'),
+        (b) => b.total === BURST,
+      );
+      expect(usage.total).toBe(BURST);
+      const state = await until(
+        () => get('/dashboard/state'),
+        (b) => requestTotals(b).join() === `${BURST},${EXTRA}`,
+      );
+      expect(requestTotals(state)).toEqual([BURST, EXTRA]);
+    } finally {
+      await admin.close();
+    }
+    p.child.kill('SIGTERM');
+    expect(await p.exited).toBe(0);
+  });
+
   it('with Redis, each thread opens its own connection and Redis holds the limit over them', async () => {
     const file = join(tmp.dir, 'threads-redis.yaml');
     writeFileSync(file, `${CONFIG}store: { type: redis, url: "${redis.url}" }\n`);
@@ -169,6 +240,34 @@ describe('sluice serve --threads', () => {
       expect(stopped).toBe(1);
       expect(requestLines(p.lines).every((l) => l.thread === undefined)).toBe(true);
     }
+  });
+
+  it('without --threads, serves from one thread per core where reusePort exists', async () => {
+    const file = join(tmp.dir, 'default.yaml');
+    writeFileSync(file, CONFIG);
+    const node = threadedNode();
+    const cores = Number(
+      spawnSync(node, ['-p', 'require("node:os").availableParallelism()'], { encoding: 'utf8' }).stdout,
+    );
+    const p = spawnThreads(node, ['serve', '--config', file, '--upstream', upstream.url, '--port', '0']);
+    if (cores > 1) {
+      const all = JSON.parse(await p.waitFor(/listening on every thread/)) as { threads: number };
+      expect(all.threads).toBe(cores);
+    } else await p.waitFor(/sluice gateway listening/);
+    p.child.kill('SIGTERM');
+    const stopped = await Promise.race([
+      p.exited,
+      new Promise((r) => setTimeout(() => r(`still running after 20 s:\n${p.lines.join('\n')}`), 20_000)),
+    ]);
+    expect(stopped).toBe(0);
+    expect(p.lines.filter((l) => l.includes('sluice gateway stopped'))).toHaveLength(cores);
+    expect(p.lines.some((l) => l.includes(THREADS_UNSUPPORTED_MESSAGE))).toBe(false);
+  });
+
+  it('defaults to the cores where threads are supported, else one thread without a message', () => {
+    expect(defaultThreads(true, 8)).toBe(8);
+    expect(defaultThreads(false, 8)).toBe(1);
+    expect(defaultThreads(true, 0)).toBe(1);
   });
 
   it('rejects a thread count that is not an integer >= 1', async () => {

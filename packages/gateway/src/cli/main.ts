@@ -8,7 +8,7 @@ import { formatViolations } from '../config/violation.js';
 import { runDemo } from '../demo/run-demo.js';
 import { Gateway } from '../gateway/gateway.js';
 import { ThreadedGateway } from '../gateway/thread-main.js';
-import { THREADS_UNSUPPORTED_MESSAGE, threadsSupported } from '../gateway/threads-support.js';
+import { defaultThreads, THREADS_UNSUPPORTED_MESSAGE, threadsSupported } from '../gateway/threads-support.js';
 import { hashApiKey } from '../identity/api-key-file.js';
 import { HELP_TEXT } from './help-text.js';
 import { rulesCommand } from './rules-command.js';
@@ -70,7 +70,7 @@ export async function main(argv: readonly string[], io: CliIo = defaultIo): Prom
     );
     return 2;
   }
-  let threads = 1;
+  let threads: number | undefined;
   if (values.threads !== undefined) {
     threads = Number(values.threads);
     if (!/^[0-9]+$/.test(values.threads) || threads < 1) {
@@ -152,42 +152,44 @@ function validate(file: string | undefined, overrides: ConfigOverrides, io: CliI
 async function serve(
   file: string | undefined,
   overrides: ConfigOverrides,
-  threads: number,
+  asked: number | undefined,
   io: CliIo,
 ): Promise<number> {
   if (file === undefined) {
     io.err('sluice: serve needs --config FILE\n');
     return 2;
   }
-  let gateway: Gateway;
+  // A signal that arrives while the gateway starts is held and acted on once it listens, so that a stop sent
+  // right after the first "listening" line (several threads log theirs one by one) still drains and exits 0.
+  const early: NodeJS.Signals[] = [];
+  const held = (['SIGINT', 'SIGTERM', 'SIGHUP'] as const).map((s) => io.onSignal(s, () => early.push(s)));
+  const release = () => {
+    for (const f of held) f();
+  };
   try {
     const config = loadConfigOrThrow(file, { overrides });
     // Decision mode: with a decision API or an Envoy service, the gateway may run without an upstream.
     if (config.upstream.url === undefined && config.decision === undefined && config.envoy === undefined) {
       io.err(`sluice: no upstream: set upstream.url in ${file} or pass --upstream URL\n`);
+      release();
       return 1;
     }
+    const threads = asked ?? defaultThreads();
     if (threads > 1 && !threadsSupported()) io.err(`sluice: ${THREADS_UNSUPPORTED_MESSAGE}\n`);
     else if (threads > 1) {
       const { gateway: g } = await ThreadedGateway.start({ config, file, overrides, threads });
-      return untilStopped(
-        io,
-        () => g.close(),
-        () => g.reload(),
-        g.ended,
-      );
+      release();
+      return untilStopped(io, { stop: () => g.close(), reload: () => g.reload(), ended: g.ended }, early);
     }
     // The gateway starts every listener the file configures (proxy, admin, decision API, Envoy) and closes them.
-    gateway = await Gateway.start({ config, configFile: file, overrides });
+    const gateway = await Gateway.start({ config, configFile: file, overrides });
+    release();
+    return untilStopped(io, { stop: () => gateway.close(), reload: () => void gateway.reload() }, early);
   } catch (e) {
+    release();
     io.err(`sluice: ${redactUrls(e instanceof SluiceError ? e.message : (e as Error).message)}\n`);
     return 1;
   }
-  return untilStopped(
-    io,
-    () => gateway.close(),
-    () => void gateway.reload(),
-  );
 }
 
 async function demo(host: string | undefined, port: number | undefined, io: CliIo): Promise<number> {
@@ -198,15 +200,18 @@ async function demo(host: string | undefined, port: number | undefined, io: CliI
     io.err(`sluice: ${(e as Error).message}\n`);
     return 1;
   }
-  return untilStopped(io, stop, undefined);
+  return untilStopped(io, { stop }, []);
 }
 
-function untilStopped(
-  io: CliIo,
-  stop: () => Promise<void>,
-  reload: (() => void) | undefined,
-  ended?: Promise<number>,
-): Promise<number> {
+/** What {@link untilStopped} runs: a stop, a reload on SIGHUP, and the end of threads that stop on their own. */
+interface Running {
+  readonly stop: () => Promise<void>;
+  readonly reload?: () => void;
+  readonly ended?: Promise<number>;
+}
+
+function untilStopped(io: CliIo, running: Running, early: readonly NodeJS.Signals[]): Promise<number> {
+  const { stop, reload, ended } = running;
   return new Promise((resolve) => {
     const off: (() => void)[] = [];
     let stopping = false;
@@ -229,6 +234,8 @@ function untilStopped(
       for (const f of off) f();
       resolve(code);
     });
+    if (early.includes('SIGINT') || early.includes('SIGTERM')) shutdown();
+    else if (early.includes('SIGHUP')) reload?.();
   });
 }
 

@@ -7,5 +7,6 @@ export {
 } from './dashboard.js';
 export { DASHBOARD_CSP, DashboardAssets, DEFAULT_ASSETS_DIR } from './dashboard-assets.js';
 export type * from './dashboard-frame.js';
-export { RateWindow, type RateWindowOptions } from './rate-window.js';
+export { type RateShipment, RateWindow, type RateWindowOptions } from './rate-window.js';
 export { storeHealth } from './store-health.js';
+export { type LimitedKeyRow, type ThreadFeed, ThreadPeers, TOP_SHIPPED } from './thread-peers.js';

@@ -155,4 +155,65 @@ describe('RateWindow', () => {
       ),
     );
   });
+
+  it('holds back settleSeconds completed seconds from readers', () => {
+    const clock = new ManualClock(10_000);
+    const rates = new RateWindow({ clock, wallNow: () => clock.now(), settleSeconds: 2 });
+    rates.recordExempt({ reason: 'tier', tier: 't' });
+    clock.advance(1000);
+    expect(rates.rowsAfter(-Infinity)).toEqual([]);
+    clock.advance(2000);
+    expect(rates.rowsAfter(-Infinity).map((r) => r.t)).toEqual([10]);
+    expect(() => new RateWindow({ settleSeconds: 11 })).toThrow(/settleSeconds/);
+  });
+
+  it('property: windows of several threads on one clock merge into the sum of their seconds, each once', () => {
+    const kinds = ['a', 'b', 'c'] as const;
+    fc.assert(
+      fc.property(
+        fc.array(
+          fc.record({
+            gap: fc.integer({ min: 0, max: 1500 }),
+            thread: fc.integer({ min: 0, max: 2 }),
+            reason: fc.constantFrom(...kinds),
+            n: fc.integer({ min: 0, max: 4 }),
+            ship: fc.boolean(),
+          }),
+          { maxLength: 40 },
+        ),
+        (steps) => {
+          const clock = new ManualClock(1_000_000);
+          const opts = { clock, historySeconds: 60, wallNow: () => clock.now() };
+          // Thread 0 serves the dashboard; threads 1 and 2 ship to it; `all` records everything in one window.
+          const first = new RateWindow({ ...opts, settleSeconds: 2 });
+          const others = [new RateWindow(opts), new RateWindow(opts)];
+          const all = new RateWindow(opts);
+          const windows = [first, ...others];
+          const shipAll = () => {
+            for (const [i, w] of others.entries()) first.merge(i + 1, w.ship());
+          };
+          for (const { gap, thread, reason, n, ship } of steps) {
+            clock.advance(gap);
+            for (let i = 0; i < n; i++) {
+              windows[thread].recordExempt({ reason, tier: 't' });
+              all.recordExempt({ reason, tier: 't' });
+            }
+            if (ship) shipAll();
+          }
+          clock.advance(1000);
+          shipAll();
+          clock.advance(2000); // past the settling seconds
+          const last = first.lastCompleted();
+          const totals = (w: RateWindow) => {
+            const names = new Map(w.series().map((x) => [x.id, `${x.kind}:${x.name}:${x.tier}`]));
+            return w.rowsAfter(-Infinity, last).map((r) => ({
+              t: r.t,
+              v: Object.fromEntries(Object.entries(r.v).map(([id, c]) => [names.get(Number(id)), c])),
+            }));
+          };
+          expect(totals(first)).toEqual(totals(all));
+        },
+      ),
+    );
+  });
 });

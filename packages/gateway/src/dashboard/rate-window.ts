@@ -20,6 +20,22 @@ export interface RateWindowOptions {
   readonly clock?: Clock;
   /** Wall-clock milliseconds, to label seconds with Unix times. Default `Date.now`. */
   readonly wallNow?: () => number;
+  /**
+   * Completed seconds held back from readers (`lastCompleted`), so that counts merged from other threads
+   * (see {@link RateWindow.merge}) arrive before a second is shown. Integer from 0 to 10; default 0.
+   */
+  readonly settleSeconds?: number;
+}
+
+/**
+ * What one thread's window sends the thread that serves the dashboard (see {@link RateWindow.ship} and
+ * {@link RateWindow.merge}): only what is new since the previous shipment, so a second is sent once.
+ */
+export interface RateShipment {
+  /** Series created since the previous shipment, in id order. */
+  readonly series: readonly SeriesInfo[];
+  /** The seconds completed since the previous shipment, labelled with Unix times. */
+  readonly rows: readonly RateRow[];
 }
 
 const CHANNELS = 3;
@@ -66,6 +82,12 @@ export class RateWindow extends NoopMetrics {
   /** Where the current second's three channels start in each series' counts. */
   #slot: number;
   #failover = false;
+  readonly #settle: number;
+  /** Sender side: series and seconds already shipped. */
+  #shippedSeries = 0;
+  #shippedUntil: number;
+  /** Receiver side: each sending thread's series ids, mapped to this window's series. */
+  readonly #remote = new Map<number, Series[]>();
   /** Requests by tier (their name is always empty), and policies by name then tier: read on every request. */
   readonly #requests = new Map<string, Series>();
   readonly #policies: Map<string, Map<string, Series>>;
@@ -74,18 +96,28 @@ export class RateWindow extends NoopMetrics {
   constructor(options: RateWindowOptions = {}) {
     super();
     const o = objectOption('RateWindow options', options) as RateWindowOptions;
-    rejectUnknownKeys('RateWindow options', o, ['historySeconds', 'maxSeries', 'clock', 'wallNow']);
+    rejectUnknownKeys('RateWindow options', o, [
+      'historySeconds',
+      'maxSeries',
+      'clock',
+      'wallNow',
+      'settleSeconds',
+    ]);
     this.historySeconds = integerOption('historySeconds', o.historySeconds, 10, 3600, 300);
     this.#maxSeries = integerOption('maxSeries', o.maxSeries, 1, 10_000, 500);
+    this.#settle = integerOption('settleSeconds', o.settleSeconds, 0, 10, 0);
     this.#clock = o.clock ?? monotonicClock;
-    this.#secBase = Math.floor(this.#clock.now() / 1000);
+    const clockMs = this.#clock.now();
+    this.#secBase = Math.floor(clockMs / 1000);
+    this.#shippedUntil = this.#secBase - 1;
     this.#current = this.#secBase;
     this.#slot = (this.#current % this.historySeconds) * CHANNELS;
     this.#byKind.requests.set('', this.#requests);
     this.#policies = this.#byKind.policy;
     // Seconds are cut from the monotonic clock (a wall-clock jump must not reorder them) and labelled with the
-    // wall time they correspond to.
-    this.#wallBase = Math.floor((o.wallNow ?? Date.now)() / 1000);
+    // wall time they correspond to. The offset is rounded to whole seconds, so windows of several threads on
+    // one shared clock label every second alike (their readings straddle no second boundary).
+    this.#wallBase = this.#secBase + Math.round(((o.wallNow ?? Date.now)() - clockMs) / 1000);
   }
 
   override recordDecision(decision: Decision, labels?: DecisionLabels): void {
@@ -152,10 +184,62 @@ export class RateWindow extends NoopMetrics {
     return this.#series.length;
   }
 
-  /** The clock second of the newest completed second (the current one is still counting). */
+  /**
+   * The clock second of the newest completed second shown (the current one is still counting, and
+   * `settleSeconds` more are held back for counts from other threads).
+   */
   lastCompleted(): number {
     this.#roll();
-    return this.#current - 1;
+    return this.#current - 1 - this.#settle;
+  }
+
+  /**
+   * The series and completed seconds recorded since the previous call, for {@link RateWindow.merge} in the
+   * thread that serves the dashboard (`sluice serve --threads`).
+   */
+  ship(): RateShipment {
+    this.#roll();
+    const series = this.#series
+      .slice(this.#shippedSeries)
+      .map(({ id, kind, name, tier }) => ({ id, kind, name, tier }));
+    this.#shippedSeries = this.#series.length;
+    const last = this.#current - 1;
+    const rows = this.rowsAfter(this.#shippedUntil, last);
+    this.#shippedUntil = last;
+    return { series, rows };
+  }
+
+  /**
+   * Adds another thread's shipment into this window, second by second (matched by their Unix labels, so both
+   * windows must run on one clock, as the threads of one process do with the shared time clock). Seconds
+   * outside the history are left out.
+   *
+   * @param source - the sending thread, which names its series ids.
+   * @param shipment - what its {@link RateWindow.ship} returned.
+   */
+  merge(source: number, shipment: RateShipment): void {
+    let known = this.#remote.get(source);
+    if (known === undefined) {
+      known = [];
+      this.#remote.set(source, known);
+    }
+    for (const info of shipment.series) known[info.id] = this.#find(info.kind, info.name, info.tier);
+    this.#roll();
+    const h = this.historySeconds;
+    for (const row of shipment.rows) {
+      const s = row.t - this.#wallBase + this.#secBase;
+      if (s > this.#current || s <= this.#current - h || s < this.#secBase) continue;
+      const slot = (s % h) * CHANNELS;
+      for (const id of Object.keys(row.v)) {
+        const local = known[Number(id)];
+        const v = row.v[id];
+        if (local === undefined || v === undefined) continue;
+        const c = local.counts;
+        c[slot] += v[0];
+        c[slot + 1] += v[1];
+        c[slot + 2] += v[2];
+      }
+    }
   }
 
   /** The Unix time, in seconds, of a clock second. */

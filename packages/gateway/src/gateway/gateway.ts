@@ -2,12 +2,19 @@ import { EventEmitter } from 'node:events';
 import type { Clock, RateLimitStore } from 'sluice';
 import type { PrometheusMetrics } from 'sluice/prometheus';
 import { TopLimitedKeys, wallClock } from 'sluice/quota';
+import { sharedTimeClock } from 'sluice/shared';
 import { EXEMPT_REASONS } from '../admission/admit-request.js';
 import { Runtime } from '../admission/runtime.js';
 import { configWarnings } from '../config/config-warnings.js';
 import type { GatewayConfig } from '../config/gateway-config.js';
 import type { ConfigOverrides } from '../config/load-config.js';
-import { RateWindow } from '../dashboard/index.js';
+import {
+  type LimitedKeyRow,
+  RateWindow,
+  type ThreadFeed,
+  ThreadPeers,
+  TOP_SHIPPED,
+} from '../dashboard/index.js';
 import { createLogger, type Logger } from '../log/create-logger.js';
 import { logConfigWarnings } from '../log/log-config-warnings.js';
 import { TappedMetrics } from '../metrics/tapped-metrics.js';
@@ -48,6 +55,10 @@ export interface GatewayOptions {
 
 /** How long start waits for the store's first connection before listening anyway. */
 const STORE_READY_MS = 5000;
+/** Milliseconds between two dashboard feeds of a thread to the first thread. */
+const FEED_MS = 500;
+/** Seconds the first thread's dashboard holds back, so that every thread's counts of a second are in. */
+const FEED_SETTLE_SECONDS = 2;
 
 /**
  * The sluice gateway: a rate-limiting reverse proxy. Each request is checked against its exemptions, its
@@ -78,8 +89,13 @@ export class Gateway extends EventEmitter {
   readonly scrape: () => Promise<string>;
   /** Per-second counts of the last minutes of decisions, for the dashboard. */
   readonly rates: RateWindow;
-  /** The keys denied most often, as keyed hashes, for the dashboard. */
-  readonly topLimitedKeys: TopLimitedKeys;
+  /**
+   * The keys denied most often, as keyed hashes, for the dashboard and the admin API; as the first thread of
+   * `sluice serve --threads`, over every thread.
+   */
+  readonly topLimitedKeys: { top(n: number): readonly LimitedKeyRow[] };
+  /** The first thread of several: the other threads' dashboard data, merged into this one's. */
+  readonly peers: ThreadPeers | undefined;
   /**
    * Tenant quota tracking (the `quota:` section): usage by tenant, endpoint category and time bucket, alerts at
    * thresholds; `undefined` when not configured.
@@ -92,6 +108,8 @@ export class Gateway extends EventEmitter {
   readonly #proxy: ProxyServer;
   readonly #side: SideListeners;
   readonly #unobserveStore: () => void;
+  readonly #limitedKeys: TopLimitedKeys;
+  #feedTimer: ReturnType<typeof setInterval> | undefined;
   #closing: Promise<void> | undefined;
 
   private constructor(options: GatewayOptions) {
@@ -99,7 +117,7 @@ export class Gateway extends EventEmitter {
     const config = options.config;
     const now = options.now ?? Date.now;
     this.logger = options.logger ?? createLogger(config.logging.level);
-    this.#opened = options.thread?.store ?? createStore(config, options.clock);
+    this.#opened = options.thread?.store ?? createStore(config, options.clock, options.thread?.threads);
     this.store = this.#opened.store;
     this.#reloads = new ReloadController({
       // Reloaded runtimes keep these events: the wall clock of reset times, and a log line per store failure.
@@ -121,10 +139,26 @@ export class Gateway extends EventEmitter {
       onReload: (result) => this.emit('reload', result),
     });
     const clock = options.clock === undefined ? {} : { clock: options.clock };
-    this.rates = new RateWindow(clock);
+    const thread = options.thread;
+    // Threads count their seconds on one clock, so that the first thread can add the others' seconds to its own.
+    this.rates = new RateWindow(
+      thread === undefined
+        ? clock
+        : {
+            clock: sharedTimeClock,
+            wallNow: () => sharedTimeClock.now(),
+            settleSeconds: thread.collectsFeeds ? FEED_SETTLE_SECONDS : 0,
+          },
+    );
     // The last five to ten minutes (the current and the previous period), like the dashboard's chart.
-    this.topLimitedKeys = new TopLimitedKeys({ periodMs: 300_000, ...clock });
-    this.metrics = new TappedMetrics([this.rates, this.topLimitedKeys], {
+    this.#limitedKeys = new TopLimitedKeys({
+      periodMs: 300_000,
+      ...clock,
+      ...(thread?.hashSecret === undefined ? {} : { hashSecret: thread.hashSecret }),
+    });
+    this.peers = thread?.collectsFeeds ? new ThreadPeers(this.rates) : undefined;
+    this.topLimitedKeys = this.peers?.topKeys(this.#limitedKeys) ?? this.#limitedKeys;
+    this.metrics = new TappedMetrics([this.rates, this.#limitedKeys], {
       prefix: config.metrics.prefix,
       exemptReasons: [...EXEMPT_REASONS],
     });
@@ -134,6 +168,7 @@ export class Gateway extends EventEmitter {
       config,
       current: () => this.#reloads.runtime.config,
       redis: this.#opened.redis,
+      ...(thread?.quotaStore === undefined ? {} : { memoryStore: thread.quotaStore }),
       metrics: this.metrics,
       logger: this.logger,
       // Quota buckets are wall-clock time, shared by a fleet through Redis.
@@ -164,6 +199,11 @@ export class Gateway extends EventEmitter {
       throw e;
     }
     if (g.#reloads.file !== undefined && (options.watch ?? c.reload.watch)) g.#reloads.watch();
+    const publish = options.thread?.publish;
+    if (publish !== undefined) {
+      g.#feedTimer = setInterval(() => publish(g.#feed()), FEED_MS);
+      g.#feedTimer.unref();
+    }
     g.logger.info(
       {
         url: g.url,
@@ -210,9 +250,9 @@ export class Gateway extends EventEmitter {
     return this.#reloads.runtime;
   }
 
-  /** Requests being served now. */
+  /** Requests being served now (by every thread, as the first thread of several). */
   get inflight(): number {
-    return this.#proxy.inflight;
+    return this.#proxy.inflight + (this.peers?.inflight ?? 0);
   }
 
   /**
@@ -248,7 +288,17 @@ export class Gateway extends EventEmitter {
     return this.#closing;
   }
 
+  /** This thread's dashboard data for the first thread: what is new since the previous feed. */
+  #feed(): ThreadFeed {
+    return {
+      rates: this.rates.ship(),
+      top: this.#limitedKeys.top(TOP_SHIPPED),
+      inflight: this.#proxy.inflight,
+    };
+  }
+
   async #shutdown(): Promise<void> {
+    if (this.#feedTimer !== undefined) clearInterval(this.#feedTimer);
     this.#reloads.close();
     await Promise.all([this.#proxy.close(), this.#side.close()]);
     const rt = this.#reloads.runtime;

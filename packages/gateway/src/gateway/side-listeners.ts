@@ -1,6 +1,5 @@
-import type { TopLimitedKeys } from 'sluice/quota';
 import type { GatewayConfig } from '../config/gateway-config.js';
-import { Dashboard, type DashboardSource, type RateWindow } from '../dashboard/index.js';
+import { Dashboard, type DashboardSource, type LimitedKeyRow, type RateWindow } from '../dashboard/index.js';
 import type { DecisionHost } from '../decision/decide-request.js';
 import { DecisionServer } from '../decision/decision-server.js';
 import { EnvoyRateLimitServer } from '../envoy/grpc-server.js';
@@ -12,7 +11,8 @@ export type SideListenerHost = DecisionHost &
   DashboardSource & {
     /** The dashboard's per-second counts. */
     readonly rates: RateWindow;
-    readonly topLimitedKeys: TopLimitedKeys;
+    /** The keys denied most often, over every thread. */
+    readonly topLimitedKeys: { top(n: number): readonly LimitedKeyRow[] };
   };
 
 /**

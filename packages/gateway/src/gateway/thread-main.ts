@@ -1,12 +1,19 @@
+import { randomBytes } from 'node:crypto';
 import { Worker } from 'node:worker_threads';
+import { MemoryQuotaStore, type QuotaStore } from 'sluice/quota';
 import { SharedStore } from 'sluice/shared';
 import type { GatewayConfig } from '../config/gateway-config.js';
 import type { ConfigOverrides } from '../config/load-config.js';
+import type { ThreadFeed } from '../dashboard/index.js';
+import { createLogger } from '../log/create-logger.js';
 import { aggregateThreadMetrics, type ThreadMetrics } from '../metrics/aggregate-threads.js';
+import { answerQuotaCall, type QuotaCall } from '../quota/thread-quota-store.js';
 import type { OpenedStore } from '../store/create-store.js';
 
 /** What a gateway running as one of several threads of `sluice serve --threads` is given. */
 export interface GatewayThread {
+  /** How many threads serve (each with Redis opens a store whose local failure mode is its share). */
+  readonly threads: number;
   /**
    * The thread's store: a `SharedStore` on the main thread's table with the memory store, so a limit holds over
    * every thread; absent with Redis, where each thread opens its own connection and Redis already shares limits.
@@ -19,6 +26,17 @@ export interface GatewayThread {
   readonly sideListeners: boolean;
   /** The text `/metrics` serves: every thread's series, collected and aggregated by the main thread. */
   readonly scrape?: () => Promise<string>;
+  /** The first thread: takes the other threads' dashboard feeds (`Gateway.peers`) and shows the whole gateway. */
+  readonly collectsFeeds?: boolean;
+  /** The other threads: where their dashboard feed goes, twice a second. */
+  readonly publish?: (feed: ThreadFeed) => void;
+  /** The secret of limited keys' hashes, one for every thread so that their lists merge by hash. */
+  readonly hashSecret?: string;
+  /**
+   * Where tenant quota usage lives when it is kept in memory: the main thread's store, so that usage, alerts
+   * and webhooks count every thread's requests once.
+   */
+  readonly quotaStore?: QuotaStore;
 }
 
 /** What the main thread hands each worker thread (its `workerData`). */
@@ -29,6 +47,10 @@ export interface ThreadWorkerData {
   readonly overrides: ConfigOverrides;
   /** The `SharedStore` table with the memory store; `undefined` with Redis. */
   readonly table: SharedArrayBuffer | undefined;
+  /** How many threads serve. */
+  readonly threads: number;
+  /** The secret of limited keys' hashes, the same in every thread. */
+  readonly hashSecret: string;
 }
 
 /** Messages from the main thread to a worker thread. */
@@ -38,7 +60,11 @@ export type ToWorker =
   /** Send your series (`registry.getMetricsAsJSON()`) as `collected` with this id. */
   | { readonly type: 'collect'; readonly id: number }
   /** The answer to your `scrape` request `id`: the aggregated text, or why there is none. */
-  | { readonly type: 'scraped'; readonly id: number; readonly text?: string; readonly error?: string };
+  | { readonly type: 'scraped'; readonly id: number; readonly text?: string; readonly error?: string }
+  /** To the first thread: thread `source`'s dashboard feed. */
+  | { readonly type: 'feed'; readonly source: number; readonly feed: ThreadFeed }
+  /** The answer to your quota store call `id`. */
+  | { readonly type: 'quota-result'; readonly id: number; readonly value?: unknown; readonly error?: string };
 
 /** Messages from a worker thread to the main thread. */
 export type FromWorker =
@@ -46,7 +72,11 @@ export type FromWorker =
   | { readonly type: 'failed'; readonly message: string }
   /** A `/metrics` request reached this thread: answer with every thread's series aggregated. */
   | { readonly type: 'scrape'; readonly id: number }
-  | { readonly type: 'collected'; readonly id: number; readonly metrics: ThreadMetrics };
+  | { readonly type: 'collected'; readonly id: number; readonly metrics: ThreadMetrics }
+  /** This thread's dashboard feed, for the first thread. */
+  | { readonly type: 'feed'; readonly feed: ThreadFeed }
+  /** A call on the main thread's quota store. */
+  | { readonly type: 'quota'; readonly id: number; readonly call: QuotaCall };
 
 /** How long a scrape waits for a thread's series before leaving that thread out. */
 const COLLECT_MS = 2_000;
@@ -80,6 +110,11 @@ export class ThreadedGateway {
   readonly #exited = new WeakSet<Worker>();
   readonly #store: SharedStore | undefined;
   readonly #prefix: string;
+  readonly #threads: number;
+  /** One secret for every thread's limited-key hashes, so that the first thread merges their lists by hash. */
+  readonly #hashSecret = randomBytes(32).toString('hex');
+  /** Tenant quota usage kept in memory, for every thread (created on the first call). */
+  #quotaStore: MemoryQuotaStore | undefined;
   /** Collections in flight: `<collection id>:<thread index>` to the resolver of that thread's series. */
   readonly #collecting = new Map<string, (metrics: ThreadMetrics) => void>();
   #collections = 0;
@@ -87,9 +122,10 @@ export class ThreadedGateway {
   readonly #onCrash: (w: Worker, reason: string) => void;
   #closing: Promise<void> | undefined;
 
-  private constructor(store: SharedStore | undefined, prefix: string) {
+  private constructor(store: SharedStore | undefined, prefix: string, threads: number) {
     this.#store = store;
     this.#prefix = prefix;
+    this.#threads = threads;
     this.#workers = [];
     let end: (code: number) => void = () => undefined;
     this.ended = new Promise((resolve) => {
@@ -115,7 +151,7 @@ export class ThreadedGateway {
       c.store.type === 'memory'
         ? new SharedStore({ maxTrackedKeys: c.maxTrackedKeys, sweepIntervalMs: 0 })
         : undefined;
-    const g = new ThreadedGateway(store, c.metrics.prefix);
+    const g = new ThreadedGateway(store, c.metrics.prefix, options.threads);
     try {
       const url = await g.#spawn(0, options.file, options.overrides);
       const port = Number(new URL(url).port);
@@ -123,6 +159,11 @@ export class ThreadedGateway {
         g.#spawn(i + 1, options.file, { ...options.overrides, port }),
       );
       await Promise.all(rest);
+      // One line once the whole process serves, for operators and scripts that wait for it.
+      createLogger(c.logging.level).info(
+        { url, threads: options.threads, store: store === undefined ? 'redis' : 'shared' },
+        'sluice gateway listening on every thread',
+      );
       return { gateway: g, url };
     } catch (e) {
       await g.close();
@@ -155,13 +196,22 @@ export class ThreadedGateway {
   }
 
   #spawn(index: number, file: string, overrides: ConfigOverrides): Promise<string> {
-    const data: ThreadWorkerData = { index, file, overrides, table: this.#store?.table };
+    const data: ThreadWorkerData = {
+      index,
+      file,
+      overrides,
+      table: this.#store?.table,
+      threads: this.#threads,
+      hashSecret: this.#hashSecret,
+    };
     const w = new Worker(WORKER, { workerData: data });
     this.#workers.push(w);
     return new Promise((resolve, reject) => {
       let started = false;
       w.on('message', (m: FromWorker) => {
         if (m.type === 'scrape') this.#scrape(w, m.id);
+        else if (m.type === 'feed') this.#toFirst({ type: 'feed', source: index, feed: m.feed });
+        else if (m.type === 'quota') this.#quota(w, m.id, m.call);
         else if (m.type === 'collected') this.#collecting.get(`${m.id}:${index}`)?.(m.metrics);
         else if (m.type === 'listening') {
           started = true;
@@ -178,6 +228,37 @@ export class ThreadedGateway {
         else reject(new Error(`thread ${index} exited with code ${code} before listening`));
       });
     });
+  }
+
+  /** Passes a message on to the first thread, which serves the dashboard and the admin API. */
+  #toFirst(m: ToWorker): void {
+    const first = this.#workers[0];
+    if (first !== undefined && !this.#exited.has(first)) first.postMessage(m);
+  }
+
+  /** Runs thread `w`'s quota store call `id` on the one memory quota store and posts the answer back. */
+  #quota(w: Worker, id: number, call: QuotaCall): void {
+    this.#quotaStore ??= new MemoryQuotaStore();
+    this.#answer(
+      w,
+      answerQuotaCall(this.#quotaStore, call),
+      (value) => ({ type: 'quota-result', id, value }),
+      (error) => ({ type: 'quota-result', id, error }),
+    );
+  }
+
+  /** Posts to thread `w`, unless it has exited, `ok` of what `work` gives or `failed` of its error's message. */
+  #answer<T>(
+    w: Worker,
+    work: Promise<T>,
+    ok: (value: T) => ToWorker,
+    failed: (message: string) => ToWorker,
+  ): void {
+    work
+      .then(ok, (e: unknown) => failed(String((e as Error)?.message ?? e)))
+      .then((reply) => {
+        if (!this.#exited.has(w)) w.postMessage(reply);
+      });
   }
 
   /** Answers thread `w`'s scrape `id` with every live thread's series, aggregated. */
@@ -198,15 +279,11 @@ export class ThreadedGateway {
         t.postMessage({ type: 'collect', id: collection } satisfies ToWorker);
       });
     });
-    Promise.all(parts)
-      .then((all) => aggregateThreadMetrics(all, this.#prefix))
-      .then(
-        (text) => ({ type: 'scraped', id, text }) satisfies ToWorker,
-        (e: unknown) =>
-          ({ type: 'scraped', id, error: String((e as Error)?.message ?? e) }) satisfies ToWorker,
-      )
-      .then((reply) => {
-        if (!this.#exited.has(w)) w.postMessage(reply);
-      });
+    this.#answer(
+      w,
+      Promise.all(parts).then((all) => aggregateThreadMetrics(all, this.#prefix)),
+      (text) => ({ type: 'scraped', id, text }),
+      (error) => ({ type: 'scraped', id, error }),
+    );
   }
 }

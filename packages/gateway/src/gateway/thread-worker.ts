@@ -7,6 +7,7 @@ import { SharedStore } from 'sluice/shared';
 import { loadConfigOrThrow } from '../config/load-config.js';
 import { redactUrls } from '../config/redact.js';
 import { createLogger } from '../log/create-logger.js';
+import { ThreadQuotaStore } from '../quota/thread-quota-store.js';
 import { Gateway } from './gateway.js';
 import type { FromWorker, ThreadWorkerData, ToWorker } from './thread-main.js';
 
@@ -25,6 +26,12 @@ const scrape = () =>
     post({ type: 'scrape', id });
   });
 
+// Quota usage kept in memory lives on the main thread, so that every thread counts into one store.
+const quotaStore =
+  data.table === undefined
+    ? undefined
+    : new ThreadQuotaStore((id, call) => post({ type: 'quota', id, call }));
+
 async function start(): Promise<Gateway | undefined> {
   try {
     const config = loadConfigOrThrow(data.file, { overrides: data.overrides });
@@ -37,8 +44,15 @@ async function start(): Promise<Gateway | undefined> {
       overrides: data.overrides,
       logger: createLogger(config.logging.level).child({ thread: data.index }),
       thread: {
+        threads: data.threads,
         sideListeners: data.index === 0,
         scrape,
+        hashSecret: data.hashSecret,
+        // The first thread serves the dashboard and the admin API: the others feed it what they keep alone.
+        ...(data.index === 0
+          ? { collectsFeeds: data.threads > 1 }
+          : { publish: (feed) => post({ type: 'feed', feed }) }),
+        ...(quotaStore === undefined ? {} : { quotaStore }),
         ...(store === undefined
           ? {}
           : { store: { store, close: async () => store.close(), ready: async () => true } }),
@@ -71,6 +85,14 @@ port.on('message', (m: ToWorker) => {
     scrapes.delete(m.id);
     if (m.text !== undefined) pending?.resolve(m.text);
     else pending?.reject(new Error(m.error ?? 'no metrics'));
+    return;
+  }
+  if (m.type === 'feed') {
+    void started.then((g) => g?.peers?.receive(m.source, m.feed));
+    return;
+  }
+  if (m.type === 'quota-result') {
+    quotaStore?.settle(m.id, m.value, m.error);
     return;
   }
   if (m.type === 'reload') {

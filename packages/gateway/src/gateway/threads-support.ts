@@ -1,3 +1,5 @@
+import { availableParallelism } from 'node:os';
+
 /** What `sluice serve --threads N` prints, on standard error, where it runs one thread instead. */
 export const THREADS_UNSUPPORTED_MESSAGE =
   '--threads needs Node.js >= 22.12 on Linux (reusePort); running one thread';
@@ -17,4 +19,18 @@ export function threadsSupported(
   if (platform !== 'linux') return false;
   const [major = 0, minor = 0] = version.split('.').map(Number);
   return major > 22 || (major === 22 && minor >= 12);
+}
+
+/**
+ * The threads `sluice serve` runs without `--threads`: one per core the process may use where threads are
+ * supported (as NGINX's `worker_processes auto`), else one.
+ *
+ * @param supported - whether this Node.js and platform can serve one port from several threads.
+ * @param cores - the cores available (default `os.availableParallelism()`).
+ */
+export function defaultThreads(
+  supported: boolean = threadsSupported(),
+  cores: number = availableParallelism(),
+): number {
+  return supported ? Math.max(1, cores) : 1;
 }

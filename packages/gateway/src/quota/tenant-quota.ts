@@ -1,7 +1,7 @@
 import type { Cluster, Redis } from 'ioredis';
 import type { Clock } from 'sluice';
 import type { LimiterMetrics } from 'sluice/metrics';
-import { type QuotaRedisClient, QuotaTracker, RedisQuotaStore } from 'sluice/quota';
+import { type QuotaRedisClient, type QuotaStore, QuotaTracker, RedisQuotaStore } from 'sluice/quota';
 import type { GatewayConfig } from '../config/gateway-config.js';
 import type { Logger } from '../log/create-logger.js';
 
@@ -16,6 +16,11 @@ export interface TenantQuotaOptions {
   readonly current: () => GatewayConfig;
   /** The store's Redis client, reused for `storage: redis`. */
   readonly redis: Redis | Cluster | undefined;
+  /**
+   * Where usage is kept when it is not in Redis; default a memory store of this tracker's own. The threads of
+   * `sluice serve --threads` pass the main thread's store here.
+   */
+  readonly memoryStore?: QuotaStore;
   /** Where usage ratios, alerts and quota store errors are recorded. */
   readonly metrics: LimiterMetrics;
   readonly logger: Logger;
@@ -63,7 +68,7 @@ export class TenantQuota {
             client: options.redis as unknown as QuotaRedisClient,
             keyPrefix: q.keyPrefix,
           })
-        : undefined;
+        : options.memoryStore;
     const tracker = new QuotaTracker({
       ...(store === undefined ? {} : { store }),
       windowSeconds: q.windowSeconds,

@@ -55,8 +55,10 @@ export function redisClientOptions(): RedisOptions {
  *
  * @param config - the resolved configuration.
  * @param clock - the time source for the memory store (a `ManualClock` in tests); Redis uses its server clock.
+ * @param threads - threads of this process that each open a store (`sluice serve --threads`): with Redis, each
+ * thread's local failure mode is a share of the node's, so `local` divides by `nodeCount x threads`.
  */
-export function createStore(config: GatewayConfig, clock?: Clock): OpenedStore {
+export function createStore(config: GatewayConfig, clock?: Clock, threads = 1): OpenedStore {
   if (config.store.type === 'memory') {
     const store = new MemoryStore({
       maxTrackedKeys: config.maxTrackedKeys,
@@ -103,7 +105,7 @@ export function createStore(config: GatewayConfig, clock?: Clock): OpenedStore {
     prefix: config.keys.prefix === '' ? 'rl:' : config.keys.prefix,
     failureMode: config.store.failureMode,
     timeoutMs: config.store.timeoutMs,
-    nodeCount: config.store.nodeCount,
+    nodeCount: config.store.nodeCount * threads,
   });
   return {
     store,

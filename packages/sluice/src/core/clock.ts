@@ -12,12 +12,16 @@ export interface Clock {
   sleep(ms: number, signal?: AbortSignal): Promise<void>;
 }
 
+// Read once: Node.js defines the global `performance` as an accessor, and going through it costs a getter call
+// on every reading, about a tenth of a whole memory-store decision.
+const perf: Performance = globalThis.performance;
+
 /**
  * The default clock: `performance.now()`, monotonic in Node.js and browsers, with real timers for waits. Only
  * globals are used, so the core stays free of Node imports.
  */
 export const monotonicClock: Clock = Object.freeze({
-  now: () => performance.now(),
+  now: () => perf.now(),
   sleep(ms: number, signal?: AbortSignal): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       if (signal?.aborted) {

@@ -53,6 +53,8 @@ export class Limiter {
   readonly #byName = new Map<string, Policy>();
   readonly #known = new Set<Policy>();
   readonly #clock: Clock;
+  #lastName: string | undefined = undefined;
+  #lastPolicy: Policy | undefined = undefined;
 
   /**
    * @throws SluiceError `ERR_INVALID_OPTION` for invalid options or policy fields, `ERR_DUPLICATE_POLICY` when
@@ -130,12 +132,22 @@ export class Limiter {
    * @throws SluiceError `ERR_UNKNOWN_POLICY`, `ERR_INVALID_COST`.
    */
   check(policy: string | Policy, key: string, cost = 1): MaybePromise<Decision> {
-    validateCost(cost);
-    const own = this.#own(policy);
+    if (!Number.isSafeInteger(cost) || cost < 1) validateCost(cost);
+    // The last name asked for is remembered: a hot path names the same policy call after call.
+    const own = policy === this.#lastName ? (this.#lastPolicy as Policy) : this.#named(policy);
     const store = this.store;
     return store.decideOne !== undefined
       ? store.decideOne(own, key, cost)
       : store.decide([{ policy: own, key }], cost);
+  }
+
+  #named(policy: string | Policy): Policy {
+    const own = this.#own(policy);
+    if (typeof policy === 'string') {
+      this.#lastName = policy;
+      this.#lastPolicy = own;
+    }
+    return own;
   }
 
   /**

@@ -14,23 +14,53 @@ const PLACEHOLDER = definePolicy({ name: 'unset', quota: 1, window: 1 });
  * what you need (or copy it) before deciding again.
  */
 export class SingleDecision implements Decision {
-  allowed = true;
-  cost = 1;
-  delayMs = 0;
+  // Fields are assigned in the constructor rather than by initializers: V8 then builds the object in one
+  // inlined step, which a store that allocates a decision per call (no `into`) pays on every request.
+  declare allowed: boolean;
+  declare cost: number;
+  declare delayMs: number;
   /** The policy decided. */
-  policy: Policy = PLACEHOLDER;
+  declare policy: Policy;
   /** The bucket key. */
-  key = '';
+  declare key: string;
   /** True when the policy lacked the tokens (for a shadow policy: would have denied). */
-  limited = false;
+  declare limited: boolean;
   /** @internal Units after the decision. */
-  units = 0;
+  declare units: number;
   /** @internal Units before the decision (after refill). */
-  before = 0;
+  declare before: number;
   /** @internal Stepped policies: milliseconds since the bucket's current refill step began. */
-  phase = 0;
+  declare phase: number;
   /** @internal The outcome list once built. */
-  private cached: readonly PolicyOutcome[] | undefined = undefined;
+  declare private cached: readonly PolicyOutcome[] | undefined;
+
+  /**
+   * An empty decision to pass as `into`, or (stores only) a filled one in a single step; the arguments mean
+   * what they mean for {@link SingleDecision.set}.
+   */
+  constructor(
+    policy: Policy = PLACEHOLDER,
+    key = '',
+    cost = 1,
+    before = 0,
+    after = 0,
+    limited = false,
+    delayMs = 0,
+    phase = 0,
+  ) {
+    // Assigned here rather than through set(): measured, the call from the constructor kept V8 from inlining
+    // the allocation into `limiter.check` (0.7x against 0.95x of a naive Map bucket).
+    this.allowed = !limited || policy.shadow;
+    this.cost = cost;
+    this.delayMs = delayMs;
+    this.policy = policy;
+    this.key = key;
+    this.limited = limited;
+    this.units = after;
+    this.before = before;
+    this.phase = phase;
+    this.cached = undefined;
+  }
 
   /**
    * Fills this decision; returns it. Stores call this; applications read. Only the facts are stored: every

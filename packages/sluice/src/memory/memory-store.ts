@@ -7,7 +7,6 @@ import {
   evaluate,
   integerOption,
   monotonicClock,
-  msUntil,
   nextLast,
   objectOption,
   type Policy,
@@ -143,25 +142,52 @@ export class MemoryStore implements RateLimitStore {
   }
 
   decide(checks: readonly Check[], cost: number): Decision {
-    if (checks.length === 1) return this.#one(checks[0].policy, checks[0].key, cost, 'decide');
+    if (checks.length === 1) return this.decideOne(checks[0].policy, checks[0].key, cost);
     return this.#run(checks, cost, 'decide');
   }
 
   /**
-   * The one-policy fast path. With `into`, the decision is written into that instance and no object is
-   * allocated; it stays valid until `into` is reused.
+   * The one-policy fast path: the arithmetic of `evaluate` for one check in decide mode, with one allocation
+   * (the decision). With `into`, the decision is written into that instance and no object is allocated; it
+   * stays valid until `into` is reused.
    */
   decideOne(policy: Policy, key: string, cost: number, into?: SingleDecision): SingleDecision {
-    return this.#one(policy, key, cost, 'decide', into);
+    // Kept to decide mode only (reserve and peek take the general path): a small body is what lets V8 inline
+    // it into the caller, which measured 0.87x against 0.94x of a naive Map bucket through limiter.check.
+    if (this.#closed) this.#open();
+    const t = this.#table;
+    const now = Math.floor(this.#clock.now());
+    let slot = t.find(policy, key);
+    let before: number;
+    // The bucket's time after the refill: `now` for a continuous policy, the current step's start for a stepped one.
+    let last = now;
+    if (slot < 0) before = policy.capacityUnits;
+    else {
+      const stored = t.last[slot];
+      before = now > stored ? refill(policy, t.units[slot], now - stored) : t.units[slot];
+      last = nextLast(policy, before, stored, now);
+    }
+    const phase = now - last;
+    const need = cost * policy.unitsPerToken;
+    const limited = cost > policy.burst || before < need;
+    const after = limited ? before : before - need;
+    if (slot >= 0) {
+      t.units[slot] = after;
+      t.last[slot] = last;
+    } else if (after < policy.capacityUnits) {
+      slot = t.insert(policy, key, now, NO_PINS, 0);
+      t.units[slot] = after;
+    }
+    return into === undefined
+      ? new SingleDecision(policy, key, cost, before, after, limited, 0, phase)
+      : into.set(policy, key, cost, before, after, limited, 0, phase);
   }
 
   reserve(checks: readonly Check[], cost: number): Decision {
-    if (checks.length === 1) return this.#one(checks[0].policy, checks[0].key, cost, 'reserve');
     return this.#run(checks, cost, 'reserve');
   }
 
   peek(checks: readonly Check[], cost: number): Decision {
-    if (checks.length === 1) return this.#one(checks[0].policy, checks[0].key, cost, 'peek');
     return this.#run(checks, cost, 'peek');
   }
 
@@ -242,54 +268,6 @@ export class MemoryStore implements RateLimitStore {
   #now(): number {
     // Whole milliseconds keep the arithmetic in integers; flooring both ends loses no refill over time.
     return Math.floor(this.#clock.now());
-  }
-
-  /** The one-policy path: the arithmetic of `evaluate` for n = 1, with one allocation (the decision). */
-  #one(policy: Policy, key: string, cost: number, mode: EvaluateMode, into?: SingleDecision): SingleDecision {
-    this.#open();
-    const t = this.#table;
-    const now = this.#now();
-    let slot = t.find(policy, key);
-    let before: number;
-    // The bucket's time after the refill: `now` for a continuous policy, the current step's start for a stepped one.
-    let last = now;
-    if (slot < 0) before = policy.capacityUnits;
-    else {
-      const stored = t.last[slot];
-      before = now > stored ? refill(policy, t.units[slot], now - stored) : t.units[slot];
-      last = nextLast(policy, before, stored, now);
-    }
-    const phase = now - last;
-    const need = cost * policy.unitsPerToken;
-    let limited = true;
-    let delay = 0;
-    if (cost > policy.burst) limited = true;
-    else if (before >= need) limited = false;
-    else if (mode === 'reserve' && policy.queue !== undefined && need - before <= policy.debtUnits) {
-      delay = msUntil(policy, before - need, 0, phase);
-      limited = delay > policy.queue.maxWaitMs;
-    }
-    const after = !limited && mode !== 'peek' ? before - need : before;
-    if (mode !== 'peek') {
-      if (slot >= 0) {
-        t.units[slot] = after;
-        t.last[slot] = last;
-      } else if (after < policy.capacityUnits) {
-        slot = t.insert(policy, key, now, NO_PINS, 0);
-        t.units[slot] = after;
-      }
-    }
-    // A policy that cannot queue within its bounds waits for nothing: its delay is 0.
-    return (into ?? new SingleDecision()).set(
-      policy,
-      key,
-      cost,
-      before,
-      after,
-      limited,
-      limited ? 0 : delay,
-      phase,
-    );
   }
 
   #run(checks: readonly Check[], cost: number, mode: EvaluateMode): Decision {

@@ -313,16 +313,10 @@ export class SharedStore implements RateLimitStore {
           if (slot >= 0) st[slot * 2] = after;
         }
       }
-      return (into ?? new SingleDecision()).set(
-        policy,
-        key,
-        cost,
-        before,
-        after,
-        limited,
-        limited ? 0 : delay,
-        phase,
-      );
+      const delayMs = limited ? 0 : delay;
+      return into === undefined
+        ? new SingleDecision(policy, key, cost, before, after, limited, delayMs, phase)
+        : into.set(policy, key, cost, before, after, limited, delayMs, phase);
     } finally {
       t.unlockAll();
     }

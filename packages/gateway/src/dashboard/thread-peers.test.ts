@@ -1,0 +1,48 @@
+import { ManualClock } from 'sluice';
+import { describe, expect, it } from 'vitest';
+import { RateWindow } from './rate-window.js';
+import { type LimitedKeyRow, ThreadPeers } from './thread-peers.js';
+
+const row = (hash: string, policy: string, count: number, error = 0): LimitedKeyRow => ({
+  hash,
+  policy,
+  count,
+  error,
+});
+
+describe('ThreadPeers', () => {
+  it("adds the other threads' latest top keys and requests in flight to the first thread's", () => {
+    const clock = new ManualClock(0);
+    const rates = new RateWindow({ clock, wallNow: () => clock.now() });
+    const peers = new ThreadPeers(rates);
+    const own = { top: () => [row('aa', 'minute', 4), row('bb', 'hour', 1)] };
+    const empty = { series: [], rows: [] };
+    peers.receive(1, { rates: empty, top: [row('bb', 'rule', 6, 1), row('cc', 'minute', 2)], inflight: 3 });
+    peers.receive(2, { rates: empty, top: [row('aa', 'minute', 1)], inflight: 1 });
+    // A newer feed replaces the thread's previous one: counts are the thread's totals, not increments.
+    peers.receive(2, { rates: empty, top: [row('aa', 'minute', 2)], inflight: 2 });
+    expect(peers.topKeys(own).top(2)).toEqual([row('bb', 'rule', 7, 1), row('aa', 'minute', 6)]);
+    expect(
+      peers
+        .topKeys(own)
+        .top(10)
+        .map((r) => r.hash),
+    ).toEqual(['bb', 'aa', 'cc']);
+    expect(peers.inflight).toBe(5);
+  });
+
+  it("merges the other threads' seconds into the first thread's rate window", () => {
+    const clock = new ManualClock(5_000);
+    const opts = { clock, wallNow: () => clock.now() };
+    const first = new RateWindow(opts);
+    const second = new RateWindow(opts);
+    const peers = new ThreadPeers(first);
+    first.recordExempt({ reason: 'tier', tier: 't' });
+    second.recordExempt({ reason: 'tier', tier: 't' });
+    second.recordExempt({ reason: 'tier', tier: 't' });
+    clock.advance(1000);
+    peers.receive(1, { rates: second.ship(), top: [], inflight: 0 });
+    const exempt = first.series().find((s) => s.kind === 'exempt')?.id as number;
+    expect(first.rowsAfter(-Infinity)).toEqual([{ t: 5, v: { 0: [0, 0, 3], [exempt]: [3, 0, 0] } }]);
+  });
+});
