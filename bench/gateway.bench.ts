@@ -191,7 +191,9 @@ async function main(): Promise<void> {
     `http://127.0.0.1:${up}`,
     '--port',
     String(port),
-    ...(THREADS > 1 ? ['--threads', String(THREADS)] : []),
+    // Always given: without it the gateway runs one thread per core where it can.
+    '--threads',
+    String(THREADS),
   ];
   const pids: Record<string, number | undefined> = { direct: upstream.pid };
   const gateway = await start(

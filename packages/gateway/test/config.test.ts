@@ -24,7 +24,7 @@ const BASE = `rateLimiting:
     standard: { requestsPerMinute: 300, requestsPerHour: 10000, burstLimit: 50 }
 `;
 
-describe('the contract example', () => {
+describe('the example configuration', () => {
   it('ships the example configuration verbatim', () => {
     const seed = designDocument('002_af99412070ec6474.txt');
     const start = seed.indexOf('# gateway/rate-limits.yaml');

@@ -272,7 +272,8 @@ describe('sluice serve in decision mode', () => {
     );
     const handlers = new Map<string, () => void>();
     const errors: string[] = [];
-    const exit = main(['serve', '--config', file], {
+    // One thread: a worker thread started from the test runner resolves `sluice/*` to the package's unbuilt dist.
+    const exit = main(['serve', '--config', file, '--threads', '1'], {
       out: () => undefined,
       err: (e) => errors.push(e),
       onSignal: (signal, handler) => {

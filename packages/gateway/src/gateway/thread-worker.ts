@@ -6,6 +6,7 @@ import { type MessagePort, parentPort, workerData } from 'node:worker_threads';
 import { SharedStore } from 'sluice/shared';
 import { loadConfigOrThrow } from '../config/load-config.js';
 import { redactUrls } from '../config/redact.js';
+import type { ThreadFeed } from '../dashboard/index.js';
 import { createLogger } from '../log/create-logger.js';
 import { ThreadQuotaStore } from '../quota/thread-quota-store.js';
 import { Gateway } from './gateway.js';
@@ -48,10 +49,13 @@ async function start(): Promise<Gateway | undefined> {
         sideListeners: data.index === 0,
         scrape,
         hashSecret: data.hashSecret,
-        // The first thread serves the dashboard and the admin API: the others feed it what they keep alone.
+        // The first thread serves the dashboard and the admin API: the others feed it what they keep alone
+        // (only when there is an admin listener to show it: it needs a restart to appear).
         ...(data.index === 0
           ? { collectsFeeds: data.threads > 1 }
-          : { publish: (feed) => post({ type: 'feed', feed }) }),
+          : config.admin === undefined
+            ? {}
+            : { publish: (feed: ThreadFeed) => post({ type: 'feed', feed }) }),
         ...(quotaStore === undefined ? {} : { quotaStore }),
         ...(store === undefined
           ? {}

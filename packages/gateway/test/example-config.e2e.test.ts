@@ -14,7 +14,7 @@ import {
   WALL_MS,
 } from './support.js';
 
-// The design contract's example file, byte for byte, with only the upstream and port given as flags.
+// The design document's example file, byte for byte, with only the upstream and port given as flags.
 const EXAMPLE = fileURLToPath(new URL('../examples/rate-limits.yaml', import.meta.url));
 const EPOCH = WALL_MS / 1000;
 
@@ -42,7 +42,7 @@ afterEach(async () => {
   await t.gateway.close();
 });
 
-describe('the contract example, end to end', () => {
+describe('the example configuration, end to end', () => {
   it('proxies with exact draft-11 and legacy headers for the tier and the matching endpoint rule', async () => {
     const r = await send(agent, `${base}/api/risk/simulation/run?x=1`);
     expect(r.status).toBe(200);
