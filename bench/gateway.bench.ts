@@ -16,6 +16,7 @@
  *   BENCH_SECONDS=5 BENCH_ROUNDS=3 npx tsx bench/gateway.bench.ts
  *   BENCH_BASELINE=/tmp/sluice-baseline npx tsx bench/gateway.bench.ts   # before/after in one run
  *   BENCH_THREADS=2 BENCH_SERVER_CPUS=2-3 BENCH_LOADGEN_CPUS=0-1 npx tsx bench/gateway.bench.ts   # scaling
+ *   BENCH_HEADERS=none npx tsx bench/gateway.bench.ts   # the gateway without rate-limit headers
  *
  * BENCH_THREADS=N runs the gateway with `--threads N` (Node.js >= 22.12 on Linux) against NGINX with N worker
  * processes; with BENCH_SERVER_CPUS and BENCH_LOADGEN_CPUS (taskset lists) the proxies get N cores of their own
@@ -52,6 +53,8 @@ const CONNECTIONS = 32;
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const BASELINE = process.env.BENCH_BASELINE;
 const THREADS = Number(process.env.BENCH_THREADS ?? 1);
+/** BENCH_HEADERS=none (or draft-11, legacy): the gateway's `headers.mode`, to see what the rate-limit headers cost. */
+const HEADERS = process.env.BENCH_HEADERS;
 if (!Number.isInteger(THREADS) || THREADS < 1)
   throw new Error(`BENCH_THREADS must be an integer >= 1, got ${THREADS}`);
 const dir = mkdtempSync(join(tmpdir(), 'sluice-gw-bench-'));
@@ -178,7 +181,8 @@ async function main(): Promise<void> {
   );
   writeFileSync(
     join(dir, 'gw.yaml'),
-    `${BENCH_LIMITS_YAML}logging: { level: warn }\nreload: { watch: false }\n`,
+    `${BENCH_LIMITS_YAML}logging: { level: warn }\nreload: { watch: false }\n` +
+      (HEADERS === undefined ? '' : `headers: { mode: ${HEADERS} }\n`),
   );
   // The built command when present (what operators run); from source through tsx otherwise.
   const built = BASELINE === undefined && existsSync(join(ROOT, 'packages/gateway/dist/bin/sluice.js'));
