@@ -271,6 +271,7 @@ describe('sluice serve in decision mode', () => {
       ),
     );
     const handlers = new Map<string, () => void>();
+    const changes: string[] = [];
     const errors: string[] = [];
     // One thread: a worker thread started from the test runner resolves `sluice/*` to the package's unbuilt dist.
     const exit = main(['serve', '--config', file, '--threads', '1'], {
@@ -278,7 +279,11 @@ describe('sluice serve in decision mode', () => {
       err: (e) => errors.push(e),
       onSignal: (signal, handler) => {
         handlers.set(signal, handler);
-        return () => handlers.delete(signal);
+        changes.push(`on ${signal}`);
+        return () => {
+          handlers.delete(signal);
+          changes.push(`off ${signal}`);
+        };
       },
     });
     const agent = client();
@@ -292,6 +297,9 @@ describe('sluice serve in decision mode', () => {
     }
     expect(r.status).toBe(200);
     expect(r.headers['ratelimit-policy']).toBe('"free";q=60;w=60');
+    // The handlers caught before the start are the ones that stop it: none was removed and added again (Node.js
+    // can drop a signal it has taken but not delivered when its last listener goes).
+    expect(changes).toEqual(['on SIGINT', 'on SIGTERM', 'on SIGHUP']);
     handlers.get('SIGTERM')?.();
     expect(await exit).toBe(0);
     await agent.close();

@@ -12,6 +12,7 @@ import { defaultThreads, THREADS_UNSUPPORTED_MESSAGE, threadsSupported } from '.
 import { hashApiKey } from '../identity/api-key-file.js';
 import { HELP_TEXT } from './help-text.js';
 import { rulesCommand } from './rules-command.js';
+import { type OnSignal, SignalRouter } from './signal-router.js';
 import { unknownCommandMessage, unknownOptionMessage } from './usage-hints.js';
 
 /** Where the CLI writes and how it waits for signals; replaceable in tests. */
@@ -19,7 +20,7 @@ export interface CliIo {
   readonly out: (text: string) => void;
   readonly err: (text: string) => void;
   /** Registers a signal handler; returns a function that removes it. */
-  readonly onSignal: (signal: NodeJS.Signals, handler: () => void) => () => void;
+  readonly onSignal: OnSignal;
 }
 
 const defaultIo: CliIo = {
@@ -159,48 +160,44 @@ async function serve(
     io.err('sluice: serve needs --config FILE\n');
     return 2;
   }
-  // A signal that arrives while the gateway starts is held and acted on once it listens, so that a stop sent
-  // right after the first "listening" line (several threads log theirs one by one) still drains and exits 0.
-  const early: NodeJS.Signals[] = [];
-  const held = (['SIGINT', 'SIGTERM', 'SIGHUP'] as const).map((s) => io.onSignal(s, () => early.push(s)));
-  const release = () => {
-    for (const f of held) f();
-  };
+  // Caught before anything starts: a stop sent while the threads start (each logs its own "listening" line)
+  // still drains and exits 0.
+  const signals = new SignalRouter(io.onSignal, ['SIGINT', 'SIGTERM', 'SIGHUP']);
   try {
     const config = loadConfigOrThrow(file, { overrides });
     // Decision mode: with a decision API or an Envoy service, the gateway may run without an upstream.
     if (config.upstream.url === undefined && config.decision === undefined && config.envoy === undefined) {
       io.err(`sluice: no upstream: set upstream.url in ${file} or pass --upstream URL\n`);
-      release();
+      signals.off();
       return 1;
     }
     const threads = asked ?? defaultThreads();
     if (threads > 1 && !threadsSupported()) io.err(`sluice: ${THREADS_UNSUPPORTED_MESSAGE}\n`);
     else if (threads > 1) {
       const { gateway: g } = await ThreadedGateway.start({ config, file, overrides, threads });
-      release();
-      return untilStopped(io, { stop: () => g.close(), reload: () => g.reload(), ended: g.ended }, early);
+      return untilStopped(io, signals, { stop: () => g.close(), reload: () => g.reload(), ended: g.ended });
     }
     // The gateway starts every listener the file configures (proxy, admin, decision API, Envoy) and closes them.
     const gateway = await Gateway.start({ config, configFile: file, overrides });
-    release();
-    return untilStopped(io, { stop: () => gateway.close(), reload: () => void gateway.reload() }, early);
+    return untilStopped(io, signals, { stop: () => gateway.close(), reload: () => void gateway.reload() });
   } catch (e) {
-    release();
+    signals.off();
     io.err(`sluice: ${redactUrls(e instanceof SluiceError ? e.message : (e as Error).message)}\n`);
     return 1;
   }
 }
 
 async function demo(host: string | undefined, port: number | undefined, io: CliIo): Promise<number> {
+  const signals = new SignalRouter(io.onSignal, ['SIGINT', 'SIGTERM']);
   let stop: () => Promise<void>;
   try {
     ({ stop } = await runDemo({ host, port, print: (line) => io.out(`${line}\n`) }));
   } catch (e) {
+    signals.off();
     io.err(`sluice: ${(e as Error).message}\n`);
     return 1;
   }
-  return untilStopped(io, { stop }, []);
+  return untilStopped(io, signals, { stop });
 }
 
 /** What {@link untilStopped} runs: a stop, a reload on SIGHUP, and the end of threads that stop on their own. */
@@ -210,15 +207,14 @@ interface Running {
   readonly ended?: Promise<number>;
 }
 
-function untilStopped(io: CliIo, running: Running, early: readonly NodeJS.Signals[]): Promise<number> {
+function untilStopped(io: CliIo, signals: SignalRouter, running: Running): Promise<number> {
   const { stop, reload, ended } = running;
   return new Promise((resolve) => {
-    const off: (() => void)[] = [];
     let stopping = false;
     const shutdown = () => {
       if (stopping) return;
       stopping = true;
-      for (const f of off) f();
+      signals.off();
       stop().then(
         () => resolve(0),
         (e: unknown) => {
@@ -227,15 +223,15 @@ function untilStopped(io: CliIo, running: Running, early: readonly NodeJS.Signal
         },
       );
     };
-    off.push(io.onSignal('SIGINT', shutdown), io.onSignal('SIGTERM', shutdown));
-    if (reload !== undefined) off.push(io.onSignal('SIGHUP', reload));
     // Threads that stop on their own end the command with their code.
     ended?.then((code) => {
-      for (const f of off) f();
+      signals.off();
       resolve(code);
     });
-    if (early.includes('SIGINT') || early.includes('SIGTERM')) shutdown();
-    else if (early.includes('SIGHUP')) reload?.();
+    signals.route((s) => {
+      if (s === 'SIGHUP') reload?.();
+      else shutdown();
+    });
   });
 }
 
