@@ -9,4 +9,10 @@ export { DASHBOARD_CSP, DashboardAssets, DEFAULT_ASSETS_DIR } from './dashboard-
 export type * from './dashboard-frame.js';
 export { type RateShipment, RateWindow, type RateWindowOptions } from './rate-window.js';
 export { storeHealth } from './store-health.js';
-export { type LimitedKeyRow, type ThreadFeed, ThreadPeers, TOP_SHIPPED } from './thread-peers.js';
+export {
+  type LimitedKeyRow,
+  type LimitedKeysView,
+  type ThreadFeed,
+  ThreadPeers,
+  TOP_SHIPPED,
+} from './thread-peers.js';

@@ -15,7 +15,10 @@ describe('ThreadPeers', () => {
     const clock = new ManualClock(0);
     const rates = new RateWindow({ clock, wallNow: () => clock.now() });
     const peers = new ThreadPeers(rates);
-    const own = { top: () => [row('aa', 'minute', 4), row('bb', 'hour', 1)] };
+    const own = {
+      top: () => [row('aa', 'minute', 4), row('bb', 'hour', 1)],
+      hashKey: (k: string) => `h(${k})`,
+    };
     const empty = { series: [], rows: [] };
     peers.receive(1, { rates: empty, top: [row('bb', 'rule', 6, 1), row('cc', 'minute', 2)], inflight: 3 });
     peers.receive(2, { rates: empty, top: [row('aa', 'minute', 1)], inflight: 1 });
@@ -29,6 +32,7 @@ describe('ThreadPeers', () => {
         .map((r) => r.hash),
     ).toEqual(['bb', 'aa', 'cc']);
     expect(peers.inflight).toBe(5);
+    expect(peers.topKeys(own).hashKey('ip:192.0.2.1')).toBe('h(ip:192.0.2.1)');
   });
 
   it("merges the other threads' seconds into the first thread's rate window", () => {

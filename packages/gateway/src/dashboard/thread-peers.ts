@@ -22,6 +22,14 @@ export interface ThreadFeed {
   readonly inflight: number;
 }
 
+/** The top limited keys as the dashboard and the admin API read them (`TopLimitedKeys` is one). */
+export interface LimitedKeysView {
+  /** The `n` keys denied most often, highest first. */
+  top(n: number): readonly LimitedKeyRow[];
+  /** The hash under which `key` is listed. */
+  hashKey(key: string): string;
+}
+
 /** Rows of its top limited keys each thread sends: the whole summary of the default capacity. */
 export const TOP_SHIPPED = 100;
 
@@ -64,8 +72,10 @@ export class ThreadPeers {
    *
    * @param own - this thread's summary.
    */
-  topKeys(own: { top(n: number): readonly LimitedKeyRow[] }): { top(n: number): LimitedKeyRow[] } {
+  topKeys(own: LimitedKeysView): LimitedKeysView {
     return {
+      // One secret hashes keys in every thread, so this thread's hash is every thread's.
+      hashKey: (key) => own.hashKey(key),
       top: (n) => {
         const sums = new Map<string, { policy: string; count: number; error: number; largest: number }>();
         const add = (rows: readonly LimitedKeyRow[]) => {

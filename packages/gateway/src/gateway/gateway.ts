@@ -9,7 +9,7 @@ import { configWarnings } from '../config/config-warnings.js';
 import type { GatewayConfig } from '../config/gateway-config.js';
 import type { ConfigOverrides } from '../config/load-config.js';
 import {
-  type LimitedKeyRow,
+  type LimitedKeysView,
   RateWindow,
   type ThreadFeed,
   ThreadPeers,
@@ -93,7 +93,7 @@ export class Gateway extends EventEmitter {
    * The keys denied most often, as keyed hashes, for the dashboard and the admin API; as the first thread of
    * `sluice serve --threads`, over every thread.
    */
-  readonly topLimitedKeys: { top(n: number): readonly LimitedKeyRow[] };
+  readonly topLimitedKeys: LimitedKeysView;
   /** The first thread of several: the other threads' dashboard data, merged into this one's. */
   readonly peers: ThreadPeers | undefined;
   /**
