@@ -1,5 +1,5 @@
 import type { GatewayConfig } from '../config/gateway-config.js';
-import { Dashboard, type DashboardSource, type LimitedKeyRow, type RateWindow } from '../dashboard/index.js';
+import { Dashboard, type DashboardSource, type RateWindow, type TopKeysSource } from '../dashboard/index.js';
 import type { DecisionHost } from '../decision/decide-request.js';
 import { DecisionServer } from '../decision/decision-server.js';
 import { EnvoyRateLimitServer } from '../envoy/grpc-server.js';
@@ -12,7 +12,7 @@ export type SideListenerHost = DecisionHost &
     /** The dashboard's per-second counts. */
     readonly rates: RateWindow;
     /** The keys denied most often, over every thread. */
-    readonly topLimitedKeys: { top(n: number): readonly LimitedKeyRow[] };
+    readonly topLimitedKeys: TopKeysSource;
   };
 
 /**
