@@ -229,17 +229,17 @@ async function redisBenchmark(args: string[]): Promise<{ rate: number; usec: num
   return { rate: Number(m[1]), usec: Number(usec?.[1] ?? Number.NaN) };
 }
 const incr = await redisBenchmark(['-t', 'incr']);
-// The form the store sends for one decide of one continuous policy (the script's short path, D-R10).
+// The form the store sends for one decide of one continuous policy on the server's clock (the script's short
+// path, D-R10 and D-R11): quota, capacity and units to take, in hexadecimal.
 const short = await redisBenchmark([
   'EVALSHA',
   SCRIPT_SHA,
   '1',
   'bench:rs:{__rand_int__}',
-  '0',
   'D',
-  ...policyArgs.slice(0, 3),
-  '1',
-  '',
+  policy.quota.toString(16),
+  (policy.burst * policy.unitsPerToken).toString(16),
+  policy.unitsPerToken.toString(16),
 ]);
 // The same decide in the general form, as a batch of one.
 const single = await redisBenchmark([

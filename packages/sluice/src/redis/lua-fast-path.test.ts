@@ -46,10 +46,27 @@ describe('the script short path for one decide', () => {
   it('is the form the store sends for one decide of one continuous policy, and only for that', () => {
     const p = definePolicy({ name: 'rl.one', quota: 10, window: 60, burst: 5 });
     const encode = (e: Entry[]) => new ScriptArgs('0').encode(e);
+    // Numbers in hexadecimal: quota, capacity and units to take.
+    const hex = (n: number) => n.toString(16);
+    const cap = hex(5 * p.unitsPerToken);
+    // Server clock: no reading and no slack to send.
+    expect(encode([{ ...entry(p, 'k', 2, 1_000), now: '' }])).toEqual({
+      keys: ['k'],
+      args: ['D', 'a', cap, hex(2 * p.unitsPerToken)],
+    });
+    // Injected clock: its reading and the TTL slack follow.
     expect(encode([entry(p, 'k', 2, 1_000)])).toEqual({
       keys: ['k'],
-      args: ['0', 'D', '10', String(p.unitsPerToken), '5', '2', '1000'],
+      args: ['D', 'a', cap, hex(2 * p.unitsPerToken), '3e8', '0'],
     });
+    expect(new ScriptArgs('60000').encode([entry(p, 'k', 0, 7)]).args).toEqual([
+      'D',
+      'a',
+      cap,
+      '0',
+      '7',
+      'ea60',
+    ]);
     const general = (q: Policy) => encode([entry(q, 'k', 1, 1_000)]).args[1];
     expect(general(definePolicy({ name: 'rl.s', quota: 10, window: 60, burst: 5, shadow: true }))).toBe('1');
     expect(
@@ -82,19 +99,9 @@ describe('the script short path for one decide', () => {
           let now = 1_700_000_000_000;
           for (const op of ops) {
             now += op.advance;
-            const [q, upt, b0] = policyArgs(p);
-            const a = await redis.evalsha(
-              sha,
-              1,
-              short,
-              slack,
-              'D',
-              q,
-              upt,
-              b0,
-              String(op.cost),
-              String(now),
-            );
+            const form = new ScriptArgs(slack).encode([entry(p, short, op.cost, now)]);
+            expect(form.args[0]).toBe('D');
+            const a = await redis.evalsha(sha, 1, short, ...form.args);
             const tail = ['d', String(op.cost), String(now), '1', '1', '1'];
             const b = await redis.evalsha(sha, 1, general, slack, '1', ...policyArgs(p), ...tail);
             expect(a).toEqual(b);
@@ -107,5 +114,33 @@ describe('the script short path for one decide', () => {
       ),
       { numRuns: 120 },
     );
+  });
+
+  it('reads the server clock when the short form carries no reading', async () => {
+    const p = definePolicy({ name: 'rl.srv', quota: 6, window: 60, burst: 4 });
+    const key = `fast:${run++}:server-clock`;
+    const form = new ScriptArgs('0').encode([{ ...entry(p, key, 3, 0), now: '' }]);
+    expect(form.args).toHaveLength(4);
+    const time = async () => {
+      const [s, us] = (await redis.time()) as [string | number, string | number];
+      return Number(s) * 1000 + Math.floor(Number(us) / 1000);
+    };
+    const before = await time();
+    expect(await redis.evalsha(sha, 1, key, ...form.args)).toEqual(['1', 4 * p.unitsPerToken]);
+    const after = await time();
+    const [units, last] = String(await redis.get(key))
+      .split(':')
+      .map(Number);
+    expect(units).toBe(p.unitsPerToken);
+    expect(last).toBeGreaterThanOrEqual(before);
+    expect(last).toBeLessThanOrEqual(after);
+    // Three tokens short, refilled at `quota` units per ms, and no slack.
+    const pttl = await redis.pttl(key);
+    expect(pttl).toBeGreaterThan(0);
+    expect(pttl).toBeLessThanOrEqual(Math.ceil((3 * p.unitsPerToken) / p.quota));
+    // Two more tokens than are left: denied, and the bucket is not written.
+    const deny = new ScriptArgs('0').encode([{ ...entry(p, key, 2, 0), now: '' }]);
+    expect(await redis.evalsha(sha, 1, key, ...deny.args)).toEqual(['0', expect.any(Number)]);
+    expect(String(await redis.get(key)).split(':')[0]).toBe(String(p.unitsPerToken));
   });
 });

@@ -8,7 +8,8 @@
  * integer below 2^53, so Lua doubles and JavaScript doubles agree bit for bit. Units go back as Redis integers (a
  * Lua number in a reply is converted to a 64-bit integer: exact) and are stored with `%d` (also a 64-bit cast,
  * about twice as fast as `%.0f`; never `tostring`, whose 14 significant digits would round them); a TTL is passed
- * to SET as a Lua number, which Redis prints exactly below 10^17.
+ * to SET formatted with `%d` too (a Lua number argument would be printed with `%.14g`, a float conversion that
+ * cost the server about 1,000 instructions per call, D-R11).
  *
  * Bucket value: the string `<units>:<last ms>`. A bucket that is full after an entry is deleted (it decides
  * like a missing one), every bucket whose units changed gets PX at its time to full, so Redis memory stays
@@ -41,22 +42,26 @@ if redis.replicate_commands then redis.replicate_commands() end
 -- Locals, not globals: every global lookup goes through the protected global table of the scripting engine.
 local ARGV, KEYS, tonumber, call, unpack = ARGV, KEYS, tonumber, redis.call, unpack
 local fmt, floor, ceil, find, sub = string.format, math.floor, math.ceil, string.find, string.sub
-local slack = tonumber(ARGV[1])
 
 -- The common call, one decide of one key under one policy with a continuous refill, no queue and no shadow mode,
 -- comes in a short form of its own and takes this shorter path: the same arithmetic as the general path below for
--- that case, without its tables and loops (which cost about a third of such a call's server time) and with half
--- the arguments to send and parse (D-R10). lua-fast-path.test.ts holds the two paths equal.
--- ARGV: slack, 'D', quota, unitsPerToken, burst, cost, now (empty: server TIME); KEYS: the bucket.
-if ARGV[2] == 'D' then
-  local quota, upt, burst, cost = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
-  local cap, now = burst * upt, ARGV[7]
-  if now ~= '' then
-    now = tonumber(now)
+-- that case, without its tables and loops (which cost about a third of such a call's server time) and with a
+-- third of the arguments to send and parse (D-R10, D-R11). lua-fast-path.test.ts holds the two paths equal.
+-- ARGV, in hexadecimal: 'D', quota, capacity (burst x unitsPerToken), units to take (cost x unitsPerToken), then
+-- with an injected clock only: now, slack; without them the server's TIME and no slack. Each argument costs the
+-- server more than the arithmetic here, so the client sends products rather than their factors (a take above the
+-- capacity is a cost above the burst); and tonumber(s, 16) runs C's strtoul where tonumber(s) runs strtod, about
+-- a thousand instructions more per number (D-R11). KEYS: the bucket.
+if ARGV[1] == 'D' then
+  local quota, cap, need = tonumber(ARGV[2], 16), tonumber(ARGV[3], 16), tonumber(ARGV[4], 16)
+  local now, slack = ARGV[5], 0
+  if now and now ~= '' then
+    now = tonumber(now, 16)
   else
     local t = call('TIME')
     now = tonumber(t[1]) * 1000 + floor(tonumber(t[2]) / 1000)
   end
+  if ARGV[6] then slack = tonumber(ARGV[6], 16) end
   local key = KEYS[1]
   local v = call('GET', key)
   local u, last = cap, now
@@ -71,20 +76,21 @@ if ARGV[2] == 'D' then
       if u > cap then u = cap end
     end
   end
-  local need = cost * upt
-  if cost > burst or u < need then return {'0', u} end
+  if need > cap or u < need then return {'0', u} end
   if need > 0 then
     local after = u - need
     if after >= cap then
       if v then call('DEL', key) end
     else
       if not v or last < now then last = now end
-      call('SET', key, fmt('%d:%d', after, last), 'PX', (last - now) + ceil((cap - after) / quota) + slack)
+      -- The TTL as an integer string: a Lua number would be printed with %.14g, a float conversion.
+      call('SET', key, fmt('%d:%d', after, last), 'PX', fmt('%d', (last - now) + ceil((cap - after) / quota) + slack))
     end
   end
   return {'1', u}
 end
 
+local slack = tonumber(ARGV[1])
 
 -- Flat tables with a fixed stride instead of a table per field or per record, each created with room for one
 -- record: a table that grows from empty is reallocated at 1, 2, 4 and 8 entries, which cost more server time than
@@ -301,7 +307,7 @@ for s = 0, (ns - 1) * 7, 7 do
     if u == false or u >= SL[s + 7] then
       if SL[s + 4] then call('DEL', SL[s + 1]) end
     else
-      call('SET', SL[s + 1], fmt('%d:%d', u, SL[s + 3]), 'PX', SL[s + 6])
+      call('SET', SL[s + 1], fmt('%d:%d', u, SL[s + 3]), 'PX', fmt('%d', SL[s + 6]))
     end
   end
 end
@@ -315,4 +321,4 @@ return out
  * Node module; redis-store.test.ts fails when the script changes and this is not updated (a stale value would cost
  * a NOSCRIPT round trip on every call, never a wrong decision).
  */
-export const SCRIPT_SHA = 'b9208336d59cc5982c91d7a6c0e8e081349f9ec7';
+export const SCRIPT_SHA = '45c0f4f5005153eaf01335aca8545e0a573691ba';

@@ -12,18 +12,21 @@ export interface ScriptCall {
  * the clock slack and the call's policies first, once each; then runs of entries that share op, cost, clock
  * reading and policies, each run naming its policies by index and costing a few arguments besides its keys. A
  * call of one plain decide (one key, one continuous policy, no queue, no shadow mode) goes in a short form of
- * seven arguments that the script answers on a shorter path.
+ * four arguments (six with an injected clock), its numbers in hexadecimal, that the script answers on a shorter
+ * path.
  */
 export class ScriptArgs {
   readonly #slack: string;
+  readonly #slackHex: string;
   readonly #policyArgs = new WeakMap<Policy, readonly string[]>();
 
   /**
-   * @param slack - extra milliseconds of key TTL, as a string: `'60000'` with an injected clock (which need not
-   * run at the server's pace), else `'0'`.
+   * @param slack - extra milliseconds of key TTL, as a decimal string: `'60000'` with an injected clock (which
+   * need not run at the server's pace), else `'0'`.
    */
   constructor(slack: string) {
     this.#slack = slack;
+    this.#slackHex = Number(slack).toString(16);
   }
 
   /** The keys and arguments of one script call carrying `entries`, in order. */
@@ -34,10 +37,15 @@ export class ScriptArgs {
       // The short form (see lua-script.ts): one decide under one continuous policy without queue or shadow mode.
       if (p !== undefined && e.op === 'd' && p.stepMs === 0 && !p.shadow && (p.queue?.limit ?? 0) === 0) {
         const pa = this.#argsOf(p);
-        return {
-          keys: e.keys as string[],
-          args: [this.#slack, 'D', pa[0], pa[1], pa[2], String(e.cost), e.now],
-        };
+        // Products, not factors, and in hexadecimal (D-R11): integers below 2^53 for any valid policy and any
+        // cost up to its burst (a larger cost is denied whatever its digits).
+        const need = (e.cost * p.unitsPerToken).toString(16);
+        // The server's clock needs neither a reading nor a slack: four arguments instead of six.
+        const args =
+          e.now === '' && this.#slackHex === '0'
+            ? ['D', pa[7], pa[8], need]
+            : ['D', pa[7], pa[8], need, e.now === '' ? '' : Number(e.now).toString(16), this.#slackHex];
+        return { keys: e.keys as string[], args };
       }
     }
     const keys: string[] = [];
@@ -48,7 +56,8 @@ export class ScriptArgs {
       for (const c of e.checks) {
         if (policies.includes(c.policy)) continue;
         policies.push(c.policy);
-        for (const a of this.#argsOf(c.policy)) args.push(a);
+        const pa = this.#argsOf(c.policy);
+        for (let i = 0; i < POLICY_ARGS; i++) args.push(pa[i]);
       }
     }
     args[1] = String(policies.length);
@@ -72,16 +81,26 @@ export class ScriptArgs {
     return { keys, args };
   }
 
-  /** A policy's seven arguments, built once per policy object. */
+  /**
+   * A policy's seven arguments of the general form, then its quota and its capacity in units in hexadecimal (for
+   * the short form), built once per policy.
+   */
   #argsOf(p: Policy): readonly string[] {
     let args = this.#policyArgs.get(p);
     if (args === undefined) {
-      args = Object.freeze(policyArgs(p));
+      args = Object.freeze([
+        ...policyArgs(p),
+        p.quota.toString(16),
+        (p.burst * p.unitsPerToken).toString(16),
+      ]);
       this.#policyArgs.set(p, args);
     }
     return args;
   }
 }
+
+/** How many arguments describe a policy in the script's general form. */
+const POLICY_ARGS = 7;
 
 /**
  * A policy's seven script arguments (lua-script.ts): quota, unitsPerToken, burst, shadow (1/0), queue limit,
