@@ -230,16 +230,16 @@ async function redisBenchmark(args: string[]): Promise<{ rate: number; usec: num
 }
 const incr = await redisBenchmark(['-t', 'incr']);
 // The form the store sends for one decide of one continuous policy on the server's clock (the script's short
-// path, D-R10 and D-R11): quota, capacity and units to take, in hexadecimal.
+// path, D-R10 and D-R11): quota, capacity and units to take.
 const short = await redisBenchmark([
   'EVALSHA',
   SCRIPT_SHA,
   '1',
   'bench:rs:{__rand_int__}',
   'D',
-  policy.quota.toString(16),
-  (policy.burst * policy.unitsPerToken).toString(16),
-  policy.unitsPerToken.toString(16),
+  String(policy.quota),
+  String(policy.burst * policy.unitsPerToken),
+  String(policy.unitsPerToken),
 ]);
 // The same decide in the general form, as a batch of one.
 const single = await redisBenchmark([

@@ -46,26 +46,25 @@ describe('the script short path for one decide', () => {
   it('is the form the store sends for one decide of one continuous policy, and only for that', () => {
     const p = definePolicy({ name: 'rl.one', quota: 10, window: 60, burst: 5 });
     const encode = (e: Entry[]) => new ScriptArgs('0').encode(e);
-    // Numbers in hexadecimal: quota, capacity and units to take.
-    const hex = (n: number) => n.toString(16);
-    const cap = hex(5 * p.unitsPerToken);
+    // Quota, capacity and units to take.
+    const cap = String(5 * p.unitsPerToken);
     // Server clock: no reading and no slack to send.
     expect(encode([{ ...entry(p, 'k', 2, 1_000), now: '' }])).toEqual({
       keys: ['k'],
-      args: ['D', 'a', cap, hex(2 * p.unitsPerToken)],
+      args: ['D', '10', cap, String(2 * p.unitsPerToken)],
     });
     // Injected clock: its reading and the TTL slack follow.
     expect(encode([entry(p, 'k', 2, 1_000)])).toEqual({
       keys: ['k'],
-      args: ['D', 'a', cap, hex(2 * p.unitsPerToken), '3e8', '0'],
+      args: ['D', '10', cap, String(2 * p.unitsPerToken), '1000', '0'],
     });
     expect(new ScriptArgs('60000').encode([entry(p, 'k', 0, 7)]).args).toEqual([
       'D',
-      'a',
+      '10',
       cap,
       '0',
       '7',
-      'ea60',
+      '60000',
     ]);
     const general = (q: Policy) => encode([entry(q, 'k', 1, 1_000)]).args[1];
     expect(general(definePolicy({ name: 'rl.s', quota: 10, window: 60, burst: 5, shadow: true }))).toBe('1');

@@ -47,21 +47,21 @@ local fmt, floor, ceil, find, sub = string.format, math.floor, math.ceil, string
 -- comes in a short form of its own and takes this shorter path: the same arithmetic as the general path below for
 -- that case, without its tables and loops (which cost about a third of such a call's server time) and with a
 -- third of the arguments to send and parse (D-R10, D-R11). lua-fast-path.test.ts holds the two paths equal.
--- ARGV, in hexadecimal: 'D', quota, capacity (burst x unitsPerToken), units to take (cost x unitsPerToken), then
--- with an injected clock only: now, slack; without them the server's TIME and no slack. Each argument costs the
--- server more than the arithmetic here, so the client sends products rather than their factors (a take above the
--- capacity is a cost above the burst); and tonumber(s, 16) runs C's strtoul where tonumber(s) runs strtod, about
--- a thousand instructions more per number (D-R11). KEYS: the bucket.
+-- ARGV: 'D', quota, capacity (burst x unitsPerToken), units to take (cost x unitsPerToken), then with an injected
+-- clock only: now, slack; without them the server's TIME and no slack. Each argument and each decimal tonumber
+-- (C's strtod) costs the server more than the arithmetic here, so the client sends products rather than their
+-- factors (a take above the capacity is a cost above the burst) (D-R11). Decimal rather than hexadecimal, which
+-- Lua parses with strtoul, cheaper but 32 bits wide where C's long is (Windows, 32-bit builds). KEYS: the bucket.
 if ARGV[1] == 'D' then
-  local quota, cap, need = tonumber(ARGV[2], 16), tonumber(ARGV[3], 16), tonumber(ARGV[4], 16)
+  local quota, cap, need = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
   local now, slack = ARGV[5], 0
   if now and now ~= '' then
-    now = tonumber(now, 16)
+    now = tonumber(now)
   else
     local t = call('TIME')
     now = tonumber(t[1]) * 1000 + floor(tonumber(t[2]) / 1000)
   end
-  if ARGV[6] then slack = tonumber(ARGV[6], 16) end
+  if ARGV[6] then slack = tonumber(ARGV[6]) end
   local key = KEYS[1]
   local v = call('GET', key)
   local u, last = cap, now
@@ -321,4 +321,4 @@ return out
  * Node module; redis-store.test.ts fails when the script changes and this is not updated (a stale value would cost
  * a NOSCRIPT round trip on every call, never a wrong decision).
  */
-export const SCRIPT_SHA = '45c0f4f5005153eaf01335aca8545e0a573691ba';
+export const SCRIPT_SHA = '13ce1864e4f9741b8431fafa7a41c821781ce36c';

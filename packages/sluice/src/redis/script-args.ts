@@ -12,21 +12,18 @@ export interface ScriptCall {
  * the clock slack and the call's policies first, once each; then runs of entries that share op, cost, clock
  * reading and policies, each run naming its policies by index and costing a few arguments besides its keys. A
  * call of one plain decide (one key, one continuous policy, no queue, no shadow mode) goes in a short form of
- * four arguments (six with an injected clock), its numbers in hexadecimal, that the script answers on a shorter
- * path.
+ * four arguments (six with an injected clock) that the script answers on a shorter path.
  */
 export class ScriptArgs {
   readonly #slack: string;
-  readonly #slackHex: string;
   readonly #policyArgs = new WeakMap<Policy, readonly string[]>();
 
   /**
-   * @param slack - extra milliseconds of key TTL, as a decimal string: `'60000'` with an injected clock (which
+   * @param slack - extra milliseconds of key TTL, as a string: `'60000'` with an injected clock (which
    * need not run at the server's pace), else `'0'`.
    */
   constructor(slack: string) {
     this.#slack = slack;
-    this.#slackHex = Number(slack).toString(16);
   }
 
   /** The keys and arguments of one script call carrying `entries`, in order. */
@@ -37,14 +34,14 @@ export class ScriptArgs {
       // The short form (see lua-script.ts): one decide under one continuous policy without queue or shadow mode.
       if (p !== undefined && e.op === 'd' && p.stepMs === 0 && !p.shadow && (p.queue?.limit ?? 0) === 0) {
         const pa = this.#argsOf(p);
-        // Products, not factors, and in hexadecimal (D-R11): integers below 2^53 for any valid policy and any
-        // cost up to its burst (a larger cost is denied whatever its digits).
-        const need = (e.cost * p.unitsPerToken).toString(16);
+        // Products, not factors (D-R11): integers below 2^53 for any valid policy and any cost up to its burst (a
+        // larger cost is denied whatever its digits).
+        const need = String(e.cost * p.unitsPerToken);
         // The server's clock needs neither a reading nor a slack: four arguments instead of six.
         const args =
-          e.now === '' && this.#slackHex === '0'
-            ? ['D', pa[7], pa[8], need]
-            : ['D', pa[7], pa[8], need, e.now === '' ? '' : Number(e.now).toString(16), this.#slackHex];
+          e.now === '' && this.#slack === '0'
+            ? ['D', pa[0], pa[7], need]
+            : ['D', pa[0], pa[7], need, e.now, this.#slack];
         return { keys: e.keys as string[], args };
       }
     }
@@ -81,18 +78,11 @@ export class ScriptArgs {
     return { keys, args };
   }
 
-  /**
-   * A policy's seven arguments of the general form, then its quota and its capacity in units in hexadecimal (for
-   * the short form), built once per policy.
-   */
+  /** A policy's seven arguments of the general form, then its capacity in units (for the short form), built once. */
   #argsOf(p: Policy): readonly string[] {
     let args = this.#policyArgs.get(p);
     if (args === undefined) {
-      args = Object.freeze([
-        ...policyArgs(p),
-        p.quota.toString(16),
-        (p.burst * p.unitsPerToken).toString(16),
-      ]);
+      args = Object.freeze([...policyArgs(p), String(p.burst * p.unitsPerToken)]);
       this.#policyArgs.set(p, args);
     }
     return args;
