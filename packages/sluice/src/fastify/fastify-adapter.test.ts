@@ -80,4 +80,22 @@ describe('Fastify adapter coverage', () => {
     expect((await app.inject({ url: '/api/own' })).statusCode).toBe(429);
     expect(own).toBe(2); // the limiter runs first and answers before the route's own hooks
   });
+
+  it('limits routes registered before the plugin too, with their per-route settings', async () => {
+    const app = Fastify();
+    apps.push(app);
+    // The order of a typical app that registers plugins after its routes: nothing may pass unlimited.
+    app.get('/api/early', async () => 'ok');
+    app.post('/api/early', { config: { rateLimit: { operation: 'rl.write', cost: 2 } } }, async () => 'ok');
+    app.get('/api/early-free', { config: { rateLimit: false } }, async () => 'ok');
+    await app.register(sluiceFastify, { limiter: fixture().http });
+    expect((await app.inject({ url: '/api/early' })).headers.ratelimit).toBe('"rl.read";r=2;t=1');
+    const post = await app.inject({ method: 'POST', url: '/api/early' });
+    // The route's cost of 2 is taken from every bucket the request is charged to.
+    expect(post.headers.ratelimit).toBe('"rl.read";r=0;t=1, "rl.write";r=0;t=1');
+    expect((await app.inject({ url: '/api/early' })).statusCode).toBe(429);
+    const free = await app.inject({ url: '/api/early-free' });
+    expect(free.statusCode).toBe(200);
+    expect(free.headers.ratelimit).toBeUndefined();
+  });
 });

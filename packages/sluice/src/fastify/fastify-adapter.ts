@@ -136,7 +136,6 @@ function apply(v: Verdict, reply: FastifyReply, done: HookHandlerDoneFunction): 
     .send(v.body ?? '');
 }
 
-type Hook = (request: FastifyRequest, reply: FastifyReply, next: HookHandlerDoneFunction) => void;
 const HOOKS = ['onRequest', 'preValidation', 'preHandler'] as const;
 
 const WHERE = 'sluice/fastify plugin options';
@@ -179,32 +178,25 @@ const plugin: FastifyPluginCallback<SluiceFastifyOptions> = (fastify: FastifyIns
     if (isPromiseLike(v)) v.then((r) => apply(r, reply, next), next);
     else apply(v, reply, next);
   };
-  // Each route gets its own hook with its settings read once here (as @fastify/rate-limit does); routes must
-  // therefore be registered after the plugin. Requests that match no route are decided by the instance-wide
-  // hook, which passes every other request straight on.
-  fastify.addHook('onRoute', (routeOptions) => {
-    const route = routeOptions.config?.rateLimit;
-    if (route === false) return;
-    const settings =
-      route === undefined ? undefined : Object.freeze({ operation: route.operation, cost: route.cost });
-    const hook: Hook = (request, reply, next) => decide(settings, request, reply, next);
-    const existing = routeOptions[name] as Hook | Hook[] | undefined;
-    (routeOptions as unknown as Record<string, unknown>)[name] =
-      existing === undefined ? [hook] : Array.isArray(existing) ? [hook, ...existing] : [hook, existing];
-  });
+  // One instance-wide hook decides every request, reading the route's settings as it goes. A hook per route
+  // added from onRoute (as @fastify/rate-limit does) reads them once, but onRoute never sees the routes an
+  // application registered before the plugin, and those would pass unlimited and unannounced. Fastify builds
+  // `routeOptions` on each access, which costs about as much as the second hook a per-route design still needs
+  // for requests that match no route (D-H08).
   fastify.addHook(
     name as 'onRequest',
     (request: FastifyRequest, reply: FastifyReply, next: HookHandlerDoneFunction) => {
-      if (request.is404) decide(undefined, request, reply, next);
-      else next();
+      const route = request.routeOptions.config?.rateLimit;
+      if (route === false) next();
+      else decide(route, request, reply, next);
     },
   );
   done();
 };
 
 /**
- * The Fastify 5 plugin (wrapped with fastify-plugin, so it covers every route of the instance registered after
- * it, and requests that match no route). Per route, `config: { rateLimit: { operation: 'rl.write', cost: 2 } }`
+ * The Fastify 5 plugin (wrapped with fastify-plugin, so it covers every route of the instance, whether registered
+ * before or after it, and requests that match no route). Per route, `config: { rateLimit: { operation: 'rl.write', cost: 2 } }`
  * sets the operation class and cost, and `config: { rateLimit: false }` exempts the route. Registering fails with
  * SluiceError `ERR_INVALID_OPTION` for a missing limiter, an unknown option (another library's, such as
  * `max` or `timeWindow`, named with a hint) or an invalid `hook`.
