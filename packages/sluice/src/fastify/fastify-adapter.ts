@@ -196,8 +196,9 @@ const plugin: FastifyPluginCallback<SluiceFastifyOptions> = (fastify: FastifyIns
 
 /**
  * The Fastify 5 plugin (wrapped with fastify-plugin, so it covers every route of the instance, whether registered
- * before or after it, and requests that match no route). Per route, `config: { rateLimit: { operation: 'rl.write', cost: 2 } }`
- * sets the operation class and cost, and `config: { rateLimit: false }` exempts the route. Registering fails with
+ * before or after it, and requests that match no route). Per route,
+ * `config: { rateLimit: { operation: 'rl.write', cost: 2 } }` sets the operation class and cost, and
+ * `config: { rateLimit: false }` exempts the route. Registering fails with
  * SluiceError `ERR_INVALID_OPTION` for a missing limiter, an unknown option (another library's, such as
  * `max` or `timeWindow`, named with a hint) or an invalid `hook`.
  *
