@@ -14,8 +14,8 @@
  * Run: npx tsx bench/redis-server-cost.bench.ts [decisions=2000]
  * Needs valgrind (Debian package `valgrind`).
  */
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
@@ -23,7 +23,7 @@ import { RedisStore as RateLimitRedisStore } from 'rate-limit-redis';
 import { RateLimiterRedis } from 'rate-limiter-flexible';
 import { definePolicy } from '../packages/sluice/src/core/index.js';
 import { RedisStore } from '../packages/sluice/src/redis/index.js';
-import { freePort } from '../test/support/redis-server.js';
+import { startRedisServer } from '../test/support/redis-server.js';
 import { table } from './lib/stats.js';
 
 const N = Number(process.argv[2] ?? 2000);
@@ -92,24 +92,6 @@ function instructions(file: string): number {
   return Number(m[1]);
 }
 
-async function waitForPing(port: number, child: ChildProcess): Promise<Redis> {
-  for (let i = 0; i < 200; i++) {
-    if (child.exitCode !== null) throw new Error('redis-server under valgrind exited');
-    const r = new Redis({ port, host: '127.0.0.1', lazyConnect: true, retryStrategy: () => null });
-    // Refused until valgrind has started the server: the loop tries again.
-    r.on('error', () => {});
-    try {
-      await r.connect();
-      await r.ping();
-      return r;
-    } catch {
-      r.disconnect();
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-  }
-  throw new Error('redis-server under valgrind did not answer');
-}
-
 async function run(decide: (key: string) => Promise<unknown>, n: number, concurrency: number, from: number) {
   let next = from;
   let left = n;
@@ -127,47 +109,28 @@ async function run(decide: (key: string) => Promise<unknown>, n: number, concurr
 
 async function measure(c: Contender): Promise<number> {
   const dir = mkdtempSync(join(tmpdir(), 'sluice-cg-'));
-  const port = await freePort();
-  const child = spawn(
-    'valgrind',
-    [
-      '--tool=callgrind',
-      `--callgrind-out-file=${join(dir, 'cg.out')}`,
-      'redis-server',
-      '--port',
-      String(port),
-      '--bind',
-      '127.0.0.1',
-      '--save',
-      '',
-      '--appendonly',
-      'no',
-      '--hz',
-      '1',
-      '--dir',
-      dir,
-    ],
-    { stdio: 'ignore' },
-  );
+  const server = await startRedisServer({
+    dir,
+    wrapper: ['valgrind', '--tool=callgrind', `--callgrind-out-file=${join(dir, 'cg.out')}`],
+    args: ['--hz', '1'],
+  });
   try {
-    const client = await waitForPing(port, child);
+    const client = new Redis({ host: server.host, port: server.port });
     const decide = c.make(client);
     // Warm up: the script loaded, every key written once.
     await run(decide, KEYS, c.concurrency, 0);
     const dumps = () => readdirSync(dir).filter((f) => f.startsWith('cg.out'));
-    execFileSync('callgrind_control', ['--zero', String(child.pid)], { stdio: 'ignore' });
+    execFileSync('callgrind_control', ['--zero', String(server.pid)], { stdio: 'ignore' });
     await run(decide, N, c.concurrency, 3);
     const before = new Set(dumps());
-    execFileSync('callgrind_control', ['--dump', String(child.pid)], { stdio: 'ignore' });
+    execFileSync('callgrind_control', ['--dump', String(server.pid)], { stdio: 'ignore' });
     const dump = dumps().find((f) => !before.has(f));
     if (dump === undefined) throw new Error('callgrind wrote no dump');
     const total = instructions(join(dir, dump));
     await client.quit();
     return total / N;
   } finally {
-    child.kill('SIGKILL');
-    await new Promise((resolve) => child.once('exit', resolve));
-    rmSync(dir, { recursive: true, force: true });
+    await server.stop();
   }
 }
 

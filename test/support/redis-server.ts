@@ -85,6 +85,11 @@ export interface RedisServerOptions {
   readonly cluster?: { readonly nodeTimeoutMs: number };
   /** Extra `--name value` arguments, for example `['--maxmemory', '10mb']`. */
   readonly args?: readonly string[];
+  /**
+   * A program and its arguments to run redis-server under, for example `['valgrind', '--tool=callgrind']`
+   * (bench/redis-server-cost.bench.ts); the server's path and arguments follow them.
+   */
+  readonly wrapper?: readonly string[];
 }
 
 /** A running throwaway redis-server. */
@@ -142,6 +147,14 @@ function argsFor(port: number, dir: string, options: RedisServerOptions): string
   return args;
 }
 
+/** Starts redis-server with `args`, under `options.wrapper` when given. */
+function spawnServer(args: string[], options: RedisServerOptions): ChildProcess {
+  const [program, ...before] = options.wrapper ?? [];
+  return program === undefined
+    ? spawn(redisServerPath(), args, { stdio: 'ignore' })
+    : spawn(program, [...before, redisServerPath(), ...args], { stdio: 'ignore' });
+}
+
 function exited(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
   return new Promise((resolve) => child.once('exit', () => resolve()));
@@ -161,7 +174,7 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
   const alive = () => child.exitCode === null && child.signalCode === null;
   const launch = async (): Promise<void> => {
     for (let attempt = 0; ; attempt++) {
-      child = spawn(redisServerPath(), argsFor(port, dir, options), { stdio: 'ignore' });
+      child = spawnServer(argsFor(port, dir, options), options);
       const deadline = Date.now() + 10_000;
       while (alive() && !(await ping(port))) {
         if (Date.now() > deadline) {
@@ -211,7 +224,7 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
     async restart() {
       if (server.running) await server.kill();
       const pinned = { ...options, port, dir };
-      child = spawn(redisServerPath(), argsFor(port, dir, pinned), { stdio: 'ignore' });
+      child = spawnServer(argsFor(port, dir, pinned), pinned);
       await waitFor(`redis-server restart on ${port}`, () => ping(port), 10_000);
     },
     async stop(keepDir = false) {
