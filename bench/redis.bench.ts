@@ -230,13 +230,12 @@ async function redisBenchmark(args: string[]): Promise<{ rate: number; usec: num
 }
 const incr = await redisBenchmark(['-t', 'incr']);
 // The form the store sends for one decide of one continuous policy on the server's clock (the script's short
-// path, D-R10 and D-R11): quota, capacity and units to take.
+// path, D-R10 to D-R12): quota, capacity and units to take.
 const short = await redisBenchmark([
   'EVALSHA',
   SCRIPT_SHA,
   '1',
   'bench:rs:{__rand_int__}',
-  'D',
   String(policy.quota),
   String(policy.burst * policy.unitsPerToken),
   String(policy.unitsPerToken),

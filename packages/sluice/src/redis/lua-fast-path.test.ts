@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readBucket } from '../../../../test/support/redis-bucket.js';
 import { type RedisServer, startRedisServer } from '../../../../test/support/redis-server.js';
 import { definePolicy, type Policy } from '../core/index.js';
 import type { Entry } from './batch-queue.js';
@@ -42,6 +43,12 @@ function entry(p: Policy, key: string, cost: number, now: number): Entry {
 }
 
 let run = 0;
+/** Continuous policies of every size the tests below compare paths on. */
+const policyShape = {
+  quota: fc.integer({ min: 1, max: 500 }),
+  window: fc.constantFrom(1, 60, 3600),
+  burst: fc.integer({ min: 1, max: 50 }),
+};
 describe('the script short path for one decide', () => {
   it('is the form the store sends for one decide of one continuous policy, and only for that', () => {
     const p = definePolicy({ name: 'rl.one', quota: 10, window: 60, burst: 5 });
@@ -51,38 +58,42 @@ describe('the script short path for one decide', () => {
     // Server clock: no reading and no slack to send.
     expect(encode([{ ...entry(p, 'k', 2, 1_000), now: '' }])).toEqual({
       keys: ['k'],
-      args: ['D', '10', cap, String(2 * p.unitsPerToken)],
+      args: ['10', cap, String(2 * p.unitsPerToken)],
     });
     // Injected clock: its reading and the TTL slack follow.
     expect(encode([entry(p, 'k', 2, 1_000)])).toEqual({
       keys: ['k'],
-      args: ['D', '10', cap, String(2 * p.unitsPerToken), '1000', '0'],
+      args: ['10', cap, String(2 * p.unitsPerToken), '1000', '0'],
     });
     expect(new ScriptArgs('60000').encode([entry(p, 'k', 0, 7)]).args).toEqual([
-      'D',
       '10',
       cap,
       '0',
       '7',
       '60000',
     ]);
-    const general = (q: Policy) => encode([entry(q, 'k', 1, 1_000)]).args[1];
-    expect(general(definePolicy({ name: 'rl.s', quota: 10, window: 60, burst: 5, shadow: true }))).toBe('1');
+    // The general form: the slack, one policy, and at least fifteen arguments, which the script tells from the
+    // short form's three or five.
+    const general = (e: Entry[]) => {
+      const { args } = encode(e);
+      expect(args.length).toBeGreaterThanOrEqual(15);
+      return args[1];
+    };
+    const one = (q: Policy) => general([entry(q, 'k', 1, 1_000)]);
+    expect(one(definePolicy({ name: 'rl.s', quota: 10, window: 60, burst: 5, shadow: true }))).toBe('1');
     expect(
-      general(definePolicy({ name: 'rl.q', quota: 10, window: 60, queue: { limit: 2, maxWaitMs: 9 } })),
+      one(definePolicy({ name: 'rl.q', quota: 10, window: 60, queue: { limit: 2, maxWaitMs: 9 } })),
     ).toBe('1');
-    expect(general(definePolicy({ name: 'rl.t', refill: { tokens: 5, every: 10 } }))).toBe('1');
-    expect(encode([entry(p, 'a', 1, 1_000), entry(p, 'b', 1, 1_000)]).args[1]).toBe('1');
-    expect(encode([{ ...entry(p, 'k', 1, 1_000), op: 'r', mode: 'reserve' }]).args[1]).toBe('1');
+    expect(one(definePolicy({ name: 'rl.t', refill: { tokens: 5, every: 10 } }))).toBe('1');
+    expect(general([entry(p, 'a', 1, 1_000), entry(p, 'b', 1, 1_000)])).toBe('1');
+    expect(general([{ ...entry(p, 'k', 1, 1_000), op: 'r', mode: 'reserve' }])).toBe('1');
   });
 
   it('answers, stores and expires exactly like the general path', async () => {
     await fc.assert(
       fc.asyncProperty(
         fc.record({
-          quota: fc.integer({ min: 1, max: 500 }),
-          window: fc.constantFrom(1, 60, 3600),
-          burst: fc.integer({ min: 1, max: 50 }),
+          ...policyShape,
           // Expiry runs in real time while the script's clock is injected: a slack keeps short TTLs from
           // expiring between the two calls being compared.
           slack: fc.constantFrom('60000', '120000'),
@@ -99,11 +110,15 @@ describe('the script short path for one decide', () => {
           for (const op of ops) {
             now += op.advance;
             const form = new ScriptArgs(slack).encode([entry(p, short, op.cost, now)]);
-            expect(form.args[0]).toBe('D');
+            expect(form.args).toHaveLength(5);
             const a = await redis.evalsha(sha, 1, short, ...form.args);
             const tail = ['d', String(op.cost), String(now), '1', '1', '1'];
-            const b = await redis.evalsha(sha, 1, general, slack, '1', ...policyArgs(p), ...tail);
-            expect(a).toEqual(b);
+            const b = (await redis.evalsha(sha, 1, general, slack, '1', ...policyArgs(p), ...tail)) as [
+              string,
+              number,
+            ];
+            // The short form answers one integer: the units before, or -1 minus them for a denial.
+            expect(a).toBe(b[0] === '1' ? b[1] : -1 - b[1]);
             expect(await redis.get(short)).toEqual(await redis.get(general));
             const [ta, tb] = await Promise.all([redis.pttl(short), redis.pttl(general)]);
             // Both keys were written a moment apart in real time: their remaining TTLs differ by that moment.
@@ -119,27 +134,120 @@ describe('the script short path for one decide', () => {
     const p = definePolicy({ name: 'rl.srv', quota: 6, window: 60, burst: 4 });
     const key = `fast:${run++}:server-clock`;
     const form = new ScriptArgs('0').encode([{ ...entry(p, key, 3, 0), now: '' }]);
-    expect(form.args).toHaveLength(4);
-    const time = async () => {
-      const [s, us] = (await redis.time()) as [string | number, string | number];
-      return Number(s) * 1000 + Math.floor(Number(us) / 1000);
-    };
-    const before = await time();
-    expect(await redis.evalsha(sha, 1, key, ...form.args)).toEqual(['1', 4 * p.unitsPerToken]);
-    const after = await time();
-    const [units, last] = String(await redis.get(key))
-      .split(':')
-      .map(Number);
-    expect(units).toBe(p.unitsPerToken);
-    expect(last).toBeGreaterThanOrEqual(before);
-    expect(last).toBeLessThanOrEqual(after);
-    // Three tokens short, refilled at `quota` units per ms, and no slack.
-    const pttl = await redis.pttl(key);
-    expect(pttl).toBeGreaterThan(0);
-    expect(pttl).toBeLessThanOrEqual(Math.ceil((3 * p.unitsPerToken) / p.quota));
-    // Two more tokens than are left: denied, and the bucket is not written.
+    expect(form.args).toHaveLength(3);
+    const before = await serverMs();
+    expect(await redis.evalsha(sha, 1, key, ...form.args)).toBe(4 * p.unitsPerToken);
+    const after = await serverMs();
+    // Three tokens short of full, expiring at the bucket's time plus their refill at `quota` units per ms.
+    expect(await redis.get(key)).toBe(String(3 * p.unitsPerToken));
+    const b = (await readBucket(redis, key, p))!;
+    expect(b.units).toBe(p.unitsPerToken);
+    expect(b.last).toBeGreaterThanOrEqual(before);
+    expect(b.last).toBeLessThanOrEqual(after);
+    expect(b.expiresAt - b.last).toBe(Math.ceil((3 * p.unitsPerToken) / p.quota));
+    // Two more tokens than are left: denied (-1 minus the units held), and the bucket is not written.
     const deny = new ScriptArgs('0').encode([{ ...entry(p, key, 2, 0), now: '' }]);
-    expect(await redis.evalsha(sha, 1, key, ...deny.args)).toEqual(['0', expect.any(Number)]);
-    expect(String(await redis.get(key)).split(':')[0]).toBe(String(p.unitsPerToken));
+    const reply = (await redis.evalsha(sha, 1, key, ...deny.args)) as number;
+    expect(reply).toBeLessThan(0);
+    expect(-1 - reply).toBeGreaterThanOrEqual(p.unitsPerToken);
+    expect(-1 - reply).toBeLessThan(2 * p.unitsPerToken);
+    expect(await redis.get(key)).toBe(String(3 * p.unitsPerToken));
+    expect((await readBucket(redis, key, p))!.expiresAt).toBe(b.expiresAt);
+  });
+});
+
+/** The server's clock in whole milliseconds, as the script reads it. */
+async function serverMs(): Promise<number> {
+  const [s, us] = (await redis.time()) as [string | number, string | number];
+  return Number(s) * 1000 + Math.floor(Number(us) / 1000);
+}
+
+// With the server's clock a bucket is stored as its units short of full and expires at its time plus its time to
+// full; a call takes its time from the stored expiry (D-R12). Time runs while this test does, so each call is
+// bracketed by two readings of the server clock and must match the engine's arithmetic exactly at one instant in
+// between: its answer, the value it stores and the absolute expiry it sets.
+describe('the server-clock bucket format', () => {
+  it('is read and written exactly by both forms, from either stored format', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.record(policyShape),
+        fc.record({
+          stored: fc.constantFrom('none', 'server', 'injected'),
+          // The stored level as a fraction of the capacity short of full, and the bucket's time relative to now
+          // as a multiple of its time to full: ahead of now (no refill), partly refilled, or long full.
+          short: fc.double({ min: 0.001, max: 1, noNaN: true }),
+          age: fc.double({ min: -2.5, max: 1, noNaN: true }),
+          cost: fc.nat(60),
+        }),
+        async ({ quota, window, burst }, { stored, short, age, cost }) => {
+          const p = definePolicy({ name: 'rl.srvfmt', quota, window, burst });
+          const cap = p.capacityUnits;
+          const d = Math.max(1, Math.floor(cap * short));
+          const ttf = Math.ceil(d / quota);
+          const keys = [`srvfmt:${run}:short`, `srvfmt:${run++}:general`];
+          const t0 = await serverMs();
+          const last = t0 + Math.round(age * ttf) + (age > 0 ? 1_000 : 0);
+          for (const key of keys) {
+            if (stored === 'server') await redis.set(key, String(d), 'PXAT', last + ttf);
+            // The injected-clock format carries its own time; its expiry includes a slack.
+            if (stored === 'injected')
+              await redis.set(key, `${cap - d}:${last}`, 'PXAT', last + ttf + 60_000);
+          }
+          const need = cost * p.unitsPerToken;
+          for (const [i, key] of keys.entries()) {
+            const was = await readBucket(redis, key, p);
+            const before = await serverMs();
+            let allowed: boolean;
+            let units: number;
+            if (i === 0) {
+              const args = new ScriptArgs('0').encode([{ ...entry(p, key, cost, 0), now: '' }]).args;
+              const reply = (await redis.evalsha(sha, 1, key, ...args)) as number;
+              [allowed, units] = [reply >= 0, reply >= 0 ? reply : -1 - reply];
+            } else {
+              const tail = ['d', String(cost), '', '1', '1', '1'];
+              const reply = (await redis.evalsha(sha, 1, key, '0', '1', ...policyArgs(p), ...tail)) as [
+                string,
+                number,
+              ];
+              [allowed, units] = [reply[0] === '1', reply[1]];
+            }
+            const after = await serverMs();
+            const now = await readBucket(redis, key, p);
+            // A bucket whose expiry passed before it was read back is gone (time to full of a millisecond or two).
+            const read = await serverMs();
+            const gone = (expiresAt: number) => now === undefined && expiresAt < read;
+            // The engine's arithmetic at each instant the call may have run at: one must match all of it.
+            const matches: number[] = [];
+            for (let t = before; t <= after; t++) {
+              let u = cap;
+              let from = t;
+              if (was !== undefined && (stored === 'injected' || was.expiresAt >= t)) {
+                from = was.last;
+                u = was.units;
+                const e = Math.min(t - was.last, Math.ceil(cap / quota));
+                if (e > 0) u = Math.min(cap, u + e * quota);
+              }
+              const ok = need <= cap && u >= need;
+              if (ok !== allowed || u !== units) continue;
+              if (!ok || need === 0) {
+                const same = now?.raw === was?.raw && now?.expiresAt === was?.expiresAt;
+                if (!same && !(was !== undefined && gone(was.expiresAt))) continue;
+              } else {
+                const left = cap - (u - need);
+                const expiresAt = Math.max(from, t) + Math.ceil(left / quota);
+                const same = now?.raw === String(left) && now.expiresAt === expiresAt;
+                if (!same && !gone(expiresAt)) continue;
+              }
+              matches.push(t);
+            }
+            expect(
+              matches.length,
+              JSON.stringify({ i, was, before, after, allowed, units, now }),
+            ).toBeGreaterThan(0);
+          }
+        },
+      ),
+      { numRuns: 150 },
+    );
   });
 });

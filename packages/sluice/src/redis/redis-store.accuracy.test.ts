@@ -1,6 +1,7 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawnHammers } from '../../../../test/support/hammer-processes.js';
+import { readBucket } from '../../../../test/support/redis-bucket.js';
 import { type RedisServer, startRedisServer } from '../../../../test/support/redis-server.js';
 import { definePolicy } from '../core/index.js';
 import { RedisStore } from './index.js';
@@ -39,11 +40,11 @@ describe('RedisStore accuracy across processes', () => {
       // The test takes the first token itself, so the bucket's creation time is known exactly from Redis.
       const store = new RedisStore({ client: redis, timeoutMs: 5_000 });
       expect((await store.decide([{ policy, key }], 1)).allowed).toBe(true);
-      const [, first] = (await redis.get(store.keyOf(policy, key)))!.split(':').map(Number);
+      const first = (await readBucket(redis, store.keyOf(policy, key), policy))!.last;
       for (const h of hammers) h.go();
       const results = [];
       for (const h of hammers) results.push(JSON.parse(await h.next()));
-      const [units, last] = (await redis.get(store.keyOf(policy, key)))!.split(':').map(Number);
+      const { units, last } = (await readBucket(redis, store.keyOf(policy, key), policy))!;
 
       const admitted = 1 + results.reduce((sum, r) => sum + r.admitted, 0);
       const elapsedMs = last - first;

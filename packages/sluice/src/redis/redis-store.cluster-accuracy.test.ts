@@ -1,6 +1,7 @@
 import { Cluster } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawnHammers } from '../../../../test/support/hammer-processes.js';
+import { readBucket } from '../../../../test/support/redis-bucket.js';
 import { type RedisCluster, redisCli, startRedisCluster } from '../../../../test/support/redis-server.js';
 import { definePolicy } from '../core/index.js';
 import { clusterSlot } from './cluster-slot.js';
@@ -88,12 +89,10 @@ async function serverTimeMs(client: Cluster): Promise<number> {
   return Number(seconds) * 1000 + Number(micros) / 1000;
 }
 
-/** `<units>:<last ms>` of a bucket (present: the test's own first call left it short of full). */
+/** Units and time of a bucket (present: the test's own first call left it short of full). */
 async function bucket(client: Cluster, store: RedisStore, key: string): Promise<[number, number]> {
-  const raw = await client.get(store.keyOf(policy, key));
-  if (raw === null) return [Number.NaN, Number.NaN];
-  const [units, last] = raw.split(':').map(Number);
-  return [units, last];
+  const b = await readBucket(client, store.keyOf(policy, key), policy);
+  return b === undefined ? [Number.NaN, Number.NaN] : [b.units, b.last];
 }
 
 let cluster: RedisCluster;

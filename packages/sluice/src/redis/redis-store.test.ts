@@ -3,6 +3,7 @@ import fc from 'fast-check';
 import { Cluster, Redis } from 'ioredis';
 import { createClient, createCluster } from 'redis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readBucket } from '../../../../test/support/redis-bucket.js';
 import {
   type RedisCluster,
   type RedisServer,
@@ -93,7 +94,9 @@ describe('RedisStore: keys and expiry', () => {
     const slow = definePolicy({ name: 'rl.slow', quota: 1, window: 3600, burst: 5 });
     const d = await s.decide([{ policy: slow, key }], 1);
     expect(d.outcomes[0]).toMatchObject({ remaining: 4, resetSeconds: 3600 });
-    const [units, last] = (await redis.get(s.keyOf(slow, key)))!.split(':').map(Number);
+    // Stored as the units short of full, expiring at the bucket's time plus its time to full.
+    expect(await redis.get(s.keyOf(slow, key))).toBe(String(3_600_000));
+    const { units, last } = (await readBucket(redis, s.keyOf(slow, key), slow))!;
     expect(units).toBe(4 * 3_600_000);
     const [sec] = await redis.time();
     expect(Math.abs(last - Number(sec) * 1000)).toBeLessThan(5_000);
@@ -320,6 +323,24 @@ describe('RedisStore: batching, script cache and deny cache', () => {
     expect(decisions.slice(0, 1_200).every((d) => d.outcomes[0].remaining === 20)).toBe(true);
     expect(decisions.slice(1_200).every((d) => d.outcomes[0].remaining === 10)).toBe(true);
     expect(await redis.get(s.keyOf(write, keys[1_199]))).toBe(`${10 * 60_000}:${START}`);
+  });
+
+  it('keeps a stepped bucket on its step with the server clock: its time is its expiry less whole steps', async () => {
+    const s = new RedisStore({ client: redis, timeoutMs: 10_000 });
+    const key = fresh('server-stepped');
+    // 5 tokens every 60 s, burst 5: no step boundary passes while this test runs.
+    const stepped = definePolicy({ name: 'rl.stepped', refill: { tokens: 5, every: 60 } });
+    expect((await s.decide([{ policy: stepped, key }], 3)).outcomes[0].remaining).toBe(2);
+    const first = (await readBucket(redis, s.keyOf(stepped, key), stepped))!;
+    expect(first.raw).toBe(String(3 * stepped.unitsPerToken));
+    // Three tokens short: the next step (60 s after the bucket's time) fills it.
+    expect(first.expiresAt - first.last).toBe(60_000);
+    // A second call reads the bucket's time back from its expiry: the same step, so no refill yet.
+    expect((await s.decide([{ policy: stepped, key }], 1)).outcomes[0].remaining).toBe(1);
+    const second = (await readBucket(redis, s.keyOf(stepped, key), stepped))!;
+    expect(second.raw).toBe(String(4 * stepped.unitsPerToken));
+    expect(second.last).toBe(first.last);
+    expect(second.expiresAt).toBe(first.expiresAt);
   });
 
   it('writes nothing for a call that takes nothing: the stored value and its expiry stay', async () => {

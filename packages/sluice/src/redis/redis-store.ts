@@ -295,6 +295,13 @@ export class RedisStore implements RateLimitStore {
   }
 
   #settle(entries: Entry[], reply: unknown): void {
+    // The short form's answer (lua-script.ts): the units before the decision, or -1 minus them for a denial.
+    if (typeof reply === 'number' && entries.length === 1 && entries[0].mode !== undefined) {
+      const units = new Float64Array(1);
+      units[0] = reply >= 0 ? reply : -1 - reply;
+      this.#decided(entries[0], entries[0].mode, reply >= 0, units, undefined);
+      return;
+    }
     if (!Array.isArray(reply)) {
       const error = new SluiceError(ErrorCode.StoreUnavailable, 'the rate-limit script returned no array');
       for (const e of entries) this.#fail(e, error);
@@ -319,30 +326,41 @@ export class RedisStore implements RateLimitStore {
           phases[i] = Number(reply[at++]);
         }
       }
-      const decision = evaluate(e.checks, units, e.cost, e.mode, phases);
-      if (decision.allowed !== allowed) {
-        // Only a script that drifted from evaluate() could get here; never hand out a decision it did not make.
-        this.#fail(
-          e,
-          new SluiceError(ErrorCode.StoreUnavailable, 'the rate-limit script and the engine disagree'),
-        );
-        continue;
-      }
-      this.#n.redisDecisions++;
-      // An answer to a call that started before a refund or reset here may predate it: not remembered (D-R07).
-      if (this.#deny !== undefined) {
-        if (e.denyEpoch === this.#deny.epoch) {
-          // evaluate() takes nothing from `units` on a denial, so they still hold the levels before the decision.
-          if (decision.allowed) this.#deny.refresh(e.keys, units, phases, e.local);
-          else this.#deny.remember(e.checks, e.keys, units, phases, decision, e.local);
-        } else if (decision.allowed) {
-          // It took tokens, so what is remembered of these buckets is too high now, and this answer may predate
-          // the refund or reset: ask Redis next time.
-          this.#deny.drop(e.keys);
-        }
-      }
-      e.resolve(decision);
+      this.#decided(e, e.mode, allowed, units, phases);
     }
+  }
+
+  /** Resolves a decision from the script's answer: its flag, and each check's units before the decision. */
+  #decided(
+    e: Entry,
+    mode: EvaluateMode,
+    allowed: boolean,
+    units: Float64Array,
+    phases: Float64Array | undefined,
+  ): void {
+    const decision = evaluate(e.checks, units, e.cost, mode, phases);
+    if (decision.allowed !== allowed) {
+      // Only a script that drifted from evaluate() could get here; never hand out a decision it did not make.
+      this.#fail(
+        e,
+        new SluiceError(ErrorCode.StoreUnavailable, 'the rate-limit script and the engine disagree'),
+      );
+      return;
+    }
+    this.#n.redisDecisions++;
+    // An answer to a call that started before a refund or reset here may predate it: not remembered (D-R07).
+    if (this.#deny !== undefined) {
+      if (e.denyEpoch === this.#deny.epoch) {
+        // evaluate() takes nothing from `units` on a denial, so they still hold the levels before the decision.
+        if (decision.allowed) this.#deny.refresh(e.keys, units, phases, e.local);
+        else this.#deny.remember(e.checks, e.keys, units, phases, decision, e.local);
+      } else if (decision.allowed) {
+        // It took tokens, so what is remembered of these buckets is too high now, and this answer may predate
+        // the refund or reset: ask Redis next time.
+        this.#deny.drop(e.keys);
+      }
+    }
+    e.resolve(decision);
   }
 
   #fail(e: Entry, error: unknown): void {

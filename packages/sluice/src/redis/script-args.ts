@@ -12,7 +12,7 @@ export interface ScriptCall {
  * the clock slack and the call's policies first, once each; then runs of entries that share op, cost, clock
  * reading and policies, each run naming its policies by index and costing a few arguments besides its keys. A
  * call of one plain decide (one key, one continuous policy, no queue, no shadow mode) goes in a short form of
- * four arguments (six with an injected clock) that the script answers on a shorter path.
+ * three arguments (five with an injected clock) that the script answers on a shorter path, with one integer.
  */
 export class ScriptArgs {
   readonly #slack: string;
@@ -37,11 +37,11 @@ export class ScriptArgs {
         // Products, not factors (D-R11): integers below 2^53 for any valid policy and any cost up to its burst (a
         // larger cost is denied whatever its digits).
         const need = String(e.cost * p.unitsPerToken);
-        // The server's clock needs neither a reading nor a slack: four arguments instead of six.
+        // The server's clock needs neither a reading nor a slack: three arguments instead of five.
         const args =
           e.now === '' && this.#slack === '0'
-            ? ['D', pa[0], pa[7], need]
-            : ['D', pa[0], pa[7], need, e.now, this.#slack];
+            ? [pa[0], pa[7], need]
+            : [pa[0], pa[7], need, e.now, this.#slack];
         return { keys: e.keys as string[], args };
       }
     }
