@@ -3,7 +3,7 @@
  * redis-server, for Sluice's RedisStore and, in the same process and run, rate-limiter-flexible's RateLimiterRedis
  * and rate-limit-redis (each on its own ioredis connection); rounds interleaved A B C, then C B A. Server commands
  * per decision come from INFO commandstats around each run, client CPU per decision from process.cpuUsage. The ceiling is redis-benchmark (C client, pipelined)
- * running Sluice's own script, one decision per call and 16 per call, beside bare INCR. Prints Markdown.
+ * running Sluice's own script, one decision per call and 16 per call in each form, beside bare INCR. Prints Markdown.
  *
  * Run: npx tsx bench/redis.bench.ts [rounds=3] [secondsPerRun=1]
  */
@@ -253,6 +253,16 @@ const single = await redisBenchmark([
   '1',
 ]);
 const BATCH = 16;
+// Concurrent decides of distinct keys under one policy, as the store batches them: the short form with 16 keys.
+const shortBatched = await redisBenchmark([
+  'EVALSHA',
+  SCRIPT_SHA,
+  String(BATCH),
+  ...Array.from({ length: BATCH }, (_, i) => `bench:rsb${i}:{__rand_int__}`),
+  String(policy.quota),
+  String(policy.burst * policy.unitsPerToken),
+  String(policy.unitsPerToken),
+]);
 const batched = await redisBenchmark([
   'EVALSHA',
   SCRIPT_SHA,
@@ -363,7 +373,14 @@ console.log(
         single.usec.toFixed(2),
       ],
       [
-        `Sluice script, ${BATCH} decisions per call`,
+        `Sluice script, ${BATCH} decisions per call (short form)`,
+        rate(shortBatched.rate),
+        rate(shortBatched.rate * BATCH),
+        shortBatched.usec.toFixed(2),
+        (shortBatched.usec / BATCH).toFixed(2),
+      ],
+      [
+        `Sluice script, ${BATCH} decisions per call (general form)`,
         rate(batched.rate),
         rate(batched.rate * BATCH),
         batched.usec.toFixed(2),

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readBucket } from '../../../../test/support/redis-bucket.js';
+import { readBucket, type StoredBucket } from '../../../../test/support/redis-bucket.js';
 import { type RedisServer, startRedisServer } from '../../../../test/support/redis-server.js';
 import { definePolicy, type Policy } from '../core/index.js';
 import type { Entry } from './batch-queue.js';
@@ -50,7 +50,7 @@ const policyShape = {
   burst: fc.integer({ min: 1, max: 50 }),
 };
 describe('the script short path for one decide', () => {
-  it('is the form the store sends for one decide of one continuous policy, and only for that', () => {
+  it('is the form the store sends for decides of distinct keys under one continuous policy, and only for those', () => {
     const p = definePolicy({ name: 'rl.one', quota: 10, window: 60, burst: 5 });
     const encode = (e: Entry[]) => new ScriptArgs('0').encode(e);
     // Quota, capacity and units to take.
@@ -85,7 +85,18 @@ describe('the script short path for one decide', () => {
       one(definePolicy({ name: 'rl.q', quota: 10, window: 60, queue: { limit: 2, maxWaitMs: 9 } })),
     ).toBe('1');
     expect(one(definePolicy({ name: 'rl.t', refill: { tokens: 5, every: 10 } }))).toBe('1');
-    expect(general([entry(p, 'a', 1, 1_000), entry(p, 'b', 1, 1_000)])).toBe('1');
+    // Several decides of distinct keys at one cost and clock reading: the short form with their keys.
+    expect(encode([entry(p, 'a', 1, 1_000), entry(p, 'b', 1, 1_000)])).toEqual({
+      keys: ['a', 'b'],
+      args: ['10', cap, String(p.unitsPerToken), '1000', '0'],
+    });
+    // A key twice (the short path reads every bucket before it writes any), costs or clock readings that differ,
+    // two policies: the general form.
+    expect(general([entry(p, 'a', 1, 1_000), entry(p, 'a', 1, 1_000)])).toBe('1');
+    expect(general([entry(p, 'a', 1, 1_000), entry(p, 'b', 2, 1_000)])).toBe('1');
+    expect(general([entry(p, 'a', 1, 1_000), entry(p, 'b', 1, 1_001)])).toBe('1');
+    const q = definePolicy({ name: 'rl.other', quota: 10, window: 60, burst: 5 });
+    expect(general([entry(p, 'a', 1, 1_000), entry(q, 'b', 1, 1_000)])).toBe('2');
     expect(general([{ ...entry(p, 'k', 1, 1_000), op: 'r', mode: 'reserve' }])).toBe('1');
   });
 
@@ -98,31 +109,51 @@ describe('the script short path for one decide', () => {
           // expiring between the two calls being compared.
           slack: fc.constantFrom('60000', '120000'),
         }),
-        fc.array(fc.record({ advance: fc.integer({ min: 0, max: 120_000 }), cost: fc.nat(60) }), {
-          minLength: 1,
-          maxLength: 25,
-        }),
+        fc.array(
+          fc.record({
+            advance: fc.integer({ min: 0, max: 120_000 }),
+            cost: fc.nat(60),
+            // Which of four buckets the call decides: one (a single decide) or several (a batch).
+            which: fc.subarray([0, 1, 2, 3], { minLength: 1 }),
+          }),
+          { minLength: 1, maxLength: 25 },
+        ),
         async ({ quota, window, burst, slack }, ops) => {
           const p = definePolicy({ name: 'rl.fast', quota, window, burst });
-          const short = `fast:${run}:short`;
-          const general = `fast:${run++}:general`;
+          const short = [0, 1, 2, 3].map((i) => `fast:${run}:short:${i}`);
+          const general = [0, 1, 2, 3].map((i) => `fast:${run}:general:${i}`);
+          run++;
           let now = 1_700_000_000_000;
           for (const op of ops) {
             now += op.advance;
-            const form = new ScriptArgs(slack).encode([entry(p, short, op.cost, now)]);
+            const a = op.which.map((i) => short[i]);
+            const b = op.which.map((i) => general[i]);
+            const form = new ScriptArgs(slack).encode(a.map((key) => entry(p, key, op.cost, now)));
+            expect(form).toEqual({ keys: a, args: expect.any(Array) });
             expect(form.args).toHaveLength(5);
-            const a = await redis.evalsha(sha, 1, short, ...form.args);
-            const tail = ['d', String(op.cost), String(now), '1', '1', '1'];
-            const b = (await redis.evalsha(sha, 1, general, slack, '1', ...policyArgs(p), ...tail)) as [
-              string,
-              number,
-            ];
-            // The short form answers one integer: the units before, or -1 minus them for a denial.
-            expect(a).toBe(b[0] === '1' ? b[1] : -1 - b[1]);
-            expect(await redis.get(short)).toEqual(await redis.get(general));
-            const [ta, tb] = await Promise.all([redis.pttl(short), redis.pttl(general)]);
-            // Both keys were written a moment apart in real time: their remaining TTLs differ by that moment.
-            expect(Math.abs(ta - tb)).toBeLessThanOrEqual(ta < 0 ? 0 : 250);
+            const got = await redis.evalsha(sha, a.length, ...a, ...form.args);
+            const tail = ['d', String(op.cost), String(now), '1', '1', String(b.length)];
+            const want = (await redis.evalsha(
+              sha,
+              b.length,
+              ...b,
+              slack,
+              '1',
+              ...policyArgs(p),
+              ...tail,
+            )) as (string | number)[];
+            // The short form answers per decide one integer: the units before, or -1 minus them for a denial; one
+            // decide gets the integer itself.
+            const ints = op.which.map((_, i) =>
+              want[2 * i] === '1' ? want[2 * i + 1] : -1 - Number(want[2 * i + 1]),
+            );
+            expect(got).toEqual(a.length === 1 ? ints[0] : ints);
+            for (const i of op.which) {
+              expect(await redis.get(short[i])).toEqual(await redis.get(general[i]));
+              const [ta, tb] = await Promise.all([redis.pttl(short[i]), redis.pttl(general[i])]);
+              // Both keys were written a moment apart in real time: their remaining TTLs differ by that moment.
+              expect(Math.abs(ta - tb)).toBeLessThanOrEqual(ta < 0 ? 0 : 250);
+            }
           }
         },
       ),
@@ -167,83 +198,72 @@ async function serverMs(): Promise<number> {
 // bracketed by two readings of the server clock and must match the engine's arithmetic exactly at one instant in
 // between: its answer, the value it stores and the absolute expiry it sets.
 describe('the server-clock bucket format', () => {
-  it('is read and written exactly by both forms, from either stored format', async () => {
+  it('is read and written exactly by both forms, from either stored format, one bucket or several', async () => {
     await fc.assert(
       fc.asyncProperty(
         fc.record(policyShape),
-        fc.record({
-          stored: fc.constantFrom('none', 'server', 'injected'),
-          // The stored level as a fraction of the capacity short of full, and the bucket's time relative to now
-          // as a multiple of its time to full: ahead of now (no refill), partly refilled, or long full.
-          short: fc.double({ min: 0.001, max: 1, noNaN: true }),
-          age: fc.double({ min: -2.5, max: 1, noNaN: true }),
-          cost: fc.nat(60),
-        }),
-        async ({ quota, window, burst }, { stored, short, age, cost }) => {
+        fc.array(
+          fc.record({
+            stored: fc.constantFrom('none', 'server', 'injected'),
+            // The stored level as a fraction of the capacity short of full, and the bucket's time relative to
+            // now as a multiple of its time to full: ahead of now (no refill), partly refilled, or long full.
+            short: fc.double({ min: 0.001, max: 1, noNaN: true }),
+            age: fc.double({ min: -2.5, max: 1, noNaN: true }),
+          }),
+          { minLength: 1, maxLength: 3 },
+        ),
+        fc.nat(60),
+        async ({ quota, window, burst }, buckets, cost) => {
           const p = definePolicy({ name: 'rl.srvfmt', quota, window, burst });
           const cap = p.capacityUnits;
-          const d = Math.max(1, Math.floor(cap * short));
-          const ttf = Math.ceil(d / quota);
-          const keys = [`srvfmt:${run}:short`, `srvfmt:${run++}:general`];
           const t0 = await serverMs();
-          const last = t0 + Math.round(age * ttf) + (age > 0 ? 1_000 : 0);
-          for (const key of keys) {
-            if (stored === 'server') await redis.set(key, String(d), 'PXAT', last + ttf);
-            // The injected-clock format carries its own time; its expiry includes a slack.
-            if (stored === 'injected')
-              await redis.set(key, `${cap - d}:${last}`, 'PXAT', last + ttf + 60_000);
+          const forms = ['short', 'general'].map((f) => buckets.map((_, j) => `srvfmt:${run}:${f}:${j}`));
+          run++;
+          for (const keys of forms) {
+            for (const [j, b] of buckets.entries()) {
+              const d = Math.max(1, Math.floor(cap * b.short));
+              const ttf = Math.ceil(d / quota);
+              const last = t0 + Math.round(b.age * ttf) + (b.age > 0 ? 1_000 : 0);
+              if (b.stored === 'server') await redis.set(keys[j], String(d), 'PXAT', last + ttf);
+              // The injected-clock format carries its own time; its expiry includes a slack.
+              if (b.stored === 'injected') {
+                await redis.set(keys[j], `${cap - d}:${last}`, 'PXAT', last + ttf + 60_000);
+              }
+            }
           }
-          const need = cost * p.unitsPerToken;
-          for (const [i, key] of keys.entries()) {
-            const was = await readBucket(redis, key, p);
+          for (const [f, keys] of forms.entries()) {
+            const was = await Promise.all(keys.map((k) => readBucket(redis, k, p)));
             const before = await serverMs();
-            let allowed: boolean;
-            let units: number;
-            if (i === 0) {
-              const args = new ScriptArgs('0').encode([{ ...entry(p, key, cost, 0), now: '' }]).args;
-              const reply = (await redis.evalsha(sha, 1, key, ...args)) as number;
-              [allowed, units] = [reply >= 0, reply >= 0 ? reply : -1 - reply];
+            let replies: number[];
+            if (f === 0) {
+              const args = new ScriptArgs('0').encode(
+                keys.map((k) => ({ ...entry(p, k, cost, 0), now: '' })),
+              ).args;
+              const reply = (await redis.evalsha(sha, keys.length, ...keys, ...args)) as number | number[];
+              replies = typeof reply === 'number' ? [reply] : reply;
             } else {
-              const tail = ['d', String(cost), '', '1', '1', '1'];
-              const reply = (await redis.evalsha(sha, 1, key, '0', '1', ...policyArgs(p), ...tail)) as [
-                string,
-                number,
-              ];
-              [allowed, units] = [reply[0] === '1', reply[1]];
+              const tail = ['d', String(cost), '', '1', '1', String(keys.length)];
+              const reply = (await redis.evalsha(
+                sha,
+                keys.length,
+                ...keys,
+                '0',
+                '1',
+                ...policyArgs(p),
+                ...tail,
+              )) as (string | number)[];
+              replies = keys.map((_, j) =>
+                reply[2 * j] === '1' ? Number(reply[2 * j + 1]) : -1 - Number(reply[2 * j + 1]),
+              );
             }
             const after = await serverMs();
-            const now = await readBucket(redis, key, p);
-            // A bucket whose expiry passed before it was read back is gone (time to full of a millisecond or two).
+            const now = await Promise.all(keys.map((k) => readBucket(redis, k, p)));
             const read = await serverMs();
-            const gone = (expiresAt: number) => now === undefined && expiresAt < read;
-            // The engine's arithmetic at each instant the call may have run at: one must match all of it.
-            const matches: number[] = [];
-            for (let t = before; t <= after; t++) {
-              let u = cap;
-              let from = t;
-              if (was !== undefined && (stored === 'injected' || was.expiresAt >= t)) {
-                from = was.last;
-                u = was.units;
-                const e = Math.min(t - was.last, Math.ceil(cap / quota));
-                if (e > 0) u = Math.min(cap, u + e * quota);
-              }
-              const ok = need <= cap && u >= need;
-              if (ok !== allowed || u !== units) continue;
-              if (!ok || need === 0) {
-                const same = now?.raw === was?.raw && now?.expiresAt === was?.expiresAt;
-                if (!same && !(was !== undefined && gone(was.expiresAt))) continue;
-              } else {
-                const left = cap - (u - need);
-                const expiresAt = Math.max(from, t) + Math.ceil(left / quota);
-                const same = now?.raw === String(left) && now.expiresAt === expiresAt;
-                if (!same && !gone(expiresAt)) continue;
-              }
-              matches.push(t);
+            for (const [j, r] of replies.entries()) {
+              const call = { before, after, read, allowed: r >= 0, units: r >= 0 ? r : -1 - r };
+              const ok = matchesEngine(p, cost, buckets[j].stored === 'injected', was[j], now[j], call);
+              expect(ok, JSON.stringify({ f, j, was: was[j], now: now[j], ...call })).toBe(true);
             }
-            expect(
-              matches.length,
-              JSON.stringify({ i, was, before, after, allowed, units, now }),
-            ).toBeGreaterThan(0);
           }
         },
       ),
@@ -251,3 +271,42 @@ describe('the server-clock bucket format', () => {
     );
   });
 });
+
+/**
+ * True when a call's answer for one bucket and what it left stored are the engine's arithmetic at one instant of
+ * the server clock between `before` and `after`. A bucket whose expiry passed before it was read back (`read`) is
+ * gone: time to full of a millisecond or two.
+ */
+function matchesEngine(
+  p: Policy,
+  cost: number,
+  injected: boolean,
+  was: StoredBucket | undefined,
+  now: StoredBucket | undefined,
+  call: { before: number; after: number; read: number; allowed: boolean; units: number },
+): boolean {
+  const cap = p.capacityUnits;
+  const need = cost * p.unitsPerToken;
+  const gone = (expiresAt: number) => now === undefined && expiresAt < call.read;
+  for (let t = call.before; t <= call.after; t++) {
+    let u = cap;
+    let from = t;
+    if (was !== undefined && (injected || was.expiresAt >= t)) {
+      from = was.last;
+      u = was.units;
+      const e = Math.min(t - was.last, Math.ceil(cap / p.quota));
+      if (e > 0) u = Math.min(cap, u + e * p.quota);
+    }
+    const ok = need <= cap && u >= need;
+    if (ok !== call.allowed || u !== call.units) continue;
+    if (!ok || need === 0) {
+      const same = now?.raw === was?.raw && now?.expiresAt === was?.expiresAt;
+      if (same || (was !== undefined && gone(was.expiresAt))) return true;
+    } else {
+      const left = cap - (u - need);
+      const expiresAt = Math.max(from, t) + Math.ceil(left / p.quota);
+      if ((now?.raw === String(left) && now.expiresAt === expiresAt) || gone(expiresAt)) return true;
+    }
+  }
+  return false;
+}

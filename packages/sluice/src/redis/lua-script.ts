@@ -48,71 +48,80 @@ if redis.replicate_commands then redis.replicate_commands() end
 local ARGV, KEYS, tonumber, call, pcall, unpack = ARGV, KEYS, tonumber, redis.call, redis.pcall, unpack
 local fmt, floor, ceil, find, sub = string.format, math.floor, math.ceil, string.find, string.sub
 
--- The common call, one decide of one key under one policy with a continuous refill, no queue and no shadow mode,
--- comes in a short form of its own and takes this shorter path: the same arithmetic as the general path below for
--- that case, without its tables and loops (which cost about a third of such a call's server time) and with a
--- third of the arguments to send and parse (D-R10, D-R11). lua-fast-path.test.ts holds the two paths equal.
+-- The common calls, decides of distinct keys under one policy with a continuous refill, no queue and no shadow
+-- mode, all at one cost and one clock reading (one decide, or a batch of concurrent ones), come in a short form of
+-- their own and take this shorter path: the same arithmetic as the general path below for that case, without its
+-- tables and loops (which cost about half of a batched decision's server time) and with a fraction of the
+-- arguments to send and parse (D-R10 to D-R13). lua-fast-path.test.ts holds the two paths equal.
 -- ARGV: quota, capacity (burst x unitsPerToken), units to take (cost x unitsPerToken), then with an injected clock
 -- only: now, slack. Fewer than six arguments tell it from the general form, which has at least fifteen. Each
 -- argument and each decimal tonumber (C's strtod) costs the server more than the arithmetic here, so the client
 -- sends products rather than their factors (a take above the capacity is a cost above the burst) (D-R11). Decimal
 -- rather than hexadecimal, which Lua parses with strtoul, cheaper but 32 bits wide where C's long is (Windows,
--- 32-bit builds). KEYS: the bucket.
--- With the server's clock a bucket needs no clock reading of its own (D-R12): a new bucket starts its time at its
--- write (PSETEX, relative), and a stored one takes the time of the call from PTTL and PEXPIRETIME (its expiry less
--- what is left of it), both integers where TIME is two decimal strings, and is written to expire at an absolute
--- time (PXAT) of that same reading: exact even where the clock moves during a script (Redis before 7.2).
--- Reply: the units held before the decision when allowed, -1 - those units when denied (one integer costs the
--- server about 5,000 instructions less than a two-element array).
+-- 32-bit builds). KEYS: the buckets, distinct, at most 1,000 (one MGET).
+-- With the server's clock a call reads no clock of its own (D-R12): a new bucket starts its time at its write
+-- (PSETEX, relative), and the first stored one gives the call's time as its expiry (PEXPIRETIME) less what is left
+-- of it (PTTL), both integers where TIME is two decimal strings; stored buckets are written to expire at an
+-- absolute time (PXAT) of that one reading: exact even where the clock moves during a script (Redis before 7.2).
+-- Reply: per key the units held before the decision when allowed, -1 - those units when denied; one integer for
+-- one key (an array of two cost the server about 5,000 instructions more), an array of them for several.
 if #ARGV < 6 then
   local quota, cap, need = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
-  local key, at = KEYS[1], ARGV[4]
-  local v = call('GET', key)
-  local u, last, now, slack = cap, 0, 0, 0
-  if at then now, slack = tonumber(at), tonumber(ARGV[5]) end
-  if v then
-    local d = tonumber(v)
-    if d then
-      local x = pcall('PEXPIRETIME', key)
-      -- Redis before 7.0 has no PEXPIRETIME: an error that says so rather than a wrong answer.
-      if type(x) ~= 'number' then return {err = 'ERR the rate-limit script needs Redis 7.0 or later, or Valkey'} end
-      if not at then now = x - call('PTTL', key) end
-      u, last = cap - d, x - ceil(d / quota)
-    else
-      local c = find(v, ':', 1, true)
-      u, last = tonumber(sub(v, 1, c - 1)), tonumber(sub(v, c + 1))
-      if not at then
-        local t = call('TIME')
-        now = tonumber(t[1]) * 1000 + floor(tonumber(t[2]) / 1000)
-      end
-    end
-    local e = now - last
-    if e > 0 then
-      local fill = ceil(cap / quota)
-      if e > fill then e = fill end
-      u = u + e * quota
-      if u > cap then u = cap end
-    end
-  end
-  if need > cap or u < need then return -1 - u end
-  if need > 0 then
-    local after = u - need
-    if after >= cap then
-      if v then call('DEL', key) end
-    else
-      if not v or last < now then last = now end
-      -- Integer strings: a Lua number would be printed with %.14g, a float conversion.
-      local ttl = (last - now) + ceil((cap - after) / quota)
-      if at then
-        call('PSETEX', key, fmt('%d', ttl + slack), fmt('%d:%d', after, last))
-      elseif v then
-        call('SET', key, fmt('%d', cap - after), 'PXAT', fmt('%d', now + ttl))
+  local at, n = ARGV[4], #KEYS
+  local now, slack, known = 0, 0, false
+  if at then now, slack, known = tonumber(at), tonumber(ARGV[5]), true end
+  local raw, out
+  if n > 1 then raw, out = call('MGET', unpack(KEYS)), {} end
+  for i = 1, n do
+    local key, v = KEYS[i], nil
+    if raw then v = raw[i] else v = call('GET', key) end
+    local u, last = cap, 0
+    if v then
+      local d = tonumber(v)
+      if d then
+        local x = pcall('PEXPIRETIME', key)
+        -- Redis before 7.0 has no PEXPIRETIME: an error that says so rather than a wrong answer.
+        if type(x) ~= 'number' then return {err = 'ERR the rate-limit script needs Redis 7.0 or later, or Valkey'} end
+        if not known then now, known = x - call('PTTL', key), true end
+        u, last = cap - d, x - ceil(d / quota)
       else
-        call('PSETEX', key, fmt('%d', ttl), fmt('%d', cap - after))
+        local c = find(v, ':', 1, true)
+        u, last = tonumber(sub(v, 1, c - 1)), tonumber(sub(v, c + 1))
+        if not known then
+          local t = call('TIME')
+          now, known = tonumber(t[1]) * 1000 + floor(tonumber(t[2]) / 1000), true
+        end
+      end
+      local e = now - last
+      if e > 0 then
+        local fill = ceil(cap / quota)
+        if e > fill then e = fill end
+        u = u + e * quota
+        if u > cap then u = cap end
       end
     end
+    local r = u
+    if need > cap or u < need then
+      r = -1 - u
+    elseif need > 0 then
+      local after = u - need
+      if after >= cap then
+        if v then call('DEL', key) end
+      elseif at then
+        if not v or last < now then last = now end
+        -- Integer strings: a Lua number would be printed with %.14g, a float conversion.
+        call('PSETEX', key, fmt('%d', (last - now) + ceil((cap - after) / quota) + slack), fmt('%d:%d', after, last))
+      elseif v then
+        if last < now then last = now end
+        call('SET', key, fmt('%d', cap - after), 'PXAT', fmt('%d', last + ceil((cap - after) / quota)))
+      else
+        call('PSETEX', key, fmt('%d', ceil((cap - after) / quota)), fmt('%d', cap - after))
+      end
+    end
+    if not out then return r end
+    out[i] = r
   end
-  return u
+  return out
 end
 
 local slack = tonumber(ARGV[1])
@@ -367,4 +376,4 @@ return out
  * Node module; redis-store.test.ts fails when the script changes and this is not updated (a stale value would cost
  * a NOSCRIPT round trip on every call, never a wrong decision).
  */
-export const SCRIPT_SHA = '3b6736d29249130d9c8b67914ac4605fe1d3a181';
+export const SCRIPT_SHA = 'fbcfd9fe3581e9d351b07d28e06b6d2d6e5e98df';

@@ -307,6 +307,17 @@ export class RedisStore implements RateLimitStore {
       for (const e of entries) this.#fail(e, error);
       return;
     }
+    // The short form for several decides: one integer per entry, where the general form starts with a '1' or '0'.
+    if (typeof reply[0] === 'number' && reply.length === entries.length) {
+      for (let i = 0; i < entries.length; i++) {
+        const e = entries[i];
+        const r = reply[i] as number;
+        const units = new Float64Array(1);
+        units[0] = r >= 0 ? r : -1 - r;
+        this.#decided(e, e.mode as EvaluateMode, r >= 0, units, undefined);
+      }
+      return;
+    }
     let at = 0;
     for (const e of entries) {
       if (e.mode === undefined) {

@@ -11,8 +11,9 @@ export interface ScriptCall {
  * Encodes batches of calls as the rate-limit script's arguments (the layout is documented in lua-script.ts):
  * the clock slack and the call's policies first, once each; then runs of entries that share op, cost, clock
  * reading and policies, each run naming its policies by index and costing a few arguments besides its keys. A
- * call of one plain decide (one key, one continuous policy, no queue, no shadow mode) goes in a short form of
- * three arguments (five with an injected clock) that the script answers on a shorter path, with one integer.
+ * call of plain decides (distinct keys, each under the same continuous policy without queue or shadow mode, at one
+ * cost and one clock reading: one decide, or a batch of concurrent ones) goes in a short form of three arguments
+ * (five with an injected clock) that the script answers on a shorter path, with one integer per decide.
  */
 export class ScriptArgs {
   readonly #slack: string;
@@ -28,22 +29,22 @@ export class ScriptArgs {
 
   /** The keys and arguments of one script call carrying `entries`, in order. */
   encode(entries: readonly Entry[]): ScriptCall {
-    if (entries.length === 1) {
+    const p = shortPolicy(entries);
+    if (p !== undefined) {
+      // The short form (see lua-script.ts): decides of distinct keys under one continuous policy without queue or
+      // shadow mode, at one cost and one clock reading.
       const e = entries[0];
-      const p = e.checks.length === 1 ? e.checks[0].policy : undefined;
-      // The short form (see lua-script.ts): one decide under one continuous policy without queue or shadow mode.
-      if (p !== undefined && e.op === 'd' && p.stepMs === 0 && !p.shadow && (p.queue?.limit ?? 0) === 0) {
-        const pa = this.#argsOf(p);
-        // Products, not factors (D-R11): integers below 2^53 for any valid policy and any cost up to its burst (a
-        // larger cost is denied whatever its digits).
-        const need = String(e.cost * p.unitsPerToken);
-        // The server's clock needs neither a reading nor a slack: three arguments instead of five.
-        const args =
-          e.now === '' && this.#slack === '0'
-            ? [pa[0], pa[7], need]
-            : [pa[0], pa[7], need, e.now, this.#slack];
-        return { keys: e.keys as string[], args };
-      }
+      const pa = this.#argsOf(p);
+      // Products, not factors (D-R11): integers below 2^53 for any valid policy and any cost up to its burst (a
+      // larger cost is denied whatever its digits).
+      const need = String(e.cost * p.unitsPerToken);
+      // The server's clock needs neither a reading nor a slack: three arguments instead of five.
+      const args =
+        e.now === '' && this.#slack === '0' ? [pa[0], pa[7], need] : [pa[0], pa[7], need, e.now, this.#slack];
+      if (entries.length === 1) return { keys: e.keys as string[], args };
+      const keys: string[] = new Array(entries.length);
+      for (let i = 0; i < entries.length; i++) keys[i] = entries[i].keys[0];
+      return { keys, args };
     }
     const keys: string[] = [];
     // A call names a handful of policies: a linear search beats a Map allocated per call.
@@ -87,6 +88,43 @@ export class ScriptArgs {
     }
     return args;
   }
+}
+
+/** Most keys of one short-form call: the script reads them with one MGET. */
+const SHORT_MAX_KEYS = 1_000;
+
+/**
+ * The policy of a call that can go in the short form, or undefined: every entry a decide of one key under the
+ * same continuous policy without queue or shadow mode, at the same cost and clock reading, no key twice (the short
+ * path reads every bucket before it writes any), at most {@link SHORT_MAX_KEYS} entries.
+ */
+function shortPolicy(entries: readonly Entry[]): Policy | undefined {
+  const n = entries.length;
+  const e = entries[0];
+  if (n > SHORT_MAX_KEYS || e.op !== 'd' || e.checks.length !== 1) return undefined;
+  const p = e.checks[0].policy;
+  if (p.stepMs !== 0 || p.shadow || (p.queue?.limit ?? 0) !== 0) return undefined;
+  if (n === 1) return p;
+  for (let i = 1; i < n; i++) {
+    const o = entries[i];
+    if (
+      o.op !== 'd' ||
+      o.checks.length !== 1 ||
+      o.checks[0].policy !== p ||
+      o.cost !== e.cost ||
+      o.now !== e.now
+    ) {
+      return undefined;
+    }
+  }
+  // Distinct keys: a Set for this call only (a batch, not a decision, pays for it).
+  const seen = new Set<string>();
+  for (let i = 0; i < n; i++) {
+    const k = entries[i].keys[0];
+    if (seen.has(k)) return undefined;
+    seen.add(k);
+  }
+  return p;
 }
 
 /** How many arguments describe a policy in the script's general form. */
