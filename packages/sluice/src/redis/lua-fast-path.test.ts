@@ -272,6 +272,39 @@ describe('the server-clock bucket format', () => {
   });
 });
 
+describe('a server-clock bucket without an expiry (a PERSIST from outside)', () => {
+  it('refills from the call on, never from before, and is written back with an expiry, on both paths', async () => {
+    const p = definePolicy({ name: 'rl.persist', quota: 6, window: 60, burst: 4 });
+    const d = 3 * p.unitsPerToken;
+    const keys = [0, 1, 2].map((i) => `persist:${run}:${i}`);
+    run++;
+    for (const key of keys) await redis.set(key, String(d));
+    const before = await serverMs();
+    // The short form for one key, the short form for a batch, the general form.
+    const one = new ScriptArgs('0').encode([{ ...entry(p, keys[0], 1, 0), now: '' }]).args;
+    expect(await redis.evalsha(sha, 1, keys[0], ...one)).toBe(p.capacityUnits - d);
+    const two = new ScriptArgs('0').encode(
+      [keys[1], 'persist:fresh'].map((k) => ({ ...entry(p, k, 1, 0), now: '' })),
+    );
+    expect(await redis.evalsha(sha, 2, ...two.keys, ...two.args)).toEqual([
+      p.capacityUnits - d,
+      p.capacityUnits,
+    ]);
+    const tail = ['d', '1', '', '1', '1', '1'];
+    expect(await redis.evalsha(sha, 1, keys[2], '0', '1', ...policyArgs(p), ...tail)).toEqual([
+      '1',
+      p.capacityUnits - d,
+    ]);
+    const after = await serverMs();
+    for (const key of keys) {
+      const b = (await readBucket(redis, key, p))!;
+      expect(b.raw).toBe(String(d + p.unitsPerToken));
+      expect(b.last).toBeGreaterThanOrEqual(before);
+      expect(b.last).toBeLessThanOrEqual(after);
+    }
+  });
+});
+
 /**
  * True when a call's answer for one bucket and what it left stored are the engine's arithmetic at one instant of
  * the server clock between `before` and `after`. A bucket whose expiry passed before it was read back (`read`) is

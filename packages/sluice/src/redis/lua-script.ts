@@ -82,7 +82,16 @@ if #ARGV < 6 then
         local x = pcall('PEXPIRETIME', key)
         -- Redis before 7.0 has no PEXPIRETIME: an error that says so rather than a wrong answer.
         if type(x) ~= 'number' then return {err = 'ERR the rate-limit script needs Redis 7.0 or later, or Valkey'} end
-        if not known then now, known = x - call('PTTL', key), true end
+        if x < 0 then
+          -- No expiry (a PERSIST from outside): its time is unknown, so it refills from now on, never from before.
+          if not known then
+            local t = call('TIME')
+            now, known = tonumber(t[1]) * 1000 + floor(tonumber(t[2]) / 1000), true
+          end
+          x = now + ceil(d / quota)
+        elseif not known then
+          now, known = x - call('PTTL', key), true
+        end
         u, last = cap - d, x - ceil(d / quota)
       else
         local c = find(v, ':', 1, true)
@@ -240,7 +249,10 @@ while a <= nargs do
             end
             local pb = X[x + 1]
             local step = PP[pb + 9]
-            if step > 0 then
+            if xt < 0 then
+              -- No expiry (a PERSIST from outside): its time is unknown, so it refills from now on.
+              xt = now
+            elseif step > 0 then
               xt = xt - ceil(d / PP[pb + 10]) * step
             else
               xt = xt - ceil(d / PP[pb + 1])
@@ -376,4 +388,4 @@ return out
  * Node module; redis-store.test.ts fails when the script changes and this is not updated (a stale value would cost
  * a NOSCRIPT round trip on every call, never a wrong decision).
  */
-export const SCRIPT_SHA = 'fbcfd9fe3581e9d351b07d28e06b6d2d6e5e98df';
+export const SCRIPT_SHA = 'a1735b414834d8c20be9528b17351d8e3e085369';
