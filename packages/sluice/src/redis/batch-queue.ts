@@ -18,7 +18,7 @@ export interface Entry {
   readonly checks: readonly Check[];
   readonly keys: readonly string[];
   readonly cost: number;
-  /** The injected clock's reading, or '' for the server's TIME. */
+  /** The injected clock's reading, or '' for the server's clock. */
   readonly now: string;
   /** Local time of the call, for the deny cache and the breaker. */
   readonly local: number;

@@ -38,7 +38,8 @@
  * p peek, f refund, x reset), cost, now (empty: server TIME), n checks, per check the policy's index (1-based),
  * and the number of entries in the run (each takes the next n KEYS). Concurrent calls of one limiter usually
  * share their shape, so a batch of 64 decisions sends about 6 arguments besides its keys.
- * Reply: per decide/reserve/peek entry the flag '1'/'0' (allowed) then each check's units after refill and
+ * Reply of the general form (the short form's is described at its path below): per decide/reserve/peek entry the
+ * flag '1'/'0' (allowed) then each check's units after refill and
  * before the decision (an integer), followed for a stepped policy by its phase (milliseconds since its current step
  * began, an integer); per refund/reset entry the flag '1'.
  */
