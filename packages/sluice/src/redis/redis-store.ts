@@ -26,6 +26,7 @@ import {
 } from './redis-store-options.js';
 import { newCounters, type RedisStoreCounters, type RedisStoreStats } from './redis-store-stats.js';
 import { ScriptArgs } from './script-args.js';
+import { type AnswerHandler, readScriptReply } from './script-reply.js';
 import { logStoreTransitions, type RedisStoreEvents, StoreEvents } from './store-events.js';
 
 function isNoScript(error: unknown): boolean {
@@ -295,61 +296,14 @@ export class RedisStore implements RateLimitStore {
   }
 
   #settle(entries: Entry[], reply: unknown): void {
-    // The short form's answer (lua-script.ts): the units before the decision, or -1 minus them for a denial.
-    if (typeof reply === 'number' && entries.length === 1 && entries[0].mode !== undefined) {
-      const units = new Float64Array(1);
-      units[0] = reply >= 0 ? reply : -1 - reply;
-      this.#decided(entries[0], entries[0].mode, reply >= 0, units, undefined);
-      return;
-    }
-    if (!Array.isArray(reply)) {
-      const error = new SluiceError(ErrorCode.StoreUnavailable, 'the rate-limit script returned no array');
-      for (const e of entries) this.#fail(e, error);
-      return;
-    }
-    // The short form for several decides: one integer per entry, where the general form starts with a '1' or '0'.
-    if (typeof reply[0] === 'number' && reply.length === entries.length) {
-      for (let i = 0; i < entries.length; i++) {
-        const e = entries[i];
-        const r = reply[i] as number;
-        const units = new Float64Array(1);
-        units[0] = r >= 0 ? r : -1 - r;
-        this.#decided(e, e.mode as EvaluateMode, r >= 0, units, undefined);
-      }
-      return;
-    }
-    let at = 0;
-    for (const e of entries) {
-      if (e.mode === undefined) {
-        at++;
-        e.resolve(undefined);
-        continue;
-      }
-      const allowed = reply[at++] === '1';
-      const n = e.checks.length;
-      const units = new Float64Array(n);
-      // Phases come only after the units of stepped policies; continuous calls allocate no array for them.
-      let phases: Float64Array | undefined;
-      for (let i = 0; i < n; i++) {
-        units[i] = Number(reply[at++]);
-        if (e.checks[i].policy.stepMs !== 0) {
-          if (phases === undefined) phases = new Float64Array(n);
-          phases[i] = Number(reply[at++]);
-        }
-      }
-      this.#decided(e, e.mode, allowed, units, phases);
-    }
+    if (readScriptReply(entries, reply, this.#decided)) return;
+    const error = new SluiceError(ErrorCode.StoreUnavailable, 'the rate-limit script returned no array');
+    for (const e of entries) this.#fail(e, error);
   }
 
   /** Resolves a decision from the script's answer: its flag, and each check's units before the decision. */
-  #decided(
-    e: Entry,
-    mode: EvaluateMode,
-    allowed: boolean,
-    units: Float64Array,
-    phases: Float64Array | undefined,
-  ): void {
-    const decision = evaluate(e.checks, units, e.cost, mode, phases);
+  readonly #decided: AnswerHandler = (e, allowed, units, phases) => {
+    const decision = evaluate(e.checks, units, e.cost, e.mode as EvaluateMode, phases);
     if (decision.allowed !== allowed) {
       // Only a script that drifted from evaluate() could get here; never hand out a decision it did not make.
       this.#fail(
@@ -372,7 +326,7 @@ export class RedisStore implements RateLimitStore {
       }
     }
     e.resolve(decision);
-  }
+  };
 
   #fail(e: Entry, error: unknown): void {
     try {
