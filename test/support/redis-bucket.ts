@@ -9,13 +9,14 @@
  * // b.units, b.last (server ms), b.expiresAt
  * ```
  */
-import type { Policy } from '../../packages/sluice/src/core/index.js';
+import { msUntil, type Policy } from '../../packages/sluice/src/core/index.js';
 
-/** The two commands read here, as ioredis's `Redis` and `Cluster` offer them. */
+/** The command used here, as ioredis's `Redis` and `Cluster` offer it. */
 export interface BucketReader {
-  get(key: string): Promise<string | null>;
   call(command: string, ...args: string[]): Promise<unknown>;
 }
+
+const READ = "return {redis.call('GET', KEYS[1]), redis.call('PEXPIRETIME', KEYS[1])}";
 
 /** A stored bucket: its units, its time in the server's milliseconds and its absolute expiry. */
 export interface StoredBucket {
@@ -26,30 +27,21 @@ export interface StoredBucket {
   readonly raw: string;
 }
 
-/** Milliseconds for a bucket of `policy` to refill `deficit` units: its TTL beyond its own time. */
-export function timeToFull(policy: Policy, deficit: number): number {
-  if (policy.stepMs > 0) return Math.ceil(deficit / (policy.quota * policy.unitsPerToken)) * policy.stepMs;
-  return Math.ceil(deficit / policy.quota);
-}
-
 /** The bucket under `key`, or undefined when there is none (a full bucket). */
 export async function readBucket(
   client: BucketReader,
   key: string,
   policy: Policy,
 ): Promise<StoredBucket | undefined> {
-  const [raw, expiresAt] = await Promise.all([client.get(key), client.call('PEXPIRETIME', key)]);
+  // One script reads both, so the key cannot expire between the value and its expiry.
+  const [raw, expiresAt] = (await client.call('EVAL', READ, '1', key)) as [string | null, number];
   if (raw === null) return undefined;
   const at = Number(expiresAt);
   if (raw.includes(':')) {
     const [units, last] = raw.split(':').map(Number);
     return { units, last, expiresAt: at, raw };
   }
-  const deficit = Number(raw);
-  return {
-    units: policy.capacityUnits - deficit,
-    last: at - timeToFull(policy, deficit),
-    expiresAt: at,
-    raw,
-  };
+  // Units short of full, expiring at the bucket's time plus its time to full (the engine's own msUntil).
+  const units = policy.capacityUnits - Number(raw);
+  return { units, last: at - msUntil(policy, units, policy.capacityUnits), expiresAt: at, raw };
 }

@@ -3,7 +3,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readBucket, type StoredBucket } from '../../../../test/support/redis-bucket.js';
 import { type RedisServer, startRedisServer } from '../../../../test/support/redis-server.js';
-import { definePolicy, type Policy } from '../core/index.js';
+import { definePolicy, msUntil, nextLast, type Policy, refill } from '../core/index.js';
 import type { Entry } from './batch-queue.js';
 import { SCRIPT } from './lua-script.js';
 import { policyArgs, ScriptArgs } from './script-args.js';
@@ -322,14 +322,9 @@ function matchesEngine(
   const need = cost * p.unitsPerToken;
   const gone = (expiresAt: number) => now === undefined && expiresAt < call.read;
   for (let t = call.before; t <= call.after; t++) {
-    let u = cap;
-    let from = t;
-    if (was !== undefined && (injected || was.expiresAt >= t)) {
-      from = was.last;
-      u = was.units;
-      const e = Math.min(t - was.last, Math.ceil(cap / p.quota));
-      if (e > 0) u = Math.min(cap, u + e * p.quota);
-    }
+    // The engine's own refill; a missing (or expired) bucket is full.
+    const stored = was !== undefined && (injected || was.expiresAt >= t);
+    const u = stored ? refill(p, was.units, t - was.last) : cap;
     const ok = need <= cap && u >= need;
     if (ok !== call.allowed || u !== call.units) continue;
     if (!ok || need === 0) {
@@ -337,7 +332,7 @@ function matchesEngine(
       if (same || (was !== undefined && gone(was.expiresAt))) return true;
     } else {
       const left = cap - (u - need);
-      const expiresAt = Math.max(from, t) + Math.ceil(left / p.quota);
+      const expiresAt = nextLast(p, u, stored ? was.last : t, t) + msUntil(p, cap - left, cap);
       if ((now?.raw === String(left) && now.expiresAt === expiresAt) || gone(expiresAt)) return true;
     }
   }

@@ -48,6 +48,8 @@ if redis.replicate_commands then redis.replicate_commands() end
 -- Locals, not globals: every global lookup goes through the protected global table of the scripting engine.
 local ARGV, KEYS, tonumber, call, pcall, unpack = ARGV, KEYS, tonumber, redis.call, redis.pcall, unpack
 local fmt, floor, ceil, find, sub = string.format, math.floor, math.ceil, string.find, string.sub
+-- Redis before 7.0 has no PEXPIRETIME, which reads a server-clock bucket: an error that says so, not a wrong answer.
+local NEEDS_7 = 'ERR the rate-limit script needs Redis 7.0 or later, or Valkey'
 
 -- The common calls, decides of distinct keys under one policy with a continuous refill, no queue and no shadow
 -- mode, all at one cost and one clock reading (one decide, or a batch of concurrent ones), come in a short form of
@@ -78,29 +80,26 @@ if #ARGV < 6 then
     if raw then v = raw[i] else v = call('GET', key) end
     local u, last = cap, 0
     if v then
-      local d = tonumber(v)
+      local d, x = tonumber(v), -1
       if d then
-        local x = pcall('PEXPIRETIME', key)
-        -- Redis before 7.0 has no PEXPIRETIME: an error that says so rather than a wrong answer.
-        if type(x) ~= 'number' then return {err = 'ERR the rate-limit script needs Redis 7.0 or later, or Valkey'} end
-        if x < 0 then
-          -- No expiry (a PERSIST from outside): its time is unknown, so it refills from now on, never from before.
-          if not known then
-            local t = call('TIME')
-            now, known = tonumber(t[1]) * 1000 + floor(tonumber(t[2]) / 1000), true
-          end
-          x = now + ceil(d / quota)
-        elseif not known then
-          now, known = x - call('PTTL', key), true
-        end
-        u, last = cap - d, x - ceil(d / quota)
-      else
+        x = pcall('PEXPIRETIME', key)
+        if type(x) ~= 'number' then return {err = NEEDS_7} end
+        if x >= 0 and not known then now, known = x - call('PTTL', key), true end
+      end
+      -- A bucket in the injected-clock format, or one without an expiry (a PERSIST from outside), has no time in
+      -- its expiry: the call reads the server's TIME instead.
+      if not known then
+        local t = call('TIME')
+        now, known = tonumber(t[1]) * 1000 + floor(tonumber(t[2]) / 1000), true
+      end
+      if not d then
         local c = find(v, ':', 1, true)
         u, last = tonumber(sub(v, 1, c - 1)), tonumber(sub(v, c + 1))
-        if not known then
-          local t = call('TIME')
-          now, known = tonumber(t[1]) * 1000 + floor(tonumber(t[2]) / 1000), true
-        end
+      elseif x < 0 then
+        -- No expiry: its time is unknown, so it refills from now on, never from before.
+        u, last = cap - d, now
+      else
+        u, last = cap - d, x - ceil(d / quota)
       end
       local e = now - last
       if e > 0 then
@@ -245,9 +244,7 @@ while a <= nargs do
             -- The server-clock format (D-R12): d units short of full, expiring at its time after the refill
             -- plus its time to full, so that time is the expiry less the time to full of d.
             local xt = pcall('PEXPIRETIME', key)
-            if type(xt) ~= 'number' then
-              return {err = 'ERR the rate-limit script needs Redis 7.0 or later, or Valkey'}
-            end
+            if type(xt) ~= 'number' then return {err = NEEDS_7} end
             local pb = X[x + 1]
             local step = PP[pb + 9]
             if xt < 0 then
@@ -389,4 +386,4 @@ return out
  * Node module; redis-store.test.ts fails when the script changes and this is not updated (a stale value would cost
  * a NOSCRIPT round trip on every call, never a wrong decision).
  */
-export const SCRIPT_SHA = 'a1735b414834d8c20be9528b17351d8e3e085369';
+export const SCRIPT_SHA = '4a1e97f6e08eb8dac59d7a94dbff55f34de3b766';
