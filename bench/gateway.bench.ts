@@ -1,8 +1,10 @@
 /**
  * The gateway against a fast local upstream, beside the same upstream reached directly, behind a bare Node.js
- * proxy (the ceiling of Node's HTTP stack: no limiting at all), and behind NGINX with `limit_req` at an
- * equivalent (never binding) rate, in one run: requests per second at saturation, the CPU each proxy spends per
- * request, and p99 latency at a quarter of the gateway's saturation. Every server runs in its own process.
+ * proxy (the ceiling of Node's HTTP stack: no limiting at all), the same bare proxy carrying the gateway's header
+ * lines (forwarding fields and request id upstream, request id and rate-limit fields back, with none of the work
+ * behind them), and behind NGINX with `limit_req` at an equivalent (never binding) rate, in one run: requests per
+ * second at saturation, the CPU each proxy spends per request, and p99 latency at a quarter of the gateway's
+ * saturation. Every server runs in its own process.
  *
  * Placement (see `lib/load.ts`): for saturation, the proxies under test (gateway, bare proxy, NGINX) are pinned
  * to the last CPU, the upstream and the load generator (wrk when installed) to the first; for latency every
@@ -147,6 +149,21 @@ async function underLoad(url: string, overallRate: number): Promise<{ p99: numbe
 }
 
 const probeAgent = new Agent({ connections: 1 });
+const WITH_FIELDS = "node proxy + gateway's header lines";
+
+/** The response fields the gateway adds to the upstream's, except the request id (the bare proxy makes its own). */
+async function gatewayFields(direct: string, gateway: string): Promise<Record<string, string>> {
+  const plain = await request(direct, { dispatcher: probeAgent });
+  await plain.body.dump();
+  const proxied = await request(gateway, { dispatcher: probeAgent });
+  await proxied.body.dump();
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(proxied.headers)) {
+    if (name in plain.headers || name === 'x-request-id' || typeof value !== 'string') continue;
+    out[name] = value;
+  }
+  return out;
+}
 
 /** Sequential requests for `ms` milliseconds; returns the p99 latency in milliseconds. */
 async function probeLatency(url: string, ms: number): Promise<number> {
@@ -233,6 +250,24 @@ async function main(): Promise<void> {
     /listening/,
   );
   pids['node proxy, no limiting'] = bareProxy.pid;
+  // The same bare proxy carrying the gateway's header lines both ways (its rate-limit fields as the gateway answered
+  // one request), to split the gateway's extra CPU into what the header bytes cost and what its own code costs.
+  const withFields = await freePort();
+  const fields = await gatewayFields(`http://127.0.0.1:${up}/api/x`, `http://127.0.0.1:${gw}/api/x`);
+  const bareFields = await start(
+    SERVER_CPUS,
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      join(ROOT, 'bench/gateway/bare-proxy.ts'),
+      `http://127.0.0.1:${up}`,
+      String(withFields),
+      JSON.stringify(fields),
+    ],
+    /listening/,
+  );
+  pids[WITH_FIELDS] = bareFields.pid;
   if (nginx !== '') {
     writeFileSync(
       join(dir, 'nginx.conf'),
@@ -276,6 +311,7 @@ http {
   ];
   if (base !== undefined) targets.push(['sluice gateway (baseline)', `http://127.0.0.1:${base}/api/x`]);
   targets.push(['node proxy, no limiting', `http://127.0.0.1:${bare}/api/x`]);
+  targets.push([WITH_FIELDS, `http://127.0.0.1:${withFields}/api/x`]);
   if (nginx !== '') targets.push(['nginx limit_req', `http://127.0.0.1:${ng}/api/x`]);
   const reference = nginx === '' ? 'direct' : 'nginx limit_req';
   for (const [, url] of targets) await runLoad({ url, connections: CONNECTIONS, seconds: 1 }); // warm-up

@@ -1,7 +1,7 @@
 /**
- * The limits of the gateway benchmarks (`gateway.bench.ts` through sockets, `gateway-admission.bench.ts` in
- * process): one tier with a minute and an hour bucket plus one endpoint rule, all far above what the machine can
- * send, so every request takes the full path (identity, three buckets all or nothing, headers) and is admitted.
+ * The limits of the gateway benchmark (`gateway.bench.ts`): one tier with a minute and an hour bucket plus one
+ * endpoint rule, all far above what the machine can send, so every request takes the full path (identity, three
+ * buckets all or nothing, headers) and is admitted.
  */
 export const BENCH_LIMITS_YAML = `rateLimiting:
   defaultTier: bench

@@ -186,7 +186,7 @@ class ForwardState implements Dispatcher.DispatchHandler {
   readonly #extra: OutgoingHttpHeaders;
   readonly #done: (f: ProxyFailure | undefined) => void;
   readonly #onClose = () => {
-    if (!this.#res.writableFinished) this.abort(new Error('client closed the connection'));
+    if (!this.#settled && !this.#res.writableFinished) this.abort(new Error('client closed the connection'));
   };
   readonly #onDrain = () => this.#controller?.resume();
 
@@ -194,7 +194,9 @@ class ForwardState implements Dispatcher.DispatchHandler {
     this.#res = res;
     this.#extra = extra;
     this.#done = done;
-    res.once('close', this.#onClose);
+    // Kept until the response closes (once per response) instead of removed when settled: removing a listener
+    // per request cost more than the flag test that makes a late close a no-op.
+    res.on('close', this.#onClose);
   }
 
   /** Cancels the upstream request (client gone, body too large). */
@@ -249,7 +251,6 @@ class ForwardState implements Dispatcher.DispatchHandler {
   #settle(f: ProxyFailure | undefined): void {
     if (this.#settled) return;
     this.#settled = true;
-    this.#res.off('close', this.#onClose);
     this.#done(f);
   }
 }

@@ -27,7 +27,8 @@ export async function handleRequest(
   let outcome = 'proxied';
   let key: string | undefined;
   let tier: string | undefined;
-  res.once('close', () => {
+  // `on`, not `once`: a response closes once, and `once` would wrap the listener and remove it again per request.
+  res.on('close', () => {
     ctx.end();
     if (!host.logger.isLevelEnabled('info')) return;
     host.logger.info(

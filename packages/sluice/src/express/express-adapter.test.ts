@@ -9,6 +9,24 @@ afterEach(async () => {
   await Promise.all(closers.splice(0).map((c) => c()));
 });
 
+/**
+ * Three POSTs to a server whose global middleware decides the path rule (`rl.read`, burst 3) and whose route
+ * middleware decides the operation rule (`rl.write`, burst 2): the third is denied, and each answer carries one
+ * `RateLimit` item per rule, so neither rule was charged twice.
+ */
+async function expectEachRuleOnce(server: import('node:http').Server): Promise<void> {
+  const s = await listen(server);
+  closers.push(s.close);
+  const post = () => fetch(`${s.url}/api/items`, { method: 'POST' });
+  const first = await post();
+  expect(first.status).toBe(201);
+  expect(first.headers.get('ratelimit')).toBe('"rl.read";r=2;t=1, "rl.write";r=1;t=1');
+  expect((await post()).status).toBe(201);
+  const third = await post();
+  expect(third.status).toBe(429);
+  expect(third.headers.get('ratelimit')).toBe('"rl.read";r=0;t=1, "rl.write";r=0;t=1');
+}
+
 describe('Express adapter', () => {
   it('decides path rules globally and operation rules on the route, each once', async () => {
     const { http } = fixture();
@@ -19,16 +37,36 @@ describe('Express adapter', () => {
       calls++;
       res.status(201).end();
     });
-    const s = await listen(createServer(app));
-    closers.push(s.close);
-    const post = () => fetch(`${s.url}/api/items`, { method: 'POST' });
-    const first = await post();
-    expect(first.status).toBe(201);
-    expect(first.headers.get('ratelimit')).toBe('"rl.read";r=2;t=1, "rl.write";r=1;t=1');
-    expect((await post()).status).toBe(201);
-    const third = await post();
-    expect(third.status).toBe(429);
-    expect(third.headers.get('ratelimit')).toBe('"rl.read";r=0;t=1, "rl.write";r=0;t=1');
+    await expectEachRuleOnce(createServer(app));
+    expect(calls).toBe(2);
+  });
+
+  it('decides each rule once also without Express, where a response has no locals (connect-style chains)', async () => {
+    const { http } = fixture();
+    const global = rateLimit(http);
+    const route = rateLimit(http, { operation: 'rl.write' });
+    let calls = 0;
+    const fail = (res: import('node:http').ServerResponse) => (error?: unknown) => {
+      if (error === undefined) return false;
+      res.statusCode = 500;
+      res.end(String(error));
+      return true;
+    };
+    // What connect and polka do: set `originalUrl`, then call each middleware with the next one as `next`.
+    const server = createServer((req, res) => {
+      const r = Object.assign(req, { originalUrl: req.url }) as unknown as express.Request;
+      const w = res as unknown as express.Response;
+      global(r, w, (e?: unknown) => {
+        if (fail(res)(e)) return;
+        route(r, w, (e2?: unknown) => {
+          if (fail(res)(e2)) return;
+          calls++;
+          res.statusCode = 201;
+          res.end();
+        });
+      });
+    });
+    await expectEachRuleOnce(server);
     expect(calls).toBe(2);
   });
 
