@@ -243,31 +243,27 @@ async function main(): Promise<void> {
     pids['sluice gateway (baseline)'] = b.pid;
     await waitForPort(base);
   }
-  const bareProxy = await start(
-    SERVER_CPUS,
-    process.execPath,
-    ['--import', 'tsx', join(ROOT, 'bench/gateway/bare-proxy.ts'), `http://127.0.0.1:${up}`, String(bare)],
-    /listening/,
-  );
-  pids['node proxy, no limiting'] = bareProxy.pid;
-  // The same bare proxy carrying the gateway's header lines both ways (its rate-limit fields as the gateway answered
-  // one request), to split the gateway's extra CPU into what the header bytes cost and what its own code costs.
+  // The bare proxy, and the same proxy carrying the gateway's header lines both ways (its rate-limit fields as the
+  // gateway answered one request), to split the gateway's extra CPU into what the header bytes cost and what its
+  // own code costs.
+  const bareProxy = (port: number, ...fields: string[]) =>
+    start(
+      SERVER_CPUS,
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        join(ROOT, 'bench/gateway/bare-proxy.ts'),
+        `http://127.0.0.1:${up}`,
+        String(port),
+        ...fields,
+      ],
+      /listening/,
+    );
+  pids['node proxy, no limiting'] = (await bareProxy(bare)).pid;
   const withFields = await freePort();
   const fields = await gatewayFields(`http://127.0.0.1:${up}/api/x`, `http://127.0.0.1:${gw}/api/x`);
-  const bareFields = await start(
-    SERVER_CPUS,
-    process.execPath,
-    [
-      '--import',
-      'tsx',
-      join(ROOT, 'bench/gateway/bare-proxy.ts'),
-      `http://127.0.0.1:${up}`,
-      String(withFields),
-      JSON.stringify(fields),
-    ],
-    /listening/,
-  );
-  pids[WITH_FIELDS] = bareFields.pid;
+  pids[WITH_FIELDS] = (await bareProxy(withFields, JSON.stringify(fields))).pid;
   if (nginx !== '') {
     writeFileSync(
       join(dir, 'nginx.conf'),

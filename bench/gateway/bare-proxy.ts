@@ -25,8 +25,9 @@ const extra =
 const server = createServer((req, res) => {
   const headers: Record<string, string> = {};
   for (const k in req.headers) if (!HOP.has(k) && k !== 'host') headers[k] = req.headers[k] as string;
-  const id = extra === undefined ? '' : randomUUID();
+  let id = '';
   if (extra !== undefined) {
+    id = randomUUID();
     const peer = req.socket.remoteAddress ?? '';
     const host = req.headers.host ?? '';
     headers['x-forwarded-for'] = peer;
