@@ -76,18 +76,31 @@ try {
   );
   await strip.locator('#strip').screenshot({ path: join(OUT, 'status-states.png') });
   rmSync(join(OUT, '.parts'), { recursive: true, force: true });
-  // The dashboard, live, after waves of load (the status states first: both share the demo's one client address).
+  // The dashboard, live: load keeps flowing while the picture is taken, so the rates, the chart's lines and the
+  // policies table all show traffic (bounded: at most 90 s of rounds on loopback).
   const dash = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   await dash.goto(`${demo.gateway.adminUrl}/dashboard/`);
   await dash.fill('#token', token);
   await dash.click('button[type=submit]');
   await dash.waitForFunction(() => document.getElementById('connection')?.textContent === 'Live');
-  for (let wave = 0; wave < 4; wave++) {
-    await load(8);
-    await dash.waitForTimeout(1500);
-  }
-  await dash.waitForTimeout(1500);
+  let flowing = true;
+  const flow = (async () => {
+    const end = Date.now() + 90_000;
+    for (let round = 0; flowing && Date.now() < end; round++) {
+      // Waves: a few busy seconds, then a quieter one, so the chart has a shape.
+      await load(round % 6 === 5 ? 1 : 3);
+      await new Promise((r) => setTimeout(r, 150));
+    }
+  })();
+  await dash.waitForTimeout(20_000);
+  // A string, not a function: tsx would wrap a named helper in __name, which the page does not have.
+  const live = `['kpi-allowed', 'kpi-limited'].every((id) => Number.parseFloat(document.getElementById(id)?.textContent ?? '') > 0)`;
+  await dash.waitForFunction(live, undefined, { timeout: 30_000 });
   await dash.screenshot({ path: join(OUT, 'dashboard.png') });
+  const stillLive = await dash.evaluate(live);
+  flowing = false;
+  await flow;
+  if (!stillLive) throw new Error('the dashboard showed no allowed or no limited requests when it was taken');
 
   console.log(`docs images: ${join(OUT, 'dashboard.png')}, ${join(OUT, 'status-states.png')}`);
 } finally {

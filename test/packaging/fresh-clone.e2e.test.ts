@@ -15,6 +15,7 @@ import {
   lstatSync,
   mkdirSync,
   mkdtempSync,
+  readdirSync,
   readFileSync,
   rmSync,
   writeFileSync,
@@ -23,7 +24,9 @@ import { builtinModules } from 'node:module';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { stripVTControlCharacters } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { NODE_CACHE } from '../../scripts/node-line.mjs';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const MINUTE = 60_000;
@@ -83,7 +86,8 @@ interface Result {
 
 /**
  * The environment of every command: none of the npm_* variables of the `npm test` that runs this file but the
- * cache and registry, and no node_modules/.bin folder on PATH, so `npx sluice` cannot find the workspace's link.
+ * cache and registry, and no node_modules/.bin folder on PATH but the Node.js line's own, so `npx sluice` cannot
+ * find the workspace's link.
  */
 function cleanEnv(): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
@@ -91,7 +95,8 @@ function cleanEnv(): NodeJS.ProcessEnv {
   for (const [k, v] of Object.entries(process.env)) if (!/^npm_/i.test(k) || keep.test(k)) env[k] = v;
   env.PATH = (process.env.PATH ?? '')
     .split(delimiter)
-    .filter((d) => !d.includes('node_modules/.bin'))
+    // npm's `node` package (the main line, when the system Node.js is older) stays: it is no workspace's bin.
+    .filter((d) => !d.includes('node_modules/.bin') || d.startsWith(NODE_CACHE))
     .join(delimiter);
   env.NO_UPDATE_NOTIFIER = '1';
   return env;
@@ -155,14 +160,36 @@ describe('a fresh clone and the packed packages', () => {
   const packs = join(work, 'packs');
   const consumer = join(work, 'consumer');
   const tarballs: Record<string, { filename: string; files: string[] }> = {};
+  /** What `npm ci` printed in the copy. */
+  let installed = '';
 
   beforeAll(async () => {
     await copyWorkingTree(clone);
-    await ok('npm', ['ci', '--prefer-offline', '--no-audit', '--no-fund'], clone, 8 * MINUTE);
+    installed = await ok('npm', ['ci', '--prefer-offline', '--no-audit', '--no-fund'], clone, 8 * MINUTE);
   }, 10 * MINUTE);
 
   afterAll(() => {
     rmSync(work, { recursive: true, force: true });
+  });
+
+  // A clone on a newcomer's machine has no folder beside it. The copy's parent holds the copy alone at this point
+  // (packs and consumer come later), so a suite that reads `../anything` of the repository fails here. The unit
+  // project holds every suite that checks the requirements kept in test/fixtures/requirements/.
+  it('installs on this Node.js line without an engine or install-script warning', () => {
+    expect(installed).not.toMatch(/EBADENGINE|npm warn/i);
+  });
+
+  it('tests itself with nothing beside it: the unit suites pass in the copy', {
+    timeout: 6 * MINUTE,
+  }, async () => {
+    expect(readdirSync(work)).toEqual(['clone']);
+    const out = stripVTControlCharacters(
+      await ok('npx', ['vitest', 'run', '--project', 'unit', '--reporter', 'verbose'], clone, 5 * MINUTE),
+    );
+    for (const suite of ['config.test.ts', 'refill-config.test.ts', 'class-catalogue.test.ts']) {
+      expect(out).toContain(`packages/gateway/test/${suite}`);
+    }
+    expect(out).toMatch(/Test Files\s+\d+ passed \(\d+\)/);
   });
 
   it('links the sluice command at install time; before a build it says to run npm run build', async () => {

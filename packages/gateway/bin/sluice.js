@@ -6,8 +6,16 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 const cli = new URL('../dist/bin/sluice.js', import.meta.url);
+const [major, minor] = process.versions.node.split('.').map(Number);
 
-if (existsSync(cli)) {
+// engines says >=22.12; npm only warns about it, so an older Node.js is named here before anything half works.
+if (major < 22 || (major === 22 && minor < 12)) {
+  process.stderr.write(
+    `sluice: needs Node.js 22.12 or newer (24 recommended); this is ${process.version}.\n` +
+      'In the repository, npm start and npm test fetch Node.js 24 by themselves.\n',
+  );
+  process.exitCode = 1;
+} else if (existsSync(cli)) {
   await import(cli.href);
 } else {
   process.stderr.write(

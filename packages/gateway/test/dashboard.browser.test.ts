@@ -45,6 +45,9 @@ const YAML = `rateLimiting:
     - pattern: "/api/risk/simulation/*"
       limit: 30
       window: 60s
+    - pattern: "/api/risk/simulation/studio/*"
+      limit: 10
+      window: 60s
     - pattern: "/system/airgap/seal"
       limit: 5
       window: 3600s
@@ -115,6 +118,9 @@ async function loadOneSecond(round: number): Promise<void> {
     jobs.push(send(agent, `${gw}/orders/${i}`, { headers: as('acme', 'enterprise') }));
   for (let i = 0; i < 25; i++)
     jobs.push(send(agent, `${gw}/api/risk/simulation/run`, { headers: as('globex', 'standard') }));
+  // The longest policy name of the example configuration, for the layout: a key of its own, never limited.
+  if (round === 1)
+    jobs.push(send(agent, `${gw}/api/risk/simulation/studio/run`, { headers: as('initech', 'enterprise') }));
   for (let i = 0; i < 8; i++) jobs.push(send(agent, `${gw}/public/${i}`));
   for (let i = 0; i < 3; i++) jobs.push(send(agent, `${gw}/health`));
   await Promise.all(jobs);
@@ -181,7 +187,7 @@ describe('dashboard', () => {
     // (enterprise, burst 200) is always allowed; globex (standard: 5/s after a burst of 20) also drains the
     // endpoint rule (30 per 60 s), which denies it from round 4; anonymous clients get the free tier (1/s after 5).
     const expected = [
-      [40, 8],
+      [41, 8],
       [24, 27],
       [27, 27],
       [26, 31],
@@ -204,7 +210,7 @@ describe('dashboard', () => {
     // Per second: acme (enterprise, burst 200) always allowed; globex limited by the endpoint rule (30 burst)
     // after its first round; anonymous clients (free, burst 5) limited after 5; /health exempt.
     expect(await text('#kpi-exempt')).toBe('3');
-    expect(await text('#kpi-allowed-min')).toBe('117 in 60 s');
+    expect(await text('#kpi-allowed-min')).toBe('118 in 60 s');
     expect(await page.locator('#chart').getAttribute('aria-label')).toMatch(
       /last second: allowed \d+, limited \d+, exempt 3/,
     );
@@ -314,6 +320,25 @@ describe('dashboard', () => {
     await page.screenshot({ path: join(ARTIFACTS, 'live-phone-inspect.png') });
     await page.evaluate(() => window.scrollTo(0, 0));
     await page.screenshot({ path: join(ARTIFACTS, 'live-phone.png'), fullPage: true });
+    await page.setViewportSize(LAPTOP);
+  });
+
+  it('fits the policies table in its panel at 1280 px, every column shown', async () => {
+    await page.setViewportSize({ width: 1280, height: 900 });
+    await page.waitForSelector('#policies tbody tr');
+    const fit = await page.evaluate(() => {
+      const table = document.getElementById('policies') as HTMLTableElement;
+      const wrap = table.closest('.table-wrap') as HTMLElement;
+      const last = table.querySelector('thead th:last-child') as HTMLElement;
+      return {
+        table: table.scrollWidth,
+        wrap: wrap.clientWidth,
+        lastRight: last.getBoundingClientRect().right,
+        wrapRight: wrap.getBoundingClientRect().right,
+      };
+    });
+    expect(fit.table).toBeLessThanOrEqual(fit.wrap);
+    expect(fit.lastRight).toBeLessThanOrEqual(fit.wrapRight + 0.5);
     await page.setViewportSize(LAPTOP);
   });
 

@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { ManualClock } from 'sluice';
 import { MemoryStore } from 'sluice/memory';
 import { afterAll, describe, expect, it } from 'vitest';
-import { designDocument } from '../../../test/support/design-documents.js';
+import { requirementFixture } from '../../../test/support/requirements.js';
 import type { GatewayConfig } from '../src/config/gateway-config.js';
 import { loadConfigText } from '../src/config/load-config.js';
 import type { Violation } from '../src/config/violation.js';
@@ -182,9 +182,7 @@ describe('stepped refill in the gateway limits', () => {
 });
 
 describe("the design document's rate_limit block", () => {
-  const seed = designDocument('002_af99412070ec6474.txt');
-  const start = seed.indexOf('rate_limit:\n');
-  const block = seed.slice(start, seed.indexOf('refill_interval: 1s', start) + 'refill_interval: 1s'.length);
+  const block = requirementFixture('token-bucket-block.yaml').trimEnd();
 
   it('is the block as the design document writes it', () => {
     expect(block).toBe(

@@ -79,6 +79,21 @@ async function burst(url: string, n: number, headers: Record<string, string> = {
   return out;
 }
 
+/** `n` GET requests of `url` at once, each on a connection of its own: their statuses and JSON bodies. */
+function burstOf(url: string, n: number): Promise<{ status: number; body: unknown }[]> {
+  return Promise.all(
+    Array.from({ length: n }, async () => {
+      const agent = client();
+      try {
+        const r = await send(agent, url);
+        return { status: r.status, body: r.json() };
+      } finally {
+        await agent.close();
+      }
+    }),
+  );
+}
+
 /** The value of every series of a metric in a Prometheus text. */
 const seriesValues = (text: string, name: string) =>
   text
@@ -153,6 +168,26 @@ describe('sluice serve --threads', () => {
     expect(await p.exited).toBe(0);
     expect(p.lines.filter((l) => l.includes('sluice gateway stopped'))).toHaveLength(2);
     expect(p.lines.some((l) => l.includes(THREADS_UNSUPPORTED_MESSAGE))).toBe(false);
+  });
+
+  it('answers /ready 503 "starting" until every thread listens, then 200 from each', async () => {
+    const file = join(tmp.dir, 'threads-ready.yaml');
+    writeFileSync(file, CONFIG);
+    const port = await freePort();
+    const args = serveArgs(file, upstream.url, 2);
+    args[args.indexOf('--port') + 1] = String(port);
+    const p = spawnThreads(threadedNode(), args);
+    // The first thread logs this before the main thread even starts the second one.
+    await p.waitFor(/"thread":0.*sluice gateway listening/);
+    const early = await burstOf(`http://127.0.0.1:${port}/ready`, 1);
+    expect(early).toEqual([{ status: 503, body: { status: 'starting' } }]);
+    await p.waitFor(/listening on every thread/);
+    // Each on a connection of its own, so that both threads answer some.
+    const ready = await burstOf(`http://127.0.0.1:${port}/ready`, 10);
+    expect(ready.map((r) => r.status)).toEqual(Array(10).fill(200));
+    expect(ready[0]?.body).toMatchObject({ status: 'ready' });
+    p.child.kill('SIGTERM');
+    expect(await p.exited).toBe(0);
   });
 
   it('the admin API and the dashboard of the first thread count every thread: top keys, rates, quota', async () => {

@@ -111,12 +111,15 @@ export class Gateway extends EventEmitter {
   readonly #limitedKeys: TopLimitedKeys;
   #feedTimer: ReturnType<typeof setInterval> | undefined;
   #closing: Promise<void> | undefined;
+  /** A thread of `sluice serve --threads` starts out not ready: the main thread says when every thread listens. */
+  #everyThreadListens: boolean;
 
   private constructor(options: GatewayOptions) {
     super();
     const config = options.config;
     const now = options.now ?? Date.now;
     this.logger = options.logger ?? createLogger(config.logging.level);
+    this.#everyThreadListens = options.thread === undefined;
     this.#opened = options.thread?.store ?? createStore(config, options.clock, options.thread?.threads);
     this.store = this.#opened.store;
     this.#reloads = new ReloadController({
@@ -248,6 +251,19 @@ export class Gateway extends EventEmitter {
    */
   get runtime(): Runtime {
     return this.#reloads.runtime;
+  }
+
+  /** True while a thread of the same `sluice serve --threads` process does not listen yet (`/ready` says 503). */
+  get starting(): boolean {
+    return !this.#everyThreadListens;
+  }
+
+  /**
+   * As one thread of `sluice serve --threads`: every thread of the process listens now, so `/ready` may answer
+   * 200. The main thread calls it (through the thread's message port) once the last thread listens.
+   */
+  everyThreadListens(): void {
+    this.#everyThreadListens = true;
   }
 
   /** Requests being served now (by every thread, as the first thread of several). */

@@ -56,6 +56,8 @@ export interface ThreadWorkerData {
 /** Messages from the main thread to a worker thread. */
 export type ToWorker =
   | { readonly type: 'reload' }
+  /** Every thread listens: `/ready` may answer 200 now; answer `serving`. */
+  | { readonly type: 'every-thread-listens' }
   | { readonly type: 'close' }
   /** Send your series (`registry.getMetricsAsJSON()`) as `collected` with this id. */
   | { readonly type: 'collect'; readonly id: number }
@@ -70,6 +72,8 @@ export type ToWorker =
 export type FromWorker =
   | { readonly type: 'listening'; readonly url: string }
   | { readonly type: 'failed'; readonly message: string }
+  /** The answer to `every-thread-listens`: this thread's `/ready` answers 200 from now on. */
+  | { readonly type: 'serving' }
   /** A `/metrics` request reached this thread: answer with every thread's series aggregated. */
   | { readonly type: 'scrape'; readonly id: number }
   | { readonly type: 'collected'; readonly id: number; readonly metrics: ThreadMetrics }
@@ -115,6 +119,8 @@ export class ThreadedGateway {
   readonly #hashSecret = randomBytes(32).toString('hex');
   /** Tenant quota usage kept in memory, for every thread (created on the first call). */
   #quotaStore: MemoryQuotaStore | undefined;
+  /** Threads that were told every thread listens and have not answered `serving` yet. */
+  readonly #toServe = new Map<Worker, () => void>();
   /** Collections in flight: `<collection id>:<thread index>` to the resolver of that thread's series. */
   readonly #collecting = new Map<string, (metrics: ThreadMetrics) => void>();
   #collections = 0;
@@ -159,6 +165,9 @@ export class ThreadedGateway {
         g.#spawn(i + 1, options.file, { ...options.overrides, port }),
       );
       await Promise.all(rest);
+      // No thread's `/ready` says 200 before the last one listens: a load balancer would send traffic to a
+      // process that serves from half its threads, and shut the rest out of the port's share.
+      await g.#everyThreadListens();
       // One line once the whole process serves, for operators and scripts that wait for it.
       createLogger(c.logging.level).info(
         { url, threads: options.threads, store: store === undefined ? 'redis' : 'shared' },
@@ -169,6 +178,19 @@ export class ThreadedGateway {
       await g.close();
       throw e;
     }
+  }
+
+  /** Tells every thread that the whole process listens, and resolves once each one's `/ready` says so. */
+  #everyThreadListens(): Promise<void> {
+    return Promise.all(
+      this.#workers.map(
+        (w) =>
+          new Promise<void>((resolve) => {
+            this.#toServe.set(w, resolve);
+            w.postMessage({ type: 'every-thread-listens' } satisfies ToWorker);
+          }),
+      ),
+    ).then(() => undefined);
   }
 
   /** Reloads the configuration file in every thread (the CLI calls it on SIGHUP). */
@@ -213,7 +235,10 @@ export class ThreadedGateway {
         else if (m.type === 'feed') this.#toFirst({ type: 'feed', source: index, feed: m.feed });
         else if (m.type === 'quota') this.#quota(w, m.id, m.call);
         else if (m.type === 'collected') this.#collecting.get(`${m.id}:${index}`)?.(m.metrics);
-        else if (m.type === 'listening') {
+        else if (m.type === 'serving') {
+          this.#toServe.get(w)?.();
+          this.#toServe.delete(w);
+        } else if (m.type === 'listening') {
           started = true;
           resolve(m.url);
         } else reject(new Error(m.message));
@@ -224,6 +249,9 @@ export class ThreadedGateway {
       });
       w.once('exit', (code) => {
         this.#exited.add(w);
+        // A thread that ends before answering `serving` must not hold the start: the crash path reports it.
+        this.#toServe.get(w)?.();
+        this.#toServe.delete(w);
         if (started) this.#onCrash(w, `exit code ${code}`);
         else reject(new Error(`thread ${index} exited with code ${code} before listening`));
       });

@@ -99,6 +99,13 @@ port.on('message', (m: ToWorker) => {
     quotaStore?.settle(m.id, m.value, m.error);
     return;
   }
+  if (m.type === 'every-thread-listens') {
+    void started.then((g) => {
+      g?.everyThreadListens();
+      post({ type: 'serving' });
+    });
+    return;
+  }
   if (m.type === 'reload') {
     void started.then((g) => g?.reload());
     return;

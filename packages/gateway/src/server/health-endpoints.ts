@@ -16,6 +16,11 @@ export interface HealthSource {
   readonly metrics: PrometheusMetrics;
   /** The Prometheus text `/metrics` serves (with `--threads`, every thread's series aggregated). */
   scrape(): Promise<string>;
+  /**
+   * True while some thread of `sluice serve --threads` does not listen yet: `/ready` answers 503 until the whole
+   * process serves, so a load balancer never sends its traffic to a half-started process.
+   */
+  readonly starting: boolean;
 }
 
 /** True for `GET` or `HEAD` of `/health`, `/ready` or `/metrics`: the gateway answers them itself. */
@@ -24,8 +29,8 @@ export function isHealthRequest(method: string, path: string): boolean {
 }
 
 /**
- * Answers the gateway's own endpoints on the proxy listener: `/health` (the process runs), `/ready` (not
- * draining, and the store answers within a second) and `/metrics` (Prometheus text, 404 when `metrics.enabled` is
+ * Answers the gateway's own endpoints on the proxy listener: `/health` (the process runs), `/ready` (every
+ * thread listens, not draining, and the store answers within a second) and `/metrics` (Prometheus text, 404 when `metrics.enabled` is
  * false).
  *
  * @param draining - true once shutdown began: `/ready` answers 503 so that load balancers stop sending.
@@ -53,6 +58,10 @@ export async function answerHealth(
   if (path === '/ready') {
     if (draining) {
       send(503, { status: 'draining' });
+      return;
+    }
+    if (source.starting) {
+      send(503, { status: 'starting' });
       return;
     }
     const ok = await storeAnswers(source.runtime);

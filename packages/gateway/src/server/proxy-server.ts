@@ -6,7 +6,7 @@ import {
   type ServerResponse,
 } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
-import type { AddressInfo, ListenOptions } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { GatewayConfig } from '../config/gateway-config.js';
 import type { ProxyContext, ProxyHost } from './proxy-context.js';
@@ -91,14 +91,13 @@ export class ProxyServer implements ProxyContext {
   /**
    * Listens and returns the base URL clients use.
    *
-   * @param reusePort - share the port with the other threads' listeners (`sluice serve --threads`; Node >= 22.12).
+   * @param reusePort - share the port with the other threads' listeners (`sluice serve --threads`, on Linux).
    * @throws the listen error as Node reports it (for example `EADDRINUSE`).
    */
   listen(host: string, port: number, reusePort = false): Promise<string> {
     return new Promise((resolve, reject) => {
       this.#server.once('error', reject);
-      // @types/node for Node 20 does not know reusePort yet; Node before 22.12 ignores it.
-      this.#server.listen({ port, host, ...(reusePort ? { reusePort } : {}) } as ListenOptions, () => {
+      this.#server.listen({ port, host, ...(reusePort ? { reusePort } : {}) }, () => {
         this.#server.off('error', reject);
         const bound = (this.#server.address() as AddressInfo).port;
         resolve(`${this.#tls ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${bound}`);
