@@ -459,6 +459,24 @@ describe('RedisStore: batching, script cache and deny cache', () => {
     expect(again.outcomes[0].remaining).toBe(1);
   });
 
+  it('forget drops a remembered denial after another store on the same Redis reset the key (another thread)', async () => {
+    const { store: first, clock } = store();
+    const other = new RedisStore({ client: redis, clock, timeoutMs: 10_000 });
+    const key = fresh('other-thread');
+    const c = [{ policy: write, key }];
+    await first.decide(c, 30);
+    expect((await first.decide(c, 1)).allowed).toBe(false); // remembered here
+    await other.reset(c);
+    // The reset went through the other store: this one still answers from what it remembers.
+    expect((await first.decide(c, 1)).allowed).toBe(false);
+    expect(first.stats().denyCacheHits).toBe(1);
+    first.forget(c);
+    expect(first.stats().denyCacheSize).toBe(0);
+    expect((await first.decide(c, 1)).outcomes[0]).toMatchObject({ limited: false, remaining: 29 });
+    first.close();
+    first.forget(c); // after close: nothing to drop, no error
+  });
+
   it('lets the deny cache hold a bounded number of buckets, oldest out first', async () => {
     const { store: s } = store({ denyCache: { maxEntries: 2 } });
     for (let i = 0; i < 5; i++) {

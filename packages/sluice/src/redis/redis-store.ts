@@ -201,6 +201,21 @@ export class RedisStore implements RateLimitStore {
     await this.#queue.push(entry);
   }
 
+  /**
+   * Drops what this process holds of these buckets (deny cache entries, the `local` failure mode's buckets)
+   * without asking Redis. For a reset made through another store on the same Redis, in another thread of this
+   * process (the gateway's `sluice serve --threads`): call it after that reset completed, so that this store
+   * neither denies from an answer given before the reset nor remembers one still in flight (D-R07).
+   */
+  forget(checks: readonly Check[]): void {
+    if (this.#closed) return;
+    if (this.#deny !== undefined) {
+      const keys = checks.map((c) => this.#layout.key(c.policy, c.key));
+      this.#deny.forget(keys);
+    }
+    this.#fallback.reset(checks);
+  }
+
   /** Stops accepting calls; calls already accepted complete. The client connection stays open (it is the caller's). */
   close(): void {
     this.#closed = true;
