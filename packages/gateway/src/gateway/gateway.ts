@@ -286,7 +286,7 @@ export class Gateway extends EventEmitter {
   async resetKey(key: string): Promise<void> {
     const plan = this.#reloads.runtime.plan;
     // Redis first, then the other threads: a denial another thread remembers from before the reset is dropped,
-    // and one it is still waiting for is not remembered (the deny cache's epoch, D-R07). When Redis does not
+    // and one it is still waiting for is not remembered (the deny cache's epoch, D-R08). When Redis does not
     // answer, the other threads' local failure mode buckets are reset all the same, as this thread's are.
     try {
       await plan.limiter.store.reset(plan.allChecks(key));

@@ -18,7 +18,7 @@ export type HashTagFunction = (key: string) => string;
  * stay unambiguous whatever the key holds.
  *
  * `<version>` is 8 hex digits of the policy's definition (`policyVersion`): a policy whose limits change keeps
- * its name but gets new buckets, which start full, as on the memory store (D-R14).
+ * its name but gets new buckets, which start full, as on the memory store (D-R15).
  */
 export class KeyLayout {
   /** The white-label prefix. */

@@ -205,7 +205,7 @@ export class RedisStore implements RateLimitStore {
    * Drops what this process holds of these buckets (deny cache entries, the `local` failure mode's buckets)
    * without asking Redis. For a reset made through another store on the same Redis, in another thread of this
    * process (the gateway's `sluice serve --threads`): call it after that reset completed, so that this store
-   * neither denies from an answer given before the reset nor remembers one still in flight (D-R07).
+   * neither denies from an answer given before the reset nor remembers one still in flight (D-R08).
    */
   forget(checks: readonly Check[]): void {
     if (this.#closed) return;
