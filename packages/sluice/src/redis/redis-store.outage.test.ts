@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { startRedisServer } from '../../../../test/support/redis-server.js';
@@ -220,6 +221,30 @@ describe('RedisStore recovers without traffic (real redis-server killed and rest
       }
     });
   }
+});
+
+describe('RedisStore probe timer on real time', () => {
+  it('does not keep a process alive: a store left in its failure mode lets node exit on its own', () => {
+    // A real client that gives up connecting (nothing listens on port 1), so that only the store's timer is left.
+    const script = `
+      import { Redis } from 'ioredis';
+      import { RedisStore } from ${JSON.stringify(new URL('./index.ts', import.meta.url).pathname)};
+      import { definePolicy } from ${JSON.stringify(new URL('../core/index.ts', import.meta.url).pathname)};
+      const client = new Redis({ host: '127.0.0.1', port: 1, lazyConnect: true, enableOfflineQueue: false,
+        retryStrategy: () => null });
+      client.on('error', () => {});
+      const store = new RedisStore({ client, failureMode: 'open', breaker: { failureThreshold: 1 } });
+      await store.decide([{ policy: definePolicy({ name: 'p', quota: 1, window: 1 }), key: 'k' }], 1);
+      console.log(store.stats().state);
+    `;
+    const run = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+      encoding: 'utf8',
+      timeout: 20_000,
+    });
+    expect(run.stderr).toBe('');
+    expect(run.signal).toBeNull(); // not killed at the timeout: it ended by itself
+    expect(run.stdout.trim()).toBe('fallback');
+  });
 });
 
 describe('reconnectBackoff', () => {
