@@ -256,6 +256,131 @@ describe('sluice serve --threads', () => {
     expect(await p.exited).toBe(0);
   });
 
+  it('with Redis, an admin reset reaches every thread before it answers: no thread denies from an old answer', async () => {
+    const file = join(tmp.dir, 'threads-reset.yaml');
+    const adminPort = await freePort();
+    const token = 'r'.repeat(32);
+    // A burst of 10: the first 10 requests after the reset must all pass, whichever thread each lands on.
+    writeFileSync(
+      file,
+      `${CONFIG.replace(`requestsPerHour: ${BURST}, burstLimit: ${BURST}`, 'requestsPerHour: 10, burstLimit: 10')}` +
+        `store: { type: redis, url: "${redis.url}" }\nkeys: { prefix: "threads-reset:" }\n` +
+        `admin: { port: ${adminPort}, token: "${token}" }
+`,
+    );
+    const p = serveTwoThreads(threadedNode(), file);
+    const first = JSON.parse(await p.waitFor(/sluice gateway listening/)) as { url: string };
+    await p.waitFor(/"thread":1.*sluice gateway listening/);
+    // Exhaust the key until each thread has had a denial from Redis (which its deny cache keeps for 6 minutes).
+    const deniedBy = () =>
+      new Set(requestLines(p.lines).flatMap((l) => (l.status === 429 ? [l.thread] : [])));
+    const exhausted = await until(
+      async () => {
+        await burst(first.url, 10);
+        return deniedBy();
+      },
+      (threads) => threads.size === 2,
+    );
+    expect(exhausted).toEqual(new Set([0, 1]));
+    const admin = client();
+    const reset = await send(admin, `http://127.0.0.1:${adminPort}/keys/ip%3A127.0.0.1`, {
+      method: 'DELETE',
+      headers: { authorization: `Bearer ${token}` },
+    });
+    await admin.close();
+    expect(reset.status).toBe(204);
+    const from = p.lines.length;
+    const codes = await burst(first.url, 10);
+    expect(codes).toEqual(Array(10).fill(200));
+    // Both threads answered some of them (each on a connection of its own; all on one is a 1 in 512 chance).
+    await until(
+      async () => requestLines(p.lines.slice(from)).length,
+      (n) => n === 10,
+    );
+    expect(new Set(requestLines(p.lines.slice(from)).map((l) => l.thread))).toEqual(new Set([0, 1]));
+    p.child.kill('SIGTERM');
+    expect(await p.exited).toBe(0);
+  });
+
+  it('with Redis, a reload that changes a limit starts it full on every thread', async () => {
+    const file = join(tmp.dir, 'threads-reload.yaml');
+    const store = `store: { type: redis, url: "${redis.url}" }\nkeys: { prefix: "threads-reload:" }\n`;
+    writeFileSync(file, `${CONFIG}${store}`);
+    const p = serveTwoThreads(threadedNode(), file);
+    const first = JSON.parse(await p.waitFor(/sluice gateway listening/)) as { url: string };
+    await p.waitFor(/"thread":1.*sluice gateway listening/);
+    expect((await burst(first.url, BURST + EXTRA)).filter((c) => c === 200)).toHaveLength(BURST);
+    writeFileSync(file, `${CONFIG.replaceAll(`${BURST}`, '8')}${store}`);
+    p.child.kill('SIGHUP');
+    await p.waitFor(/"thread":0.*configuration reloaded|configuration reloaded.*"thread":0/);
+    await p.waitFor(/"thread":1.*configuration reloaded|configuration reloaded.*"thread":1/);
+    expect((await burst(first.url, 8 + EXTRA)).filter((c) => c === 200)).toHaveLength(8);
+    p.child.kill('SIGTERM');
+    expect(await p.exited).toBe(0);
+  });
+
+  it('with Redis, both threads leave the failure mode without traffic and the next concurrent burst is exact', async () => {
+    const file = join(tmp.dir, 'threads-recover.yaml');
+    writeFileSync(
+      file,
+      `${CONFIG}store: { type: redis, url: "${redis.url}", failureMode: open, timeout: 200ms }\n` +
+        'keys: { prefix: "threads-recover:" }\n',
+    );
+    const p = serveTwoThreads(threadedNode(), file);
+    const first = JSON.parse(await p.waitFor(/sluice gateway listening/)) as { url: string };
+    await p.waitFor(/"thread":1.*sluice gateway listening/);
+    const active = async () => {
+      const agent = client();
+      try {
+        const text = (await send(agent, `${first.url}/metrics`)).text;
+        return seriesValues(text, 'sluice_store_failure_mode_active');
+      } finally {
+        await agent.close();
+      }
+    };
+    try {
+      await redis.kill();
+      // Open mode admits; each thread switches after its third failed call, and logs it: wait for both, so that
+      // the gauge (the largest of the two threads) reads 0 below only once both are back.
+      const switched = () =>
+        new Set(
+          p.lines
+            .filter((l) => l.includes('rate limit store unavailable'))
+            .map((l) => (JSON.parse(l) as { thread: number }).thread),
+        );
+      await until(
+        async () => {
+          await burst(first.url, 10);
+          return switched();
+        },
+        (threads) => threads.size === 2,
+      );
+      expect(switched()).toEqual(new Set([0, 1]));
+      expect(await active()).toEqual([1]);
+      await redis.restart();
+      // No request through the proxy from here until the gauge reads 0 on both threads.
+      expect(await until(active, (v) => v[0] === 0)).toEqual([0]);
+      const ready = client();
+      expect((await send(ready, `${first.url}/ready`)).status).toBe(200);
+      await ready.close();
+      const codes = await Promise.all(
+        Array.from({ length: 200 }, async () => {
+          const agent = client();
+          try {
+            return (await send(agent, `${first.url}/x`)).status;
+          } finally {
+            await agent.close();
+          }
+        }),
+      );
+      expect(codes.filter((c) => c === 200)).toHaveLength(BURST);
+    } finally {
+      if (!redis.running) await redis.restart();
+    }
+    p.child.kill('SIGTERM');
+    expect(await p.exited).toBe(0);
+  });
+
   it('on this Node.js: two threads where reusePort exists, else one thread and a message saying why', async () => {
     const file = join(tmp.dir, 'here.yaml');
     writeFileSync(file, CONFIG);

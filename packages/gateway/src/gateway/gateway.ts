@@ -2,6 +2,7 @@ import { EventEmitter } from 'node:events';
 import type { Clock, RateLimitStore } from 'sluice';
 import type { PrometheusMetrics } from 'sluice/prometheus';
 import { TopLimitedKeys, wallClock } from 'sluice/quota';
+import { RedisStore } from 'sluice/redis';
 import { sharedTimeClock } from 'sluice/shared';
 import { EXEMPT_REASONS } from '../admission/admit-request.js';
 import { Runtime } from '../admission/runtime.js';
@@ -109,6 +110,7 @@ export class Gateway extends EventEmitter {
   readonly #side: SideListeners;
   readonly #unobserveStore: () => void;
   readonly #limitedKeys: TopLimitedKeys;
+  readonly #thread: GatewayThread | undefined;
   #feedTimer: ReturnType<typeof setInterval> | undefined;
   #closing: Promise<void> | undefined;
   /** A thread of `sluice serve --threads` starts out not ready: the main thread says when every thread listens. */
@@ -143,6 +145,7 @@ export class Gateway extends EventEmitter {
     });
     const clock = options.clock === undefined ? {} : { clock: options.clock };
     const thread = options.thread;
+    this.#thread = thread;
     // Threads count their seconds on one clock, so that the first thread can add the others' seconds to its own.
     this.rates = new RateWindow(
       thread === undefined
@@ -288,11 +291,34 @@ export class Gateway extends EventEmitter {
     return bucketsOf(this.#reloads.runtime.plan, key);
   }
 
-  /** Forgets every bucket of a key, so it starts full under each policy. */
+  /**
+   * Forgets every bucket of a key, so it starts full under each policy. As the first thread of
+   * `sluice serve --threads`, resolves only once every other thread has dropped what it held of the key in
+   * memory too (see {@link Gateway.forgetKey}).
+   *
+   * @throws SluiceError `ERR_STORE_UNAVAILABLE` when Redis does not answer; Error naming a thread that did not
+   * confirm in time.
+   */
   async resetKey(key: string): Promise<void> {
     const plan = this.#reloads.runtime.plan;
-    await plan.limiter.store.reset(plan.allChecks(key));
+    // Redis first, then the other threads: a denial another thread remembers from before the reset is dropped,
+    // and one it is still waiting for is not remembered (the deny cache's epoch, D-R08). When Redis does not
+    // answer, the other threads' local failure mode buckets are reset all the same, as this thread's are.
+    try {
+      await plan.limiter.store.reset(plan.allChecks(key));
+    } finally {
+      await this.#thread?.forgetOnPeers?.(key);
+    }
     this.logger.info({ key }, 'key reset');
+  }
+
+  /**
+   * Drops what this gateway holds of a key's buckets in process memory, without touching the store's shared
+   * state: a Redis store's deny cache entries and local failure mode buckets. Another thread of the process
+   * calls it through the main thread after resetting the key in Redis.
+   */
+  forgetKey(key: string): void {
+    if (this.store instanceof RedisStore) this.store.forget(this.#reloads.runtime.plan.allChecks(key));
   }
 
   /**

@@ -30,6 +30,14 @@ export interface GatewayThread {
   readonly collectsFeeds?: boolean;
   /** The other threads: where their dashboard feed goes, twice a second. */
   readonly publish?: (feed: ThreadFeed) => void;
+  /**
+   * After this thread reset a key in the store, makes every other thread drop what it holds of the key in
+   * memory (a Redis store's deny cache and local failure mode buckets); resolves once each one confirmed, so the
+   * admin API answers only when no thread can still deny from an old answer.
+   *
+   * @throws Error naming a thread that did not confirm in time.
+   */
+  readonly forgetOnPeers?: (key: string) => Promise<void>;
   /** The secret of limited keys' hashes, one for every thread so that their lists merge by hash. */
   readonly hashSecret?: string;
   /**
@@ -58,6 +66,10 @@ export type ToWorker =
   | { readonly type: 'reload' }
   /** Every thread listens: `/ready` may answer 200 now; answer `serving`. */
   | { readonly type: 'every-thread-listens' }
+  /** Drop what you hold of `key`'s buckets in memory (another thread reset them); confirm with `forgotten`. */
+  | { readonly type: 'forget'; readonly id: number; readonly key: string }
+  /** The answer to your `forget-peers` request `id`: every other thread confirmed, or why not. */
+  | { readonly type: 'peers-forgot'; readonly id: number; readonly error?: string }
   | { readonly type: 'close' }
   /** Send your series (`registry.getMetricsAsJSON()`) as `collected` with this id. */
   | { readonly type: 'collect'; readonly id: number }
@@ -77,12 +89,19 @@ export type FromWorker =
   /** A `/metrics` request reached this thread: answer with every thread's series aggregated. */
   | { readonly type: 'scrape'; readonly id: number }
   | { readonly type: 'collected'; readonly id: number; readonly metrics: ThreadMetrics }
+  /** This thread reset `key`: have every other thread forget it, then answer `peers-forgot` with this id. */
+  | { readonly type: 'forget-peers'; readonly id: number; readonly key: string }
+  /** This thread dropped what it held of the key of `forget` request `id`. */
+  | { readonly type: 'forgotten'; readonly id: number }
   /** This thread's dashboard feed, for the first thread. */
   | { readonly type: 'feed'; readonly feed: ThreadFeed }
   /** A call on the main thread's quota store. */
   | { readonly type: 'quota'; readonly id: number; readonly call: QuotaCall };
 
-/** How long a scrape waits for a thread's series before leaving that thread out. */
+/**
+ * How long a scrape waits for a thread's series before leaving that thread out, and a reset for a thread's
+ * confirmation.
+ */
 const COLLECT_MS = 2_000;
 
 /** Options of {@link ThreadedGateway.start}. */
@@ -121,8 +140,8 @@ export class ThreadedGateway {
   #quotaStore: MemoryQuotaStore | undefined;
   /** Threads that were told every thread listens and have not answered `serving` yet. */
   readonly #toServe = new Map<Worker, () => void>();
-  /** Collections in flight: `<collection id>:<thread index>` to the resolver of that thread's series. */
-  readonly #collecting = new Map<string, (metrics: ThreadMetrics) => void>();
+  /** Collections in flight: `<collection id>:<thread index>` to the resolver of that thread's answer. */
+  readonly #collecting = new Map<string, (answer: unknown) => void>();
   #collections = 0;
   /** Reports a thread that stopped while serving, closes the others and settles `ended`. */
   readonly #onCrash: (w: Worker, reason: string) => void;
@@ -235,6 +254,8 @@ export class ThreadedGateway {
         else if (m.type === 'feed') this.#toFirst({ type: 'feed', source: index, feed: m.feed });
         else if (m.type === 'quota') this.#quota(w, m.id, m.call);
         else if (m.type === 'collected') this.#collecting.get(`${m.id}:${index}`)?.(m.metrics);
+        else if (m.type === 'forgotten') this.#collecting.get(`${m.id}:${index}`)?.(true);
+        else if (m.type === 'forget-peers') this.#forgetPeers(w, m.id, m.key);
         else if (m.type === 'serving') {
           this.#toServe.get(w)?.();
           this.#toServe.delete(w);
@@ -291,27 +312,59 @@ export class ThreadedGateway {
 
   /** Answers thread `w`'s scrape `id` with every live thread's series, aggregated. */
   #scrape(w: Worker, id: number): void {
-    const collection = this.#collections++;
-    const parts = this.#workers.map((t, index) => {
-      if (this.#exited.has(t)) return Promise.resolve<ThreadMetrics>([]);
-      const key = `${collection}:${index}`;
-      return new Promise<ThreadMetrics>((resolve) => {
-        // A thread that does not answer in time (busy, or stopping) is left out of this scrape only.
-        const timer = setTimeout(() => settle([]), COLLECT_MS);
-        const settle = (metrics: ThreadMetrics) => {
-          clearTimeout(timer);
-          this.#collecting.delete(key);
-          resolve(metrics);
-        };
-        this.#collecting.set(key, settle);
-        t.postMessage({ type: 'collect', id: collection } satisfies ToWorker);
-      });
-    });
+    const parts = this.#gather((collection) => ({ type: 'collect', id: collection }));
     this.#answer(
       w,
-      Promise.all(parts).then((all) => aggregateThreadMetrics(all, this.#prefix)),
+      parts.then((all) =>
+        aggregateThreadMetrics(
+          all.map((m) => (m ?? []) as ThreadMetrics),
+          this.#prefix,
+        ),
+      ),
       (text) => ({ type: 'scraped', id, text }),
       (error) => ({ type: 'scraped', id, error }),
     );
+  }
+
+  /** Has every thread but `w` forget `key`, then answers `w`'s request `id`: all confirmed, or which did not. */
+  #forgetPeers(w: Worker, id: number, key: string): void {
+    const confirmed = this.#gather((collection) => ({ type: 'forget', id: collection, key }), w).then(
+      (all) => {
+        const missing = all.flatMap((ok, index) => (ok === undefined ? [index] : []));
+        if (missing.length > 0) {
+          throw new Error(`thread ${missing.join(', ')} did not confirm the reset within ${COLLECT_MS} ms`);
+        }
+      },
+    );
+    this.#answer(
+      w,
+      confirmed,
+      () => ({ type: 'peers-forgot', id }),
+      (error) => ({ type: 'peers-forgot', id, error }),
+    );
+  }
+
+  /**
+   * Sends `message(collection)` to every live thread but `except` and resolves with each one's answer by thread
+   * index; `null` for a thread skipped (`except`, or exited), `undefined` for one that did not answer in time.
+   */
+  #gather(message: (collection: number) => ToWorker, except?: Worker): Promise<unknown[]> {
+    const collection = this.#collections++;
+    const parts = this.#workers.map((t, index) => {
+      if (t === except || this.#exited.has(t)) return Promise.resolve<unknown>(null);
+      const key = `${collection}:${index}`;
+      return new Promise<unknown>((resolve) => {
+        // A thread that does not answer in time (busy, or stopping) is left out of this collection only.
+        const timer = setTimeout(() => settle(undefined), COLLECT_MS);
+        const settle = (answer: unknown) => {
+          clearTimeout(timer);
+          this.#collecting.delete(key);
+          resolve(answer);
+        };
+        this.#collecting.set(key, settle);
+        t.postMessage(message(collection));
+      });
+    });
+    return Promise.all(parts);
   }
 }

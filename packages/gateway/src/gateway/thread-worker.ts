@@ -17,15 +17,27 @@ const port: MessagePort = parentPort;
 const data = workerData as ThreadWorkerData;
 const post = (m: FromWorker) => port.postMessage(m);
 
-// `/metrics` on any thread answers for all of them: the main thread collects every thread's series.
-const scrapes = new Map<number, { resolve: (text: string) => void; reject: (e: Error) => void }>();
-let nextScrape = 0;
-const scrape = () =>
-  new Promise<string>((resolve, reject) => {
-    const id = nextScrape++;
-    scrapes.set(id, { resolve, reject });
-    post({ type: 'scrape', id });
+// Requests to the main thread, each answered by a message carrying its id.
+const asked = new Map<number, { resolve: (value: unknown) => void; reject: (e: Error) => void }>();
+let nextAsk = 0;
+const ask = (message: (id: number) => FromWorker) =>
+  new Promise<unknown>((resolve, reject) => {
+    const id = nextAsk++;
+    asked.set(id, { resolve, reject });
+    post(message(id));
   });
+const answered = (id: number, value: unknown, error: string | undefined) => {
+  const pending = asked.get(id);
+  asked.delete(id);
+  if (error === undefined) pending?.resolve(value);
+  else pending?.reject(new Error(error));
+};
+// `/metrics` on any thread answers for all of them: the main thread collects every thread's series.
+const scrape = () => ask((id) => ({ type: 'scrape', id })) as Promise<string>;
+// A reset of a key (the admin API, on the first thread) reaches every other thread's local caches before it answers.
+const forgetOnPeers = async (key: string) => {
+  await ask((id) => ({ type: 'forget-peers', id, key }));
+};
 
 // Quota usage kept in memory lives on the main thread, so that every thread counts into one store.
 const quotaStore =
@@ -48,6 +60,7 @@ async function start(): Promise<Gateway | undefined> {
         threads: data.threads,
         sideListeners: data.index === 0,
         scrape,
+        forgetOnPeers,
         hashSecret: data.hashSecret,
         // The first thread serves the dashboard and the admin API: the others feed it what they keep alone
         // (only when there is an admin listener to show it: it needs a restart to appear).
@@ -85,10 +98,18 @@ port.on('message', (m: ToWorker) => {
     return;
   }
   if (m.type === 'scraped') {
-    const pending = scrapes.get(m.id);
-    scrapes.delete(m.id);
-    if (m.text !== undefined) pending?.resolve(m.text);
-    else pending?.reject(new Error(m.error ?? 'no metrics'));
+    answered(m.id, m.text, m.text === undefined ? (m.error ?? 'no metrics') : undefined);
+    return;
+  }
+  if (m.type === 'peers-forgot') {
+    answered(m.id, undefined, m.error);
+    return;
+  }
+  if (m.type === 'forget') {
+    void started.then((g) => {
+      g?.forgetKey(m.key);
+      post({ type: 'forgotten', id: m.id });
+    });
     return;
   }
   if (m.type === 'feed') {

@@ -4,9 +4,18 @@ import type { FailureMode } from './failure-mode.js';
 import type { RedisStoreCounters } from './redis-store-stats.js';
 import type { StoreEvents } from './store-events.js';
 
+/**
+ * Runs `run` once after `ms` milliseconds; the returned function cancels it. The store passes one on its own
+ * clock: an unref'd timer on real time (so a failed store never keeps a process alive), or its injected clock's
+ * `sleep` (a `ManualClock` in tests), so a probe is due exactly when the store's time says so.
+ */
+export type ProbeTimer = (ms: number, run: () => void) => () => void;
+
 /** Settings and collaborators of a {@link Breaker}. */
 export interface BreakerOptions {
   readonly clock: Clock;
+  /** Schedules the next probe while switched. */
+  readonly timer: ProbeTimer;
   readonly failureMode: FailureMode;
   /** Consecutive failed calls that switch to the failure mode. */
   readonly failureThreshold: number;
@@ -22,9 +31,11 @@ export interface BreakerOptions {
 
 /**
  * The breaker in front of Redis: Redis is asked while it answers; after `failureThreshold` failed calls in a row
- * the store stops asking and follows its failure mode, probing Redis every `probeIntervalMs` (on the next call,
- * so no timer runs), and the first answer switches back. Each switch emits `failover` or `recover`; each failed
- * call emits `error`.
+ * the store stops asking and follows its failure mode, and the first answer switches back. While switched, one
+ * timer per store (not per key, and none while Redis answers) probes Redis every `probeIntervalMs`, whether or
+ * not requests arrive: recovery never waits for traffic, so the failure mode gauge, readiness and the first burst
+ * after an outage all see Redis again within a probe interval of the connection being back (D-R14). Each switch
+ * emits `failover` or `recover`; each failed call emits `error`.
  */
 export class Breaker {
   readonly #o: BreakerOptions;
@@ -32,8 +43,8 @@ export class Breaker {
   #failures = 0;
   #since = 0;
   #fallbackAtSwitch = 0;
-  #nextProbe = 0;
-  #probing = false;
+  #cancelProbe: (() => void) | undefined;
+  #closed = false;
   /** Bumped at each failover, so that a late answer to a call sent before it cannot count as a recovery. */
   #epoch = 0;
 
@@ -51,11 +62,16 @@ export class Breaker {
     return this.#epoch;
   }
 
-  /** True when calls go to Redis; otherwise false, after sending a probe when one is due at `now`. */
-  usable(now: number): boolean {
-    if (this.#state === 'redis') return true;
-    if (!this.#probing && now >= this.#nextProbe) this.#probe();
-    return false;
+  /** True when calls go to Redis; false while the failure mode decides (the probe timer brings Redis back). */
+  usable(): boolean {
+    return this.#state === 'redis';
+  }
+
+  /** Stops probing for good (the store closed). */
+  close(): void {
+    this.#closed = true;
+    this.#cancelProbe?.();
+    this.#cancelProbe = undefined;
   }
 
   /** Redis answered a call sent in `epoch`: the failure streak ends, and a switched store switches back. */
@@ -64,6 +80,8 @@ export class Breaker {
     this.#failures = 0;
     if (this.#state === 'redis') return;
     this.#state = 'redis';
+    this.#cancelProbe?.();
+    this.#cancelProbe = undefined;
     const c = this.#o.counters;
     c.recoveries++;
     this.#o.events.emit('recover', {
@@ -84,13 +102,21 @@ export class Breaker {
     this.#epoch++;
     this.#since = this.#now();
     this.#fallbackAtSwitch = c.fallbackDecisions;
-    this.#nextProbe = this.#since + this.#o.probeIntervalMs;
     c.failovers++;
     events.emit('failover', { failureMode: this.#o.failureMode, cause: error });
+    this.#scheduleProbe();
+  }
+
+  #scheduleProbe(): void {
+    if (this.#closed || this.#state === 'redis' || this.#cancelProbe !== undefined) return;
+    this.#cancelProbe = this.#o.timer(this.#o.probeIntervalMs, () => {
+      this.#cancelProbe = undefined;
+      this.#probe();
+    });
   }
 
   #probe(): void {
-    this.#probing = true;
+    if (this.#closed || this.#state === 'redis') return;
     this.#o.counters.probes++;
     const epoch = this.#epoch;
     withTimeout(
@@ -99,13 +125,11 @@ export class Breaker {
       () => this.#o.counters.timeouts++,
     ).then(
       () => {
-        this.#probing = false;
         this.succeeded(epoch);
+        // Nothing to do once back on Redis; an answer from before a newer switch does not count: keep probing.
+        this.#scheduleProbe();
       },
-      () => {
-        this.#probing = false;
-        this.#nextProbe = this.#now() + this.#o.probeIntervalMs;
-      },
+      () => this.#scheduleProbe(),
     );
   }
 

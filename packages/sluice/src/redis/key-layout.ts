@@ -1,4 +1,5 @@
 import { invalidOption, type Policy } from '../core/index.js';
+import { policyVersion } from '../core/policy-fingerprint.js';
 
 /**
  * Derives the Cluster hash tag from a bucket key. All checks of one call must yield the same tag on a Cluster;
@@ -9,12 +10,15 @@ export type HashTagFunction = (key: string) => string;
 /**
  * Names Redis keys for buckets.
  *
- * Default layout: `<prefix><policy>:{<key>}`. The hash tag is the bucket key between the braces, so every
- * policy of one key lands in the same Cluster slot and a request whose checks share a key (the usual case:
+ * Default layout: `<prefix><policy>:<version>:{<key>}`. The hash tag is the bucket key between the braces, so
+ * every policy of one key lands in the same Cluster slot and a request whose checks share a key (the usual case:
  * per-minute, per-hour and burst limits of one client) runs as one script call. With a `hashTag` function the
- * layout is `<prefix><policy>:{<tag>}:<key>`, for requests that mix keys (a tenant limit beside a user limit:
- * tag by tenant). Prefix and policy names contain no brace, so the first `{` is always the tag's: names stay
- * unambiguous whatever the key holds.
+ * layout is `<prefix><policy>:<version>:{<tag>}:<key>`, for requests that mix keys (a tenant limit beside a user
+ * limit: tag by tenant). Prefix and policy names contain no brace, so the first `{` is always the tag's: names
+ * stay unambiguous whatever the key holds.
+ *
+ * `<version>` is 8 hex digits of the policy's definition (`policyVersion`): a policy whose limits change keeps
+ * its name but gets new buckets, which start full, as on the memory store (D-R15).
  */
 export class KeyLayout {
   /** The white-label prefix. */
@@ -50,7 +54,7 @@ export class KeyLayout {
           policy.name,
         );
       }
-      head = `${this.prefix}${policy.name}:{`;
+      head = `${this.prefix}${policy.name}:${policyVersion(policy)}:{`;
       this.#heads.set(policy, head);
     }
     if (this.hashTag === undefined) return `${head}${key}}`;

@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { startRedisServer } from '../../../../test/support/redis-server.js';
@@ -20,6 +21,18 @@ const DECISION_FIELDS = ['allowed', 'cost', 'delayMs', 'outcomes', 'reason', 're
 /** A client of a port nothing listens on, failing every call at once (no offline queue): Redis is down. */
 function down(): Redis {
   const client = new Redis({ host: '127.0.0.1', port: 1, enableOfflineQueue: false, lazyConnect: true });
+  client.on('error', () => {});
+  return client;
+}
+
+/** A client of a throwaway server that fails calls at once while it is down and reconnects within 50 ms. */
+function reconnecting(port: number): Redis {
+  const client = new Redis({
+    host: '127.0.0.1',
+    port,
+    enableOfflineQueue: false,
+    retryStrategy: reconnectBackoff({ initialMs: 10, maxMs: 50 }),
+  });
   client.on('error', () => {});
   return client;
 }
@@ -93,13 +106,7 @@ describe('RedisStore while Redis is down', () => {
 describe('RedisStore outage events and logs (real redis-server killed and restarted)', () => {
   it('emits error per failed script call, and logs one warn line on entering and one on leaving the failure mode', async () => {
     const own = await startRedisServer();
-    const client = new Redis({
-      host: own.host,
-      port: own.port,
-      enableOfflineQueue: false,
-      retryStrategy: reconnectBackoff({ initialMs: 10, maxMs: 50 }),
-    });
-    client.on('error', () => {});
+    const client = reconnecting(own.port);
     const clock = new ManualClock(START);
     const { out, logger } = lines();
     const s = new RedisStore({
@@ -155,6 +162,88 @@ describe('RedisStore outage events and logs (real redis-server killed and restar
       client.disconnect();
       await own.stop();
     }
+  });
+});
+
+describe('RedisStore recovers without traffic (real redis-server killed and restarted on its port)', () => {
+  const seal = definePolicy({ name: 'system.seal', quota: 5, window: 3600 });
+
+  for (const failureMode of ['open', 'local', 'closed'] as const) {
+    it(`${failureMode}: a background probe brings it back with no call, and the next burst is exact`, async () => {
+      const own = await startRedisServer();
+      const client = reconnecting(own.port);
+      const clock = new ManualClock(START);
+      const s = new RedisStore({
+        client,
+        clock,
+        failureMode,
+        timeoutMs: 2_000,
+        breaker: { failureThreshold: 2, probeIntervalMs: 250 },
+      });
+      const recoveries: RecoverEvent[] = [];
+      s.on('recover', (e) => recoveries.push(e));
+      try {
+        await eventually(() => client.status === 'ready', 'the client to connect');
+        expect(clock.pendingSleeps).toBe(0); // no timer while Redis answers
+        await own.kill();
+        await eventually(() => client.status !== 'ready', 'the client to notice');
+        for (let i = 0; i < 12; i++) await s.decide([{ policy: seal, key: 'outage' }], 1);
+        expect(s.stats().state).toBe('fallback');
+        // One timer for the whole store, however many keys were decided.
+        expect(clock.pendingSleeps).toBe(1);
+        await own.restart();
+        await eventually(() => client.status === 'ready', 'the client to reconnect');
+        // No call at all from here: only the store's clock moves, one probe interval at a time.
+        await eventually(() => {
+          clock.advance(250);
+          return s.stats().state === 'redis';
+        }, 'the recovery');
+        expect(recoveries).toHaveLength(1);
+        expect(s.stats().decisions).toBe(12);
+        expect(clock.pendingSleeps).toBe(0);
+        const burst = await Promise.all(
+          Array.from({ length: 200 }, () => s.decide([{ policy: seal, key: 'fresh' }], 1)),
+        );
+        expect(burst.filter((d) => d.allowed)).toHaveLength(5);
+        expect(new Set(burst.filter((d) => !d.allowed).map((d) => d.reason))).toEqual(new Set(['limited']));
+        // Down again: the probe timer comes back, and close() stops it.
+        await own.kill();
+        await eventually(async () => {
+          await s.decide([{ policy: seal, key: 'again' }], 1);
+          return s.stats().state === 'fallback';
+        }, 'the second switch');
+        expect(clock.pendingSleeps).toBe(1);
+        s.close();
+        expect(clock.pendingSleeps).toBe(0);
+      } finally {
+        client.disconnect();
+        await own.stop();
+      }
+    });
+  }
+});
+
+describe('RedisStore probe timer on real time', () => {
+  it('does not keep a process alive: a store left in its failure mode lets node exit on its own', () => {
+    // A real client that gives up connecting (nothing listens on port 1), so that only the store's timer is left.
+    const script = `
+      import { Redis } from 'ioredis';
+      import { RedisStore } from ${JSON.stringify(new URL('./index.ts', import.meta.url).pathname)};
+      import { definePolicy } from ${JSON.stringify(new URL('../core/index.ts', import.meta.url).pathname)};
+      const client = new Redis({ host: '127.0.0.1', port: 1, lazyConnect: true, enableOfflineQueue: false,
+        retryStrategy: () => null });
+      client.on('error', () => {});
+      const store = new RedisStore({ client, failureMode: 'open', breaker: { failureThreshold: 1 } });
+      await store.decide([{ policy: definePolicy({ name: 'p', quota: 1, window: 1 }), key: 'k' }], 1);
+      console.log(store.stats().state);
+    `;
+    const run = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+      encoding: 'utf8',
+      timeout: 20_000,
+    });
+    expect(run.stderr).toBe('');
+    expect(run.signal).toBeNull(); // not killed at the timeout: it ended by itself
+    expect(run.stdout.trim()).toBe('fallback');
   });
 });
 

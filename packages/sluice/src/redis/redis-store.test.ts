@@ -13,6 +13,7 @@ import {
   startRedisServer,
 } from '../../../../test/support/redis-server.js';
 import { type Check, definePolicy, ManualClock } from '../core/index.js';
+import { policyVersion } from '../core/policy-fingerprint.js';
 import { ReferenceStore } from '../testing/index.js';
 import {
   clusterSlot,
@@ -74,11 +75,11 @@ function store(extra: Partial<RedisStoreOptions> = {}, clock = new ManualClock(S
 }
 
 describe('RedisStore: keys and expiry', () => {
-  it('stores "<units>:<last>" under <prefix><policy>:{<key>} with PX at the time to full', async () => {
+  it('stores "<units>:<last>" under <prefix><policy>:<version>:{<key>} with PX at the time to full', async () => {
     const { store: s } = store({ prefix: 'acme:rl:' });
     const key = fresh('user');
     await s.decide([{ policy: write, key }], 1);
-    const name = `acme:rl:rl.write:{${key}}`;
+    const name = `acme:rl:rl.write:${policyVersion(write)}:{${key}}`;
     expect(s.keyOf(write, key)).toBe(name);
     // 29 tokens left of 30: 60,000 units short, refilled at 120 units per ms: 500 ms, plus one minute of slack
     // because the clock is injected.
@@ -120,7 +121,9 @@ describe('RedisStore: keys and expiry', () => {
 
   it('lays keys out with a hash tag function and rejects braces where they would be ambiguous', async () => {
     const { store: s } = store({ hashTag: (k) => k.split(':')[0] });
-    expect(s.keyOf(write, 'tenant7:user:1')).toBe('rl:rl.write:{tenant7}:tenant7:user:1');
+    expect(s.keyOf(write, 'tenant7:user:1')).toBe(
+      `rl:rl.write:${policyVersion(write)}:{tenant7}:tenant7:user:1`,
+    );
     const braced = definePolicy({ name: 'rl.{x}', quota: 1, window: 1 });
     await expect(s.decide([{ policy: braced, key: 'k' }], 1)).rejects.toMatchObject({
       code: 'ERR_INVALID_OPTION',
@@ -130,6 +133,26 @@ describe('RedisStore: keys and expiry', () => {
       code: 'ERR_INVALID_OPTION',
     });
     expect(() => new RedisStore({ client: redis, prefix: 'a{b' })).toThrow(/prefix must be a string without/);
+  });
+
+  it('files buckets by policy definition: a changed limit under the same name starts full, as on the memory store', async () => {
+    const { store: s } = store();
+    const key = fresh('changed');
+    const five = definePolicy({ name: 'rl.seal', quota: 5, window: 3600 });
+    for (let i = 0; i < 5; i++) await s.decide([{ policy: five, key }], 1);
+    expect((await s.decide([{ policy: five, key }], 1)).reason).toBe('limited');
+    // The same definition in a new object (a reload that kept the limits) keeps the bucket and its denial.
+    const same = definePolicy({ name: 'rl.seal', quota: 5, window: 3600 });
+    expect(s.keyOf(same, key)).toBe(s.keyOf(five, key));
+    expect((await s.decide([{ policy: same, key }], 1)).reason).toBe('limited');
+    // 5 to 8 per hour, or only the shadow flag: a bucket of its own, full.
+    const eight = definePolicy({ name: 'rl.seal', quota: 8, window: 3600 });
+    const outcomes = [];
+    for (let i = 0; i < 9; i++) outcomes.push((await s.decide([{ policy: eight, key }], 1)).reason);
+    expect(outcomes).toEqual([...Array(8).fill('allowed'), 'limited']);
+    const shadow = definePolicy({ name: 'rl.seal', quota: 5, window: 3600, shadow: true });
+    expect((await s.decide([{ policy: shadow, key }], 1)).outcomes[0].remaining).toBe(4);
+    expect(new Set([five, eight, shadow].map((p) => s.keyOf(p, key))).size).toBe(3);
   });
 
   it('computes the same Cluster slot as Redis for any key', async () => {
@@ -434,6 +457,24 @@ describe('RedisStore: batching, script cache and deny cache', () => {
     const again = await s.decide(b, 3);
     expect(again).toMatchObject({ allowed: false, retryAfterSeconds: 18 });
     expect(again.outcomes[0].remaining).toBe(1);
+  });
+
+  it('forget drops a remembered denial after another store on the same Redis reset the key (another thread)', async () => {
+    const { store: first, clock } = store();
+    const other = new RedisStore({ client: redis, clock, timeoutMs: 10_000 });
+    const key = fresh('other-thread');
+    const c = [{ policy: write, key }];
+    await first.decide(c, 30);
+    expect((await first.decide(c, 1)).allowed).toBe(false); // remembered here
+    await other.reset(c);
+    // The reset went through the other store: this one still answers from what it remembers.
+    expect((await first.decide(c, 1)).allowed).toBe(false);
+    expect(first.stats().denyCacheHits).toBe(1);
+    first.forget(c);
+    expect(first.stats().denyCacheSize).toBe(0);
+    expect((await first.decide(c, 1)).outcomes[0]).toMatchObject({ limited: false, remaining: 29 });
+    first.close();
+    first.forget(c); // after close: nothing to drop, no error
   });
 
   it('lets the deny cache hold a bounded number of buckets, oldest out first', async () => {

@@ -11,7 +11,7 @@ import {
   SluiceError,
 } from '../core/index.js';
 import { BatchQueue, type Entry, OP_OF, type Op } from './batch-queue.js';
-import { Breaker } from './breaker.js';
+import { Breaker, type ProbeTimer } from './breaker.js';
 import { CallTimeouts, timeoutError } from './call-timeout.js';
 import type { RedisScriptClient } from './client-adapter.js';
 import { clusterSlot } from './cluster-slot.js';
@@ -97,6 +97,7 @@ export class RedisStore implements RateLimitStore {
       failureThreshold: o.failureThreshold,
       probeIntervalMs: o.probeIntervalMs,
       timeoutMs: o.timeoutMs,
+      timer: probeTimer(o.clock),
       ping: () => this.#client.ping(),
       counters: this.#n,
       events: this.#events,
@@ -112,6 +113,9 @@ export class RedisStore implements RateLimitStore {
         this.#fail(entry, timeoutError(o.timeoutMs));
       },
     });
+    // Redis may have lost every bucket during the outage (a restart without persistence): a remembered denial
+    // is no longer an upper bound of what it holds, so Redis decides each key again.
+    this.#events.on('recover', () => this.#deny?.clear());
     if (o.logger !== undefined) logStoreTransitions(this, o.logger);
   }
 
@@ -175,7 +179,7 @@ export class RedisStore implements RateLimitStore {
   async refund(checks: readonly Check[], cost: number): Promise<void> {
     const entry = this.#entry(checks, cost, 'f', undefined);
     this.#deny?.forget(entry.keys);
-    if (!this.#breaker.usable(entry.local)) {
+    if (!this.#breaker.usable()) {
       this.#fallbackRefund(checks, cost);
       return;
     }
@@ -191,15 +195,31 @@ export class RedisStore implements RateLimitStore {
     const entry = this.#entry(checks, 1, 'x', undefined);
     this.#deny?.forget(entry.keys);
     this.#fallback.reset(checks);
-    if (!this.#breaker.usable(entry.local)) {
+    if (!this.#breaker.usable()) {
       throw new SluiceError(ErrorCode.StoreUnavailable, 'Redis is unavailable; the buckets were not reset');
     }
     await this.#queue.push(entry);
   }
 
+  /**
+   * Drops what this process holds of these buckets (deny cache entries, the `local` failure mode's buckets)
+   * without asking Redis. For a reset made through another store on the same Redis, in another thread of this
+   * process (the gateway's `sluice serve --threads`): call it after that reset completed, so that this store
+   * neither denies from an answer given before the reset nor remembers one still in flight (D-R08).
+   */
+  forget(checks: readonly Check[]): void {
+    if (this.#closed) return;
+    if (this.#deny !== undefined) {
+      const keys = checks.map((c) => this.#layout.key(c.policy, c.key));
+      this.#deny.forget(keys);
+    }
+    this.#fallback.reset(checks);
+  }
+
   /** Stops accepting calls; calls already accepted complete. The client connection stays open (it is the caller's). */
   close(): void {
     this.#closed = true;
+    this.#breaker.close();
     this.#deny?.clear();
     this.#fallback.close();
   }
@@ -217,7 +237,7 @@ export class RedisStore implements RateLimitStore {
           return Promise.resolve(denied);
         }
       }
-      if (!this.#breaker.usable(entry.local)) return Promise.resolve(this.#fallbackDecision(entry, mode));
+      if (!this.#breaker.usable()) return Promise.resolve(this.#fallbackDecision(entry, mode));
       return this.#queue.push(entry) as Promise<Decision>;
     } catch (error) {
       return Promise.reject(error);
@@ -365,3 +385,20 @@ export class RedisStore implements RateLimitStore {
 }
 
 function noop(): void {}
+
+/** The breaker's probe timer on the store's clock: an unref'd real timer, or the injected clock's `sleep`. */
+function probeTimer(clock: Clock | undefined): ProbeTimer {
+  if (clock === undefined) {
+    return (ms, run) => {
+      const timer = setTimeout(run, ms);
+      // A store waiting for Redis to come back must not keep the process alive.
+      timer.unref?.();
+      return () => clearTimeout(timer);
+    };
+  }
+  return (ms, run) => {
+    const stop = new AbortController();
+    clock.sleep(ms, stop.signal).then(run, noop);
+    return () => stop.abort();
+  };
+}

@@ -1,4 +1,5 @@
 import { definePolicy, ErrorCode, type Policy, SluiceError } from '../core/index.js';
+import { policyFingerprint } from '../core/policy-fingerprint.js';
 import { lock, unlock } from './group-lock.js';
 import { hashKey } from './key-hash.js';
 import { H_POLICY_COUNT, H_POLICY_LOCK, H_SEED, PARAM_FLOATS, type TableViews } from './table-memory.js';
@@ -65,7 +66,7 @@ export class PolicyRegistry {
   #register(policy: Policy): number {
     const t = this.#t;
     const lanes = this.#lanes;
-    hashKey(fingerprint(policy), 0, this.#seed, lanes, 0);
+    hashKey(policyFingerprint(policy), 0, this.#seed, lanes, 0);
     lock(t.header, H_POLICY_LOCK);
     try {
       const count = Atomics.load(t.header, H_POLICY_COUNT);
@@ -99,10 +100,4 @@ export class PolicyRegistry {
       unlock(t.header, H_POLICY_LOCK);
     }
   }
-}
-
-/** Everything that makes two policies decide differently, as one string. */
-function fingerprint(p: Policy): string {
-  const q = p.queue;
-  return `${p.name}\u0000${p.quota}\u0000${p.window}\u0000${p.burst}\u0000${p.shadow}\u0000${q?.limit ?? 0}\u0000${q?.maxWaitMs ?? 0}\u0000${p.stepMs}`;
 }

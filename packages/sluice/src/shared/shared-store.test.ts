@@ -71,6 +71,19 @@ describe('one table, two stores', () => {
 });
 
 describe('bounded memory', () => {
+  it('files buckets by definition: a thread reloading a changed limit under the same name starts it full', () => {
+    const { clock, store: first } = store();
+    const second = new SharedStore({ table: first.table, clock, sweepIntervalMs: 0 });
+    const five = definePolicy({ name: 'seal', quota: 5, window: 3600 });
+    for (let i = 0; i < 6; i++) first.decide([{ policy: five, key: 'k' }], 1);
+    // Each thread builds its own objects from the same file: an unchanged policy keeps the bucket.
+    const same = definePolicy({ name: 'seal', quota: 5, window: 3600 });
+    expect(second.decide([{ policy: same, key: 'k' }], 1).reason).toBe('limited');
+    const eight = definePolicy({ name: 'seal', quota: 8, window: 3600 });
+    const reasons = Array.from({ length: 9 }, () => second.decide([{ policy: eight, key: 'k' }], 1).reason);
+    expect(reasons).toEqual([...Array(8).fill('allowed'), 'limited']);
+  });
+
   it('never holds more than maxTrackedKeys buckets with three times as many distinct keys', () => {
     const { store: s } = store({ maxTrackedKeys: 1000 });
     for (let i = 0; i < 3000; i++) {
