@@ -276,7 +276,7 @@ describe('sluice serve --threads', () => {
     for (const bad of ['0', '-1', '1.5', 'x']) {
       expect(await main(['serve', '--config', 'x.yaml', '--threads', bad], io)).toBe(2);
     }
-    expect(err[0]).toMatch(/^sluice: --threads must be an integer >= 1, got "0"\n/);
+    expect(err[0]).toMatch(/^sluice: --threads must be an integer from 1 to 100, got "0"\n/);
   });
 
   it('knows where reusePort exists', () => {
