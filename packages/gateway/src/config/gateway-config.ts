@@ -166,10 +166,10 @@ export interface GatewayConfig {
     readonly loopbackInDevelopment: boolean;
   };
   readonly headers: { readonly mode: 'draft-11' | 'legacy' | 'both' | 'none' };
-  /** How request targets are made canonical (`target:`): encoded slashes refused or decoded, `;` kept or stripped. */
+  /** How request targets are made canonical (`target:`): encoded slashes refused or decoded, `;` refused, stripped or kept. */
   readonly target: {
     readonly encodedSlashes: 'reject' | 'decode';
-    readonly pathParameters: 'keep' | 'strip';
+    readonly pathParameters: 'reject' | 'strip' | 'keep';
   };
   /** Absolute URI base of problem types, or `undefined` for `about:blank`. */
   readonly problems: { readonly typeBase: string | undefined };

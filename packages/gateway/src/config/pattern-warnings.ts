@@ -36,6 +36,11 @@ const REFUSED: Readonly<Record<string, { message: string; suggestion: string }>>
     message: 'contains a character outside ASCII, which a request path never holds unencoded',
     suggestion: 'percent-encode it as UTF-8',
   },
+  path_parameter: {
+    message:
+      'contains a ";" path parameter, which the gateway refuses in a request path (target.pathParameters: reject) or removes (strip)',
+    suggestion: 'remove the ";" parameter, or write it as "%3B" when it is part of the segment',
+  },
 };
 
 const UNRESERVED_ESCAPE = /%(2[DEde]|3[0-9]|4[1-9A-Fa-f]|5[0-9Aa]|5[Ff]|6[1-9A-Fa-f]|7[0-9Aa]|7[Ee])/g;

@@ -329,7 +329,10 @@ export function resolveConfig(
     headers: { mode: headers.mode ?? 'both' },
     target: {
       encodedSlashes: ((raw.target as Raw | undefined)?.encodedSlashes ?? 'reject') as 'reject' | 'decode',
-      pathParameters: ((raw.target as Raw | undefined)?.pathParameters ?? 'keep') as 'keep' | 'strip',
+      pathParameters: ((raw.target as Raw | undefined)?.pathParameters ?? 'reject') as
+        | 'reject'
+        | 'strip'
+        | 'keep',
     },
     problems: { typeBase: problems.typeBase },
     keys: { prefix: raw.keys?.prefix ?? '' },
