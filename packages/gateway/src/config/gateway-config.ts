@@ -87,6 +87,8 @@ export interface JwtConfig {
   readonly audience: string | readonly string[] | undefined;
   readonly algorithms: readonly string[] | undefined;
   readonly clockToleranceSeconds: number;
+  /** Tokens without an `exp` claim are refused (`identity.jwt.requireExp`, default true). */
+  readonly requireExp: boolean;
   readonly claims: {
     readonly tenant: string;
     readonly client: string;
