@@ -26,7 +26,7 @@ import { resolveQueue } from './resolve-queue.js';
 import { resolveRuleRefill } from './resolve-refill.js';
 import { shadowIssues } from './shadow-issues.js';
 import { closestName } from './suggest.js';
-import { durationIn, STORE_TIMEOUT_MS, timerMs } from './value-ranges.js';
+import { checkUrl, durationIn, STORE_TIMEOUT_MS, timerMs } from './value-ranges.js';
 import type { ConfigPath } from './violation.js';
 
 /** A problem found after the schema passed: a rule that spans several keys, or a name that must exist. */
@@ -205,8 +205,19 @@ export function resolveConfig(
     });
   }
   const upstream = (raw.upstream ?? {}) as Raw;
+  checkUrl(upstream.url, ['upstream', 'url'], issues);
   const store = (raw.store ?? {}) as Raw;
-  const storeType = (store.type ?? 'memory') as 'memory' | 'redis';
+  checkUrl(store.url, ['store', 'url'], issues);
+  (store.cluster?.nodes ?? []).forEach((node: string, i: number) => {
+    checkUrl(node, ['store', 'cluster', 'nodes', i], issues);
+  });
+  if (storeTypeOf(store) === 'redis' && /[{}]/.test(raw.keys?.prefix ?? '')) {
+    issues.push({
+      path: ['keys', 'prefix'],
+      message: `must not contain { or } on Redis, whose keys use them for the cluster hash tag, got ${JSON.stringify(raw.keys.prefix)}`,
+    });
+  }
+  const storeType = storeTypeOf(store);
   let redis: RedisConfig | undefined;
   const topologies = ['url', 'cluster', 'sentinel'].filter((k) => store[k] !== undefined);
   if (storeType === 'memory') {
@@ -235,6 +246,7 @@ export function resolveConfig(
 
   const identity = (raw.identity ?? {}) as Raw;
   const jwt = identity.jwt as Raw | undefined;
+  checkUrl(jwt?.jwksUrl, ['identity', 'jwt', 'jwksUrl'], issues);
   if (jwt !== undefined && (jwt.jwksFile === undefined) === (jwt.jwksUrl === undefined)) {
     issues.push({ path: ['identity', 'jwt'], message: 'needs exactly one of jwksFile or jwksUrl' });
   }
@@ -363,6 +375,10 @@ function policyNameIssue(name: string, path: ConfigPath, issues: SemanticIssue[]
       message: `must be printable ASCII without leading or trailing spaces (the policy name is sent in rate-limit headers), got ${JSON.stringify(name)}`,
     });
   }
+}
+
+function storeTypeOf(store: Raw): 'memory' | 'redis' {
+  return (store.type ?? 'memory') as 'memory' | 'redis';
 }
 
 function patternIssue(compile: () => unknown, path: ConfigPath, issues: SemanticIssue[]): void {

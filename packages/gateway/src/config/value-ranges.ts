@@ -73,3 +73,27 @@ export function timerMs(
 function show(ms: number): string {
   return ms % 1000 === 0 && ms > 0 ? `${ms / 1000}s` : `${ms}ms`;
 }
+
+/**
+ * Checks that an address the gateway connects to parses as an absolute URL with a host, as `new URL` (undici,
+ * ioredis, the JWKS fetch, the quota webhook) reads it at start. The schema checks the scheme only.
+ *
+ * @param value - the schema-valid string, or `undefined` when absent.
+ * @param path - where it is in the file.
+ * @param issues - where an issue is added.
+ */
+export function checkUrl(value: string | undefined, path: ConfigPath, issues: SectionIssue[]): void {
+  if (value === undefined) return;
+  let host = '';
+  try {
+    host = new URL(value).hostname;
+  } catch {
+    // Reported below with the value.
+  }
+  if (host === '') {
+    issues.push({
+      path,
+      message: `must be an absolute URL with a host, such as http://127.0.0.1:3000, got ${JSON.stringify(value)}`,
+    });
+  }
+}
