@@ -102,7 +102,7 @@ export function patternFindings(
 
 /**
  * A key equal for two patterns that match the same paths: case folded, query and one trailing slash ignored,
- * `:name` and a middle `*` both one segment (a last `*` is one or more).
+ * `:name` and a middle `*` both one segment (a last `*` is its prefix and everything below).
  *
  * @param pattern - the pattern as written.
  */
