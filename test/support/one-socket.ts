@@ -19,6 +19,8 @@ export interface RawResponse {
   readonly status: number;
   readonly headers: Readonly<Record<string, string>>;
   readonly body: string;
+  /** The statuses of the interim (1xx) answers read before this one, such as `[100]`. */
+  readonly interim?: readonly number[];
 }
 
 /** Options of {@link OneSocket.request}. */
@@ -26,6 +28,8 @@ export interface RawRequestOptions {
   readonly headers?: Readonly<Record<string, string>>;
   /** Sent with its Content-Length (unless `headers` sets Transfer-Encoding or Content-Length itself). */
   readonly body?: string | Buffer;
+  /** Send the body only after a `100 Continue` (a request with `Expect: 100-continue`); none if the final answer comes first. */
+  readonly awaitContinue?: boolean;
 }
 
 const CRLF2 = Buffer.from('\r\n\r\n');
@@ -86,7 +90,7 @@ export class OneSocket {
   }
 
   /**
-   * Sends one request on the connection and reads its whole answer (skipping 1xx answers).
+   * Sends one request on the connection and reads its whole answer (1xx answers are listed in `interim`).
    *
    * @throws SocketHangUp when the connection closes before the answer is complete.
    */
@@ -100,7 +104,19 @@ export class OneSocket {
       head.push(`content-length: ${body.length}`);
     }
     this.#socket.write(`${head.join('\r\n')}\r\n\r\n`);
-    if (body !== undefined && body.length > 0) this.#socket.write(body);
+    const send = body !== undefined && body.length > 0;
+    if (send && options.awaitContinue !== true) this.#socket.write(body);
+    const interim: number[] = [];
+    for (;;) {
+      const r = await this.#readResponse();
+      if (r.status >= 200) return { ...r, interim };
+      interim.push(r.status);
+      if (send && options.awaitContinue === true && r.status === 100) this.#socket.write(body);
+    }
+  }
+
+  /** Reads the next answer without sending anything: the answer to a request pipelined with {@link write}. */
+  async next(): Promise<RawResponse> {
     for (;;) {
       const r = await this.#readResponse();
       if (r.status >= 200) return r;

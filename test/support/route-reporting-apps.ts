@@ -1,10 +1,12 @@
 /**
  * The same four routes on real servers (Express 5, Fastify 5, Hono on @hono/node-server, a node:http handler
- * that routes on the WHATWG URL parser, and Debian's NGINX), each answering with the name of the route that
+ * that routes on the WHATWG URL parser, a servlet-style router as Tomcat, Jetty and Spring route, and Debian's
+ * NGINX), each answering with the name of the route that
  * served the request in `x-route` (and the target it received in `x-seen-target`), so a bypass test can tell which of the server's own routes a request target
  * reached, whatever the server made of it. Routes:
  *   POST /system/airgap/seal               seal        (NGINX: any method, exact location)
- *   *    /api/risk/simulation/studio/run   studio      (NGINX: prefix location /api/risk/simulation/studio/)
+ *   *    /api/risk/simulation/studio/run   studio      (NGINX: prefix location /api/risk/simulation/studio/;
+ *                                                       servlet: path mapping /api/risk/simulation/studio/*)
  *   *    /.well-known/x                    well-known
  *   anything else                          fallback
  * The Node servers can mount a Sluice limiter through their adapter (`limiter`), before the routes.
@@ -32,7 +34,7 @@ import { processConfig, startNginx, tempPaths } from './nginx.js';
 import { freePort } from './redis-server.js';
 
 /** The servers {@link startRouteApp} runs. */
-export type RouteAppKind = 'express' | 'fastify' | 'hono' | 'node' | 'nginx';
+export type RouteAppKind = 'express' | 'fastify' | 'hono' | 'node' | 'servlet' | 'nginx';
 
 /** The route names a server reports in `x-route`. */
 export type RouteName = 'seal' | 'studio' | 'well-known' | 'fallback';
@@ -136,28 +138,95 @@ async function honoApp(limiter: HttpLimiter | undefined): Promise<RouteApp> {
   };
 }
 
-/** A hand-written node:http router of the common kind: `new URL(req.url, base).pathname`, compared exactly. */
-async function nodeApp(limiter: HttpLimiter | undefined): Promise<RouteApp> {
+/**
+ * A node:http server whose handler routes on `route(method, target)`: a route name, or `undefined` for a 400 (as
+ * a server that refuses the target answers). The limiter, when given, is mounted with `sluice/node`.
+ */
+async function routingApp(
+  kind: RouteAppKind,
+  limiter: HttpLimiter | undefined,
+  route: (method: string | undefined, target: string) => RouteName | undefined,
+): Promise<RouteApp> {
   const handler = (req: IncomingMessage, res: ServerResponse) => {
+    const name = route(req.method, req.url ?? '/');
+    res.writeHead(name === undefined ? 400 : 200, {
+      ...(name === undefined ? {} : { [HEADER]: name }),
+      [SEEN]: req.url ?? '',
+      'content-type': 'text/plain',
+    });
+    res.end(name ?? 'bad request');
+  };
+  const server = createServer(limiter === undefined ? handler : withRateLimit(limiter, handler));
+  return { kind, url: await listen(server), close: closer(server) };
+}
+
+/** A hand-written node:http router of the common kind: `new URL(req.url, base).pathname`, compared exactly. */
+function nodeApp(limiter: HttpLimiter | undefined): Promise<RouteApp> {
+  return routingApp('node', limiter, (method, target) => {
     let path: string;
     try {
-      path = new URL(req.url ?? '/', 'http://app.invalid').pathname;
+      path = new URL(target, 'http://app.invalid').pathname;
     } catch {
       path = '';
     }
-    const name: RouteName =
-      req.method === 'POST' && path === ROUTE_PATHS.seal
-        ? 'seal'
-        : path === ROUTE_PATHS.studio
-          ? 'studio'
-          : path === ROUTE_PATHS.wellKnown
-            ? 'well-known'
-            : 'fallback';
-    res.writeHead(200, { [HEADER]: name, [SEEN]: req.url ?? '', 'content-type': 'text/plain' });
-    res.end(name);
-  };
-  const server = createServer(limiter === undefined ? handler : withRateLimit(limiter, handler));
-  return { kind: 'node', url: await listen(server), close: closer(server) };
+    if (method === 'POST' && path === ROUTE_PATHS.seal) return 'seal';
+    if (path === ROUTE_PATHS.studio) return 'studio';
+    return path === ROUTE_PATHS.wellKnown ? 'well-known' : 'fallback';
+  });
+}
+
+/**
+ * The path a servlet container maps, from the raw request target, as Tomcat does (Jetty and Spring agree on
+ * these steps): the query cut off; `;parameters` removed from every segment before decoding; an encoded `/` or
+ * `\` refused (Tomcat's default, 400); percent-escapes decoded; repeated slashes collapsed; `.` and `..`
+ * resolved, a `..` above the root refused. `undefined` is a 400.
+ */
+export function servletPath(target: string): string | undefined {
+  const q = target.indexOf('?');
+  const raw = (q < 0 ? target : target.slice(0, q))
+    .split('/')
+    .map((s) => {
+      const semi = s.indexOf(';');
+      return semi < 0 ? s : s.slice(0, semi);
+    })
+    .join('/');
+  if (!raw.startsWith('/') || /%2f|%5c/i.test(raw)) return undefined;
+  let decoded: string;
+  try {
+    decoded = decodeURIComponent(raw);
+  } catch {
+    return undefined;
+  }
+  const out: string[] = [];
+  const parts = decoded.split('/');
+  for (let i = 1; i < parts.length; i++) {
+    const s = parts[i];
+    const last = i === parts.length - 1;
+    if (s === '..') {
+      if (out.length === 0) return undefined;
+      out.pop();
+      if (last) out.push('');
+    } else if (s === '.' || (s === '' && !last)) {
+      if (last) out.push('');
+    } else out.push(s);
+  }
+  return `/${out.join('/')}`;
+}
+
+/**
+ * A servlet-style router on node:http: the servlet mapping rules over {@link servletPath}. An exact mapping for
+ * the seal (and its trailing-slash form, as Spring MVC matched it), a path mapping `/api/risk/simulation/studio/*`
+ * (which serves the prefix itself, with or without its slash, and everything below it), case-sensitive.
+ */
+function servletApp(limiter: HttpLimiter | undefined): Promise<RouteApp> {
+  const studio = '/api/risk/simulation/studio';
+  return routingApp('servlet', limiter, (method, target) => {
+    const path = servletPath(target);
+    if (path === undefined) return undefined;
+    if (method === 'POST' && (path === ROUTE_PATHS.seal || path === `${ROUTE_PATHS.seal}/`)) return 'seal';
+    if (path === studio || path.startsWith(`${studio}/`)) return 'studio';
+    return path === ROUTE_PATHS.wellKnown ? 'well-known' : 'fallback';
+  });
 }
 
 /** The NGINX configuration: exact locations, a prefix location and the catch-all, each naming itself. */
@@ -203,6 +272,8 @@ export function startRouteApp(kind: RouteAppKind, limiter?: HttpLimiter): Promis
       return honoApp(limiter);
     case 'node':
       return nodeApp(limiter);
+    case 'servlet':
+      return servletApp(limiter);
     case 'nginx':
       if (limiter !== undefined) throw new Error('NGINX has no Sluice adapter; run it behind the gateway');
       return nginxApp();

@@ -86,4 +86,55 @@ describe('request targets in the YAML', () => {
       '"/system/airgap/seal"',
     );
   });
+
+  it('refuses a ; path parameter by default, strips it with target.pathParameters: strip, keeps it with keep', async () => {
+    const yaml = `${TIERS}  endpoints:
+    - pattern: "/system/airgap/seal"
+      limit: 5
+      window: 3600s
+`;
+    const at = (path: string) => admitRequest((running as TestGateway).gateway, { ...request(), path });
+    running = await startGateway(join(tmp.dir, 'semi-reject.yaml'), { yaml });
+    expect(at('/system/airgap/seal;x=1')).toMatchObject({
+      kind: 'deny',
+      status: 400,
+      outcome: 'bad_target_path_parameter',
+    });
+    await running.gateway.close();
+    running = await startGateway(join(tmp.dir, 'semi-strip.yaml'), {
+      yaml: `${yaml}target:\n  pathParameters: strip\n`,
+    });
+    const stripped = at('/system/airgap/seal;x=1');
+    expect(stripped).toMatchObject({ kind: 'allow' });
+    expect((stripped as { headers: readonly (readonly string[])[] }).headers[0][1]).toContain(
+      '"/system/airgap/seal"',
+    );
+    await running.gateway.close();
+    running = await startGateway(join(tmp.dir, 'semi-keep.yaml'), {
+      yaml: `${yaml}target:\n  pathParameters: keep\n`,
+    });
+    const kept = at('/system/airgap/seal;x=1');
+    expect(kept).toMatchObject({ kind: 'allow' });
+    expect((kept as { headers: readonly (readonly string[])[] }).headers[0][1]).not.toContain('seal');
+  });
+
+  it('counts a prefix with a trailing slash against the prefix rule as well as its parent', async () => {
+    running = await startGateway(join(tmp.dir, 'prefix.yaml'), {
+      yaml: `${TIERS}  endpoints:
+    - { pattern: "/api/risk/simulation/*", limit: 30, window: 60s }
+    - { pattern: "/api/risk/simulation/studio/*", limit: 10, window: 60s }
+`,
+    });
+    for (const path of [
+      '/api/risk/simulation/studio/',
+      '/api/risk/simulation/studio//x/..',
+      '/api/risk/simulation/studio/%2e',
+    ]) {
+      const r = admitRequest(running.gateway, { ...request(), path });
+      const policy = (r as { headers: readonly (readonly string[])[] }).headers.find(([n]) =>
+        /policy/i.test(n),
+      );
+      expect(policy?.[1], path).toContain('"/api/risk/simulation/studio/*"');
+    }
+  });
 });

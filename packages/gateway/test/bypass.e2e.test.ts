@@ -28,7 +28,7 @@ import { startGateway, type TestGateway } from './support.js';
  */
 
 const EXAMPLE = fileURLToPath(new URL('../examples/rate-limits.yaml', import.meta.url));
-const UPSTREAMS: readonly RouteAppKind[] = ['express', 'fastify', 'hono', 'node', 'nginx'];
+const UPSTREAMS: readonly RouteAppKind[] = ['express', 'fastify', 'hono', 'node', 'servlet', 'nginx'];
 const corpus = targetCorpus();
 const canonical = compileTargetCanonicalizer();
 
@@ -143,6 +143,11 @@ describe('the corpus', () => {
       '/x/..%2Fsystem/airgap/seal',
       '/system\\airgap\\seal',
       '/system/airgap/seal;x',
+      '/system/airgap/seal;x=1',
+      '/api/risk/simulation/studio/',
+      '/api/risk/simulation/studio//',
+      '/api/risk/simulation/studio/x/..',
+      '/api/risk/simulation/studio/%2e',
     ]) {
       expect(targets).toContain(t);
     }

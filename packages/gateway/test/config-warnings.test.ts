@@ -152,6 +152,17 @@ exemptions:
     expect(w.every((x) => x.column > 0 && x.suggestion.length > 0)).toBe(true);
   });
 
+  it('warns about a ; in a pattern as the configured target.pathParameters reads request paths', () => {
+    const rule = `${BASE}  endpoints:\n    - { pattern: "/a;v=1/b", limit: 5, window: 60s }\n`;
+    const refused = warnings(rule);
+    expect(refused.map((x) => x.code)).toEqual(['W_PATTERN_NEVER_MATCHES']);
+    expect(refused[0].message).toMatch(/";" path parameter/);
+    expect(warnings(`${rule}target: { pathParameters: strip }\n`).map((x) => x.code)).toEqual([
+      'W_PATTERN_NEVER_MATCHES',
+    ]);
+    expect(warnings(`${rule}target: { pathParameters: keep }\n`)).toEqual([]);
+  });
+
   it('has a stable code for each check', () => {
     expect(Object.values(WarningCode).sort()).toEqual([
       'W_ADMIN_PLAINTEXT_PUBLIC',

@@ -75,6 +75,20 @@ envoy:
           rate_limit:
             requests_per_unit: 1
             unit: minute
+    - domain: paths
+      descriptors:
+        - key: path
+          value: "/admin*"
+          rate_limit:
+            name: admin.paths
+            requests_per_unit: 4
+            unit: hour
+        - key: ":path"
+          value: "/admin*"
+          rate_limit:
+            name: admin.headers
+            requests_per_unit: 4
+            unit: hour
 `;
 
 interface Status {
@@ -175,6 +189,23 @@ describe('Envoy rate limit service (gRPC ShouldRateLimit)', () => {
     expect((await ask('edge', [d(['remote_address', '10.0.0.2'])])).overall_code).toBe('OK');
     expect((await ask('mirror', [ip])).statuses[0].current_limit?.name).toBe('mirror.remote_address');
   });
+
+  it.each(['path', ':path'])(
+    'counts every spelling of one path against a %s descriptor: the canonical target, ASCII case folded',
+    async (key) => {
+      const spellings = ['/ADMIN/y', '/%61dmin/y', '//admin/y', '/./admin/y', '/x/../admin/y'];
+      const codes: string[] = [];
+      for (const round of [0, 1])
+        for (const s of spellings) {
+          const a = await ask('paths', [d([key, round === 0 ? s : `${s}?r=1`])]);
+          codes.push(`${s} ${a.overall_code} ${a.statuses[0].current_limit?.name ?? '-'}`);
+        }
+      expect(codes.filter((c) => c.includes(' OK ')).length).toBe(4);
+      expect(codes.every((c) => c.endsWith(key === 'path' ? 'admin.paths' : 'admin.headers'))).toBe(true);
+      // A path the canonical form refuses (an encoded slash) is read as servers that decode it would: still /admin.
+      expect((await ask('paths', [d([key, '/x/..%2Fadmin/y'])])).overall_code).toBe('OVER_LIMIT');
+    },
+  );
 
   it('takes hits_addend as the cost, per request and per descriptor (0 asks without spending)', async () => {
     const ip = d(['remote_address', '10.1.0.1']);

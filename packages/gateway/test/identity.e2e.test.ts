@@ -24,7 +24,7 @@ let jwksServer: Server;
 let jwksUrl: string;
 let sign: (
   claims: Record<string, unknown>,
-  opts?: { iss?: string; aud?: string; exp?: number | string },
+  opts?: { iss?: string; aud?: string; exp?: number | string | null },
 ) => Promise<string>;
 let foreign: string;
 let running: TestGateway | undefined;
@@ -50,14 +50,15 @@ beforeAll(async () => {
   });
   await new Promise<void>((r) => jwksServer.listen(0, '127.0.0.1', r));
   jwksUrl = `http://127.0.0.1:${(jwksServer.address() as AddressInfo).port}/jwks.json`;
-  sign = (claims, o = {}) =>
-    new SignJWT(claims)
+  sign = (claims, o = {}) => {
+    const jwt = new SignJWT(claims)
       .setProtectedHeader({ alg: 'ES256', kid: 'k1' })
       .setIssuer(o.iss ?? 'https://auth.test')
       .setAudience(o.aud ?? 'sluice-api')
-      .setIssuedAt()
-      .setExpirationTime(o.exp ?? '10m')
-      .sign(privateKey);
+      .setIssuedAt();
+    // `exp: null` leaves the expiry out.
+    return (o.exp === null ? jwt : jwt.setExpirationTime(o.exp ?? '10m')).sign(privateKey);
+  };
   const other = await generateKeyPair('ES256');
   foreign = await new SignJWT({ tenant_id: 'acme', client_id: 'x' })
     .setProtectedHeader({ alg: 'ES256', kid: 'k1' })
@@ -145,6 +146,23 @@ describe('JWT identity', () => {
       expect(r.json()).toMatchObject({ status: 401, code: 'invalid_credentials' });
     }
     expect(upstream.seen.some((s) => s.headers.authorization === `Bearer ${foreign}`)).toBe(false);
+  });
+
+  it('refuses a token without exp unless identity.jwt.requireExp is false', async () => {
+    const forever = await sign({ tenant_id: 'acme', client_id: 'ci-bot' }, { exp: null });
+    let base = await start(`identity:
+  jwt: { jwksFile: jwks.json, issuer: https://auth.test, audience: sluice-api }
+`);
+    const refused = await send(agent, `${base}/x`, { headers: { authorization: `Bearer ${forever}` } });
+    expect(refused.status).toBe(401);
+    expect(refused.json()).toMatchObject({ status: 401, code: 'invalid_credentials' });
+    await running?.gateway.close();
+    base = await start(`identity:
+  jwt: { jwksFile: jwks.json, issuer: https://auth.test, audience: sluice-api, requireExp: false }
+`);
+    const accepted = await send(agent, `${base}/x`, { headers: { authorization: `Bearer ${forever}` } });
+    expect(accepted.status).toBe(200);
+    expect(await remaining('tenant:acme:client:ci-bot', 'free')).toBe(2);
   });
 });
 

@@ -113,6 +113,70 @@ describe.each(['memory', 'redis'])('the gateway on the %s store', (store) => {
   });
 });
 
+describe('denials of uploads on the memory store', () => {
+  const chunked = (parts: readonly string[]) =>
+    Buffer.from(`${parts.map((p) => `${Buffer.byteLength(p).toString(16)}\r\n${p}\r\n`).join('')}0\r\n\r\n`);
+
+  it('answers 429 to Expect: 100-continue without a 100 Continue first, and 100 Continue to an admitted one', async () => {
+    const t = await gateway('expect', LIMITS);
+    const s = await OneSocket.open(t.gateway.url);
+    try {
+      const expect100 = { 'content-type': 'application/json', expect: '100-continue' };
+      const allowed = await s.request('POST', '/limited/c', {
+        headers: expect100,
+        body: SMALL,
+        awaitContinue: true,
+      });
+      expect([allowed.status, allowed.interim]).toEqual([200, [100]]);
+      expect(JSON.parse(allowed.body).bytes).toBe(Buffer.byteLength(SMALL));
+      const denied = await s.request('POST', '/limited/c', {
+        headers: expect100,
+        body: SMALL,
+        awaitContinue: true,
+      });
+      expect([denied.status, denied.interim]).toEqual([429, []]);
+      // The body was never sent: the connection cannot carry another request, and says so.
+      expect(denied.headers.connection).toBe('close');
+      await s.ended;
+    } finally {
+      s.close();
+      await t.gateway.close();
+    }
+  });
+
+  it('reads and drops a small chunked body of a denied request, and serves the request pipelined behind it', async () => {
+    const t = await gateway('chunked', LIMITS);
+    const s = await OneSocket.open(t.gateway.url);
+    try {
+      expect((await s.request('GET', '/limited/d')).status).toBe(200);
+      const te = { 'transfer-encoding': 'chunked', 'content-type': 'application/json' };
+      // The next request goes out in the same write, right behind the denied body.
+      const pipelined = `POST /x HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-length: ${Buffer.byteLength(SMALL)}\r\n\r\n${SMALL}`;
+      const denied = await s.request('POST', '/limited/d', {
+        headers: te,
+        body: Buffer.concat([chunked([SMALL, SMALL]), Buffer.from(pipelined)]),
+      });
+      expect(denied.status).toBe(429);
+      expect(denied.headers.connection).not.toBe('close');
+      const next = await s.next();
+      expect(next.status).toBe(200);
+      expect(JSON.parse(next.body).bytes).toBe(Buffer.byteLength(SMALL));
+      expect(s.closed).toBe(false);
+      // Over the drain bound (64 KB) the answer closes, and says so first.
+      const big = await s.request('POST', '/limited/d', {
+        headers: te,
+        body: chunked(Array.from({ length: 40 }, () => 'y'.repeat(4096))),
+      });
+      expect(big.status).toBe(429);
+      expect(big.headers.connection).toBe('close');
+      await s.ended;
+    } finally {
+      s.close();
+      await t.gateway.close();
+    }
+  });
+});
+
 describe('the gateway on Redis with the store down (failure mode closed)', () => {
   it('answers 503, 503 with a small body and its own endpoints on one socket', async () => {
     const t = await gateway('down', `${LIMITS}${REDIS}keys: { prefix: "ka-down:" }\n`);

@@ -183,7 +183,7 @@ store:
   url: \${REDIS_URL}
   failureMode: ${failureMode}
   nodeCount: ${nodeCount}
-  timeout: 200ms
+  timeout: 2s # a busy machine must not time calls of a burst out: that would switch back to the failure mode
 keys: { prefix: "${prefix}:" }
 `;
 

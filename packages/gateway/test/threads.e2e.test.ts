@@ -321,9 +321,11 @@ describe('sluice serve --threads', () => {
 
   it('with Redis, both threads leave the failure mode without traffic and the next concurrent burst is exact', async () => {
     const file = join(tmp.dir, 'threads-recover.yaml');
+    // A timeout generous for a busy machine: a Redis call of the burst below that timed out would count as a
+    // failure and could switch a thread back to its failure mode (the dead server refuses connections at once).
     writeFileSync(
       file,
-      `${CONFIG}store: { type: redis, url: "${redis.url}", failureMode: open, timeout: 200ms }\n` +
+      `${CONFIG}store: { type: redis, url: "${redis.url}", failureMode: open, timeout: 2s }\n` +
         'keys: { prefix: "threads-recover:" }\n',
     );
     const p = serveTwoThreads(threadedNode(), file);
@@ -428,15 +430,17 @@ describe('sluice serve --threads', () => {
     expect(defaultThreads(true, 8)).toBe(8);
     expect(defaultThreads(false, 8)).toBe(1);
     expect(defaultThreads(true, 0)).toBe(1);
+    // nodeCount x threads stays within the Redis store's divisor bound.
+    expect(defaultThreads(true, 256)).toBe(100);
   });
 
-  it('rejects a thread count that is not an integer >= 1', async () => {
+  it('rejects a thread count that is not an integer from 1 to 100', async () => {
     const err: string[] = [];
     const io = { out: () => undefined, err: (t: string) => err.push(t), onSignal: () => () => undefined };
-    for (const bad of ['0', '-1', '1.5', 'x']) {
+    for (const bad of ['0', '-1', '1.5', 'x', '101']) {
       expect(await main(['serve', '--config', 'x.yaml', '--threads', bad], io)).toBe(2);
     }
-    expect(err[0]).toMatch(/^sluice: --threads must be an integer >= 1, got "0"\n/);
+    expect(err[0]).toMatch(/^sluice: --threads must be an integer from 1 to 100, got "0"\n/);
   });
 
   it('knows where reusePort exists', () => {

@@ -26,7 +26,7 @@ import { MemoryStore } from '../src/memory/index.js';
  * route's rule: the adapters must match rules on the path the framework routes on.
  */
 
-const ADAPTERS: readonly RouteAppKind[] = ['node', 'express', 'fastify', 'hono'];
+const ADAPTERS: readonly RouteAppKind[] = ['node', 'servlet', 'express', 'fastify', 'hono'];
 const corpus = targetCorpus();
 
 const RULES: Record<TargetAim, GuardingRule> = {

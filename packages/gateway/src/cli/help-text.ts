@@ -29,11 +29,11 @@ Options:
   -u, --upstream URL    Upstream base URL (upstream.url).
       --host HOST       Listen address (server.host, default 127.0.0.1).
   -p, --port PORT       Listen port (server.port, default 8080).
-      --threads N       serve: N worker threads on the one port (on Linux;
-                        default one per core there, else 1). The memory store is shared by the
-                        threads, so limits hold over all of them; the admin API, dashboard,
-                        decision API and Envoy service run in the first thread and /metrics
-                        answers for every thread.
+      --threads N       serve: N (1 to 100) worker threads on the one port (on Linux;
+                        default one per core there, at most 100, else 1). The memory store is
+                        shared by the threads, so limits hold over all of them; the admin API,
+                        dashboard, decision API and Envoy service run in the first thread and
+                        /metrics answers for every thread.
   -h, --help            This text.
   -v, --version         The version.
 

@@ -4,6 +4,7 @@ import { SluiceError } from 'sluice';
 import { formatWarnings } from '../config/config-warnings.js';
 import { type ConfigOverrides, loadConfigFile, loadConfigOrThrow } from '../config/load-config.js';
 import { redactUrls } from '../config/redact.js';
+import { MAX_THREADS } from '../config/value-ranges.js';
 import { formatViolations } from '../config/violation.js';
 import { runDemo } from '../demo/run-demo.js';
 import { Gateway } from '../gateway/gateway.js';
@@ -74,8 +75,10 @@ export async function main(argv: readonly string[], io: CliIo = defaultIo): Prom
   let threads: number | undefined;
   if (values.threads !== undefined) {
     threads = Number(values.threads);
-    if (!/^[0-9]+$/.test(values.threads) || threads < 1) {
-      io.err(`sluice: --threads must be an integer >= 1, got ${JSON.stringify(values.threads)}\n`);
+    if (!/^[0-9]+$/.test(values.threads) || threads < 1 || threads > MAX_THREADS) {
+      io.err(
+        `sluice: --threads must be an integer from 1 to ${MAX_THREADS}, got ${JSON.stringify(values.threads)}\n`,
+      );
       return 2;
     }
   }

@@ -1,4 +1,4 @@
-import { inRanges, normalizeIp, parseTrustedProxies } from 'sluice/http';
+import { compileTargetCanonicalizer, inRanges, normalizeIp, parseTrustedProxies } from 'sluice/http';
 import type { GatewayConfig } from './gateway-config.js';
 import { coveredFamilies } from './ip-coverage.js';
 import { methodsOverlap, patternFindings, patternKey } from './pattern-warnings.js';
@@ -152,10 +152,12 @@ function trustedProxyFindings(config: GatewayConfig): WarningFinding[] {
 
 function ruleFindings(config: GatewayConfig): WarningFinding[] {
   const out: WarningFinding[] = [];
+  const canonical = compileTargetCanonicalizer(config.target).path;
   const seen: { key: string; methods: readonly string[] | undefined; index: number }[] = [];
   for (const rule of config.endpoints) {
     const path: ConfigPath = ['rateLimiting', 'endpoints', rule.index, 'pattern'];
-    for (const f of patternFindings(rule.pattern)) out.push({ ...f, code: f.code, path });
+    for (const f of patternFindings(rule.pattern, undefined, canonical))
+      out.push({ ...f, code: f.code, path });
     const key = patternKey(rule.pattern);
     const earlier = seen.find((s) => s.key === key && methodsOverlap(s.methods, rule.methods));
     if (earlier !== undefined) {
@@ -173,6 +175,7 @@ function ruleFindings(config: GatewayConfig): WarningFinding[] {
 
 function exemptionFindings(config: GatewayConfig): WarningFinding[] {
   const out: WarningFinding[] = [];
+  const canonical = compileTargetCanonicalizer(config.target).path;
   const seen: { key: string; methods: string[]; index: number }[] = [];
   config.exemptions.endpoints.forEach((entry, i) => {
     const text = entry.trim();
@@ -187,7 +190,8 @@ function exemptionFindings(config: GatewayConfig): WarningFinding[] {
     const pattern = space < 0 ? text : text.slice(space + 1).trim();
     const prefix = space < 0 ? '' : `${text.slice(0, space)} `;
     const path: ConfigPath = ['exemptions', 'endpoints', i];
-    for (const f of patternFindings(pattern, (p) => `${prefix}${p}`)) out.push({ ...f, code: f.code, path });
+    for (const f of patternFindings(pattern, (p) => `${prefix}${p}`, canonical))
+      out.push({ ...f, code: f.code, path });
     const key = patternKey(pattern);
     const earlier = seen.find((s) => s.key === key && methodsOverlap(s.methods, methods));
     if (earlier !== undefined) {

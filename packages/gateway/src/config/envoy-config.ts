@@ -58,6 +58,11 @@ export interface EnvoyConfig {
   readonly shadowMode: boolean;
   /** Descriptors accepted per request; more is INVALID_ARGUMENT. Default 64. */
   readonly maxDescriptors: number;
+  /**
+   * Descriptor keys whose values are request paths, matched and counted in the canonical form the proxy uses
+   * (case folded, query dropped). Default `path` and `:path`; empty matches every value as sent.
+   */
+  readonly canonicalPathKeys: readonly string[];
   readonly domains: readonly EnvoyDomain[];
 }
 
@@ -72,6 +77,9 @@ export interface EnvoyClassLimits {
 type Raw = Record<string, any>;
 
 const PRINTABLE_NAME = /^[\x21-\x7e][\x20-\x7e]*$/;
+
+/** The descriptor keys Envoy's filters put request paths under: `path` by convention, `:path` the pseudo-header. */
+const DEFAULT_PATH_KEYS = ['path', ':path'];
 
 /**
  * Resolves the schema-valid `envoy:` section, in the shape of envoyproxy/ratelimit's configuration (`domain`,
@@ -112,6 +120,7 @@ export function resolveEnvoyConfig(
     port: raw.port ?? 8081,
     shadowMode: raw.shadowMode === true,
     maxDescriptors: raw.maxDescriptors ?? 64,
+    canonicalPathKeys: Object.freeze([...(raw.canonicalPathKeys ?? DEFAULT_PATH_KEYS)]),
     domains: Object.freeze(domains),
   });
   return { config: issues.length === 0 ? config : undefined, issues };

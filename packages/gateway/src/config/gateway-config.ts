@@ -87,6 +87,8 @@ export interface JwtConfig {
   readonly audience: string | readonly string[] | undefined;
   readonly algorithms: readonly string[] | undefined;
   readonly clockToleranceSeconds: number;
+  /** Tokens without an `exp` claim are refused (`identity.jwt.requireExp`, default true). */
+  readonly requireExp: boolean;
   readonly claims: {
     readonly tenant: string;
     readonly client: string;
@@ -166,10 +168,10 @@ export interface GatewayConfig {
     readonly loopbackInDevelopment: boolean;
   };
   readonly headers: { readonly mode: 'draft-11' | 'legacy' | 'both' | 'none' };
-  /** How request targets are made canonical (`target:`): encoded slashes refused or decoded, `;` kept or stripped. */
+  /** How request targets are made canonical (`target:`): encoded slashes refused or decoded, `;` refused, stripped or kept. */
   readonly target: {
     readonly encodedSlashes: 'reject' | 'decode';
-    readonly pathParameters: 'keep' | 'strip';
+    readonly pathParameters: 'reject' | 'strip' | 'keep';
   };
   /** Absolute URI base of problem types, or `undefined` for `about:blank`. */
   readonly problems: { readonly typeBase: string | undefined };

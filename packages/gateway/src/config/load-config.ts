@@ -8,6 +8,7 @@ import { substituteEnv } from './env-substitution.js';
 import type { GatewayConfig } from './gateway-config.js';
 import { takeRateLimitBlock } from './rate-limit-block.js';
 import { isSecretName, REDACTED, redactText, redactUrls, secretsIn } from './redact.js';
+import { reservedKeys, reservedNameMessage } from './reserved-names.js';
 import { resolveConfig } from './resolve-config.js';
 import { schemaErrors } from './schema.js';
 import { closestName } from './suggest.js';
@@ -85,6 +86,11 @@ export function loadConfigText(
       ...at(m.node.range?.[0]),
       message: `environment variable ${m.name} is not set (write \${${m.name}:-default} for a default)`,
     });
+  }
+  // Before the document becomes data, which drops a `__proto__` key and lets `constructor` read as defined.
+  for (const r of reservedKeys(doc)) {
+    const name = String(r.path[r.path.length - 1]);
+    violations.push({ path: formatPath(r.path), ...at(r.offset), message: reservedNameMessage(name) });
   }
   const data = (doc.toJS() ?? {}) as Record<string, unknown>;
   applyOverrides(data, options.overrides);

@@ -1,5 +1,8 @@
 import { canonicalPath } from 'sluice/http';
 
+/** How request paths are made canonical: `canonicalPath`, or the `.path` of the `target:` section's canonicalizer. */
+export type CanonicalPathOf = typeof canonicalPath;
+
 /** What is wrong with one path pattern, before its position is known. */
 export interface PatternFinding {
   readonly code: 'W_PATTERN_NEVER_MATCHES' | 'W_PATTERN_QUERY';
@@ -36,6 +39,11 @@ const REFUSED: Readonly<Record<string, { message: string; suggestion: string }>>
     message: 'contains a character outside ASCII, which a request path never holds unencoded',
     suggestion: 'percent-encode it as UTF-8',
   },
+  path_parameter: {
+    message:
+      'contains a ";" path parameter, which the gateway refuses in a request path (target.pathParameters: reject) or removes (strip)',
+    suggestion: 'remove the ";" parameter, or write it as "%3B" when it is part of the segment',
+  },
 };
 
 const UNRESERVED_ESCAPE = /%(2[DEde]|3[0-9]|4[1-9A-Fa-f]|5[0-9Aa]|5[Ff]|6[1-9A-Fa-f]|7[0-9Aa]|7[Ee])/g;
@@ -47,10 +55,12 @@ const UNRESERVED_ESCAPE = /%(2[DEde]|3[0-9]|4[1-9A-Fa-f]|5[0-9Aa]|5[Ff]|6[1-9A-F
  *
  * @param pattern - the pattern as written.
  * @param rewrite - renders a corrected pattern as the user would write it (an exemption keeps its methods).
+ * @param canonical - how request paths are made canonical (the `target:` section); default the library's default.
  */
 export function patternFindings(
   pattern: string,
   rewrite: (p: string) => string = (p) => p,
+  canonical: CanonicalPathOf = canonicalPath,
 ): PatternFinding[] {
   const out: PatternFinding[] = [];
   const q = pattern.indexOf('?');
@@ -63,9 +73,9 @@ export function patternFindings(
       suggestion: `write "${rewrite(path)}"; rules cannot tell requests apart by their query`,
     });
   }
-  const canonical = canonicalPath(path);
-  if (typeof canonical !== 'string') {
-    const r = REFUSED[canonical.code] ?? { message: canonical.detail, suggestion: 'rewrite the pattern' };
+  const form = canonical(path);
+  if (typeof form !== 'string') {
+    const r = REFUSED[form.code] ?? { message: form.detail, suggestion: 'rewrite the pattern' };
     out.push({
       code: 'W_PATTERN_NEVER_MATCHES',
       message: `never matches: it ${r.message}`,
@@ -74,16 +84,17 @@ export function patternFindings(
     return out;
   }
   // Patterns compare ASCII case-insensitively, so "%3a" and the canonical "%3A" are the same pattern.
-  if (canonical.toLowerCase() !== path.toLowerCase()) {
+  if (form.toLowerCase() !== path.toLowerCase()) {
     const reasons = [...new Set(path.match(UNRESERVED_ESCAPE) ?? [])].map(
       (e) => `"${e}" is decoded to "${String.fromCharCode(Number.parseInt(e.slice(1), 16))}"`,
     );
     if (/\/\.{1,2}(\/|$)/.test(path)) reasons.push('dot segments ("." and "..") are resolved');
     if (path.includes('//')) reasons.push('repeated slashes are collapsed');
+    if (path.includes(';')) reasons.push('";" path parameters are removed (target.pathParameters: strip)');
     out.push({
       code: 'W_PATTERN_NEVER_MATCHES',
       message: `never matches: request paths are matched in canonical form (${reasons.join('; ')})`,
-      suggestion: `write "${rewrite(canonical)}"`,
+      suggestion: `write "${rewrite(form)}"`,
     });
   }
   return out;
@@ -91,7 +102,7 @@ export function patternFindings(
 
 /**
  * A key equal for two patterns that match the same paths: case folded, query and one trailing slash ignored,
- * `:name` and a middle `*` both one segment (a last `*` is one or more).
+ * `:name` and a middle `*` both one segment (a last `*` is its prefix and everything below).
  *
  * @param pattern - the pattern as written.
  */

@@ -1,6 +1,7 @@
 import { compilePathPattern } from 'sluice/http';
 import { durationMs } from './duration.js';
 import { closestName } from './suggest.js';
+import { checkUrl } from './value-ranges.js';
 import type { ConfigPath } from './violation.js';
 
 /** One endpoint category of quota usage: requests of the named endpoint rules or matching the patterns. */
@@ -174,6 +175,7 @@ export function resolveQuotaConfig(
     }
   });
   const webhook = raw.webhook as Raw | undefined;
+  checkUrl(webhook?.url, ['quota', 'webhook', 'url'], issues);
   if (webhook !== undefined && String(webhook.secret).length < 16) {
     issues.push({
       path: ['quota', 'webhook', 'secret'],

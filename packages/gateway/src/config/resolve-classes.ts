@@ -31,7 +31,8 @@ export function resolveClasses(section: Readonly<Record<string, unknown>> | unde
   issues: SectionIssue[];
 } {
   const issues: SectionIssue[] = [];
-  const classes: Record<string, ClassConfig> = {};
+  // No prototype: `classes[name]` of a name such as `constructor` is a class only when the file defines one.
+  const classes: Record<string, ClassConfig> = Object.create(null);
   const raw = section ?? {};
   const catalogueName = typeof raw.catalogue === 'string' ? raw.catalogue : undefined;
   const catalogue = new Map<string, CatalogueClass>();

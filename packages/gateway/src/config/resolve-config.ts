@@ -19,12 +19,14 @@ import {
   type TierConfig,
 } from './gateway-config.js';
 import { resolveQuotaConfig } from './quota-config.js';
+import { isReservedName, reservedNameMessage } from './reserved-names.js';
 import { connectionScopeIssues, resolveClasses } from './resolve-classes.js';
 import { resolveIdentity } from './resolve-identity.js';
 import { resolveQueue } from './resolve-queue.js';
 import { resolveRuleRefill } from './resolve-refill.js';
 import { shadowIssues } from './shadow-issues.js';
 import { closestName } from './suggest.js';
+import { checkUrl, durationIn, STORE_TIMEOUT_MS, timerMs } from './value-ranges.js';
 import type { ConfigPath } from './violation.js';
 
 /** A problem found after the schema passed: a rule that spans several keys, or a name that must exist. */
@@ -64,7 +66,8 @@ export function resolveConfig(
   };
 
   const rl = raw.rateLimiting as Raw;
-  const tiers: Record<string, TierConfig> = {};
+  // No prototype: a name such as `constructor` is defined only when the file defines it.
+  const tiers: Record<string, TierConfig> = Object.create(null);
   for (const [name, t] of Object.entries(rl.tiers as Record<string, Raw>)) {
     const path = ['rateLimiting', 'tiers', name];
     const unlimited = t.unlimited === true;
@@ -94,11 +97,11 @@ export function resolveConfig(
       burst: unlimited ? 0 : (t.burstLimit ?? t.requestsPerMinute ?? 0),
       perHour: unlimited ? undefined : t.requestsPerHour,
       shadow: t.shadow === true,
-      ...resolveQueue(t),
+      ...resolveQueue(t, path, issues),
     });
   }
   const defaultTier = rl.defaultTier as string;
-  if (tiers[defaultTier] === undefined) {
+  if (!Object.hasOwn(tiers, defaultTier)) {
     issues.push({
       path: ['rateLimiting', 'defaultTier'],
       message: unknownName('tier', defaultTier, Object.keys(tiers)),
@@ -156,6 +159,7 @@ export function resolveConfig(
     }
     // Rules naming one class share its bucket (one bucket per class and key), so the class is their policy name.
     const name = e.name ?? className ?? e.pattern;
+    policyNameIssue(name, [...path, e.name === undefined ? 'pattern' : 'name'], issues);
     if (className === undefined && names.has(name)) {
       issues.push({
         path: [...path, e.name === undefined ? 'pattern' : 'name'],
@@ -183,7 +187,7 @@ export function resolveConfig(
         ...resolveRuleRefill(e, path, classes, issues),
         className,
         shadow: e.shadow === true,
-        ...resolveQueue(e),
+        ...resolveQueue(e, path, issues),
       }),
     );
   });
@@ -201,8 +205,19 @@ export function resolveConfig(
     });
   }
   const upstream = (raw.upstream ?? {}) as Raw;
+  checkUrl(upstream.url, ['upstream', 'url'], issues);
   const store = (raw.store ?? {}) as Raw;
-  const storeType = (store.type ?? 'memory') as 'memory' | 'redis';
+  checkUrl(store.url, ['store', 'url'], issues);
+  (store.cluster?.nodes ?? []).forEach((node: string, i: number) => {
+    checkUrl(node, ['store', 'cluster', 'nodes', i], issues);
+  });
+  if (storeTypeOf(store) === 'redis' && /[{}]/.test(raw.keys?.prefix ?? '')) {
+    issues.push({
+      path: ['keys', 'prefix'],
+      message: `must not contain { or } on Redis, whose keys use them for the cluster hash tag, got ${JSON.stringify(raw.keys.prefix)}`,
+    });
+  }
+  const storeType = storeTypeOf(store);
   let redis: RedisConfig | undefined;
   const topologies = ['url', 'cluster', 'sentinel'].filter((k) => store[k] !== undefined);
   if (storeType === 'memory') {
@@ -231,6 +246,7 @@ export function resolveConfig(
 
   const identity = (raw.identity ?? {}) as Raw;
   const jwt = identity.jwt as Raw | undefined;
+  checkUrl(jwt?.jwksUrl, ['identity', 'jwt', 'jwksUrl'], issues);
   if (jwt !== undefined && (jwt.jwksFile === undefined) === (jwt.jwksUrl === undefined)) {
     issues.push({ path: ['identity', 'jwt'], message: 'needs exactly one of jwksFile or jwksUrl' });
   }
@@ -282,7 +298,7 @@ export function resolveConfig(
     endpoints,
     classes,
     maxTrackedKeys: rlSection.max_tracked_keys ?? 1_000_000,
-    sweepIntervalMs: durationMs(rlSection.sweep_interval) ?? 60_000,
+    sweepIntervalMs: timerMs(rlSection.sweep_interval, ['ratelimit', 'sweep_interval'], issues) ?? 60_000,
     server: {
       host: server.host ?? '127.0.0.1',
       port: server.port ?? 8080,
@@ -290,7 +306,7 @@ export function resolveConfig(
       trustedProxies: server.trustedProxies ?? [],
       proxyHeader: server.proxyHeader ?? 'x-forwarded-for',
       maxBodyBytes: sizeBytes(server.maxBodySize) ?? 10 * 1024 * 1024,
-      shutdownTimeoutMs: durationMs(server.shutdownTimeout) ?? 30_000,
+      shutdownTimeoutMs: timerMs(server.shutdownTimeout, ['server', 'shutdownTimeout'], issues) ?? 30_000,
       requestIdHeader: (server.requestIdHeader ?? 'x-request-id').toLowerCase(),
       tls:
         tls === undefined
@@ -303,9 +319,9 @@ export function resolveConfig(
     },
     upstream: {
       url: upstream.url,
-      connectTimeoutMs: durationMs(upstream.connectTimeout) ?? 5_000,
-      responseTimeoutMs: durationMs(upstream.responseTimeout) ?? 30_000,
-      bodyTimeoutMs: durationMs(upstream.bodyTimeout) ?? 30_000,
+      connectTimeoutMs: timerMs(upstream.connectTimeout, ['upstream', 'connectTimeout'], issues) ?? 5_000,
+      responseTimeoutMs: timerMs(upstream.responseTimeout, ['upstream', 'responseTimeout'], issues) ?? 30_000,
+      bodyTimeoutMs: timerMs(upstream.bodyTimeout, ['upstream', 'bodyTimeout'], issues) ?? 30_000,
       preserveHost: upstream.preserveHost === true,
       connections: upstream.connections ?? 128,
     },
@@ -313,7 +329,7 @@ export function resolveConfig(
       type: storeType,
       redis,
       failureMode: store.failureMode ?? 'open',
-      timeoutMs: durationMs(store.timeout) ?? 100,
+      timeoutMs: durationIn(store.timeout, ['store', 'timeout'], STORE_TIMEOUT_MS, issues) ?? 100,
       nodeCount: store.nodeCount ?? 1,
     },
     identity: resolveIdentity(identity, fileAt, publicAuth),
@@ -325,7 +341,10 @@ export function resolveConfig(
     headers: { mode: headers.mode ?? 'both' },
     target: {
       encodedSlashes: ((raw.target as Raw | undefined)?.encodedSlashes ?? 'reject') as 'reject' | 'decode',
-      pathParameters: ((raw.target as Raw | undefined)?.pathParameters ?? 'keep') as 'keep' | 'strip',
+      pathParameters: ((raw.target as Raw | undefined)?.pathParameters ?? 'reject') as
+        | 'reject'
+        | 'strip'
+        | 'keep',
     },
     problems: { typeBase: problems.typeBase },
     keys: { prefix: raw.keys?.prefix ?? '' },
@@ -342,6 +361,24 @@ export function resolveConfig(
     cors: cors.config,
   });
   return { config: issues.length === 0 ? config : undefined, issues };
+}
+
+/**
+ * A policy name is sent in rate-limit headers: the HTTP limiter refuses at construction what a header value
+ * cannot carry unchanged, and a rule's name reaches it unchanged, so the same rule applies here with the line.
+ */
+function policyNameIssue(name: string, path: ConfigPath, issues: SemanticIssue[]): void {
+  if (isReservedName(name)) issues.push({ path, message: reservedNameMessage(name) });
+  else if (!/^[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?$/.test(name)) {
+    issues.push({
+      path,
+      message: `must be printable ASCII without leading or trailing spaces (the policy name is sent in rate-limit headers), got ${JSON.stringify(name)}`,
+    });
+  }
+}
+
+function storeTypeOf(store: Raw): 'memory' | 'redis' {
+  return (store.type ?? 'memory') as 'memory' | 'redis';
 }
 
 function patternIssue(compile: () => unknown, path: ConfigPath, issues: SemanticIssue[]): void {

@@ -32,6 +32,8 @@ export function resolveIdentity(
             audience: jwt.audience,
             algorithms: jwt.algorithms,
             clockToleranceSeconds: Math.round((durationMs(jwt.clockTolerance) ?? 0) / 1000),
+            // A token that never expires stays valid for ever once leaked: refused unless the operator opts out.
+            requireExp: jwt.requireExp !== false,
             claims: {
               tenant: claims.tenant ?? 'tenant_id',
               client: claims.client ?? 'client_id',

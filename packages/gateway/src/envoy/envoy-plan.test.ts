@@ -2,9 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { loadConfigText } from '../config/load-config.js';
 import { EnvoyPlan } from './envoy-plan.js';
 
-const config = (descriptors: string, prefix = '') => {
+const config = (descriptors: string, prefix = '', envoy = '') => {
   const r = loadConfigText(
-    `rateLimiting:\n  defaultTier: t\n  tiers:\n    t:\n      requestsPerMinute: 1\n${prefix === '' ? '' : `keys:\n  prefix: "${prefix}"\n`}envoy:\n  domains:\n    - domain: d\n      descriptors:\n${descriptors}`,
+    `rateLimiting:\n  defaultTier: t\n  tiers:\n    t:\n      requestsPerMinute: 1\n${prefix === '' ? '' : `keys:\n  prefix: "${prefix}"\n`}envoy:\n${envoy === '' ? '' : `  ${envoy}\n`}  domains:\n    - domain: d\n      descriptors:\n${descriptors}`,
     undefined,
     { env: {} },
   );
@@ -35,6 +35,33 @@ describe('EnvoyPlan', () => {
     expect(name('/z')).toBe('any');
     expect(plan.match('other', [{ key: 'path', value: '/a' }])).toBeUndefined();
     expect(plan.match('d', [{ key: 'nope', value: '/a' }])).toBeUndefined();
+  });
+
+  it('reads path descriptor values in canonical form, case folded, unless envoy.canonicalPathKeys is empty', () => {
+    const admin = `        - key: path
+          value: "/Admin*"
+          rate_limit: { requests_per_unit: 1, unit: second, name: admin }
+        - key: other
+          value: "/admin*"
+          rate_limit: { requests_per_unit: 1, unit: second, name: other }
+`;
+    const on = new EnvoyPlan(config(admin));
+    const value = (plan: EnvoyPlan, key: string, v: string) => plan.entryValue(key, v);
+    expect(value(on, 'path', '/x/../ADMIN/%79?Q=A')).toBe('/admin/y');
+    expect(value(on, 'path', '/a%2Fb')).toBe('/a/b');
+    expect(value(on, 'path', '/a;x=1/b')).toBe('/a/b');
+    expect(value(on, 'path', 'not a path')).toBe('not a path');
+    expect(value(on, 'other', '/X/../a')).toBe('/X/../a');
+    const name = (plan: EnvoyPlan, key: string, v: string) =>
+      plan.match('d', [{ key, value: plan.entryValue(key, v) }])?.policy?.name;
+    expect(name(on, 'path', '/ADMIN/y')).toBe('admin');
+    expect(name(on, 'other', '/ADMIN/y')).toBeUndefined();
+    const off = new EnvoyPlan(
+      config(admin.replace('        - key: path', '        - key: path'), '', 'canonicalPathKeys: []'),
+    );
+    expect(value(off, 'path', '/x/../ADMIN/y')).toBe('/x/../ADMIN/y');
+    expect(name(off, 'path', '/Admin/y')).toBe('admin');
+    expect(name(off, 'path', '/admin/y')).toBeUndefined();
   });
 
   it('applies a limit only when the walk reaches the last entry', () => {

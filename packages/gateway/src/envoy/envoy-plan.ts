@@ -1,5 +1,5 @@
 import { definePolicy, type Policy } from 'sluice';
-import { boundKey } from 'sluice/http';
+import { boundKey, compileTargetCanonicalizer } from 'sluice/http';
 import {
   type EnvoyConfig,
   type EnvoyDescriptorNode,
@@ -48,6 +48,11 @@ const OVERRIDE_UNITS: Readonly<Record<string, number>> = Object.freeze({
 const MAX_OVERRIDES = 1024;
 /** Bucket keys longer than this are hashed (their `envoy:` prefix kept), like every other key of the gateway. */
 const MAX_KEY_LENGTH = 200;
+/**
+ * The reading of a path that the configured canonical form refuses (an encoded slash, a `;` parameter): the one
+ * that makes the most separators and dot segments of it, as the upstream that decodes most would route it.
+ */
+const WIDEST = compileTargetCanonicalizer({ encodedSlashes: 'decode', pathParameters: 'strip' });
 
 /**
  * The Envoy descriptor configuration of one gateway configuration, compiled: a lookup tree per domain and one
@@ -62,6 +67,8 @@ export class EnvoyPlan {
   readonly #policies = new Map<string, Policy>();
   readonly #overrides = new Map<string, Policy>();
   readonly #prefix: string;
+  readonly #pathKeys: ReadonlySet<string>;
+  readonly #canonical: ReturnType<typeof compileTargetCanonicalizer>;
 
   /**
    * @param source - the gateway configuration; its `envoy` section must be present.
@@ -73,7 +80,24 @@ export class EnvoyPlan {
     this.config = config;
     this.source = source;
     this.#prefix = source.keys.prefix;
+    this.#pathKeys = new Set(config.canonicalPathKeys);
+    this.#canonical = compileTargetCanonicalizer(source.target, 'target');
     for (const d of config.domains) this.#domains.set(d.domain, this.#level(d.descriptors, previous));
+  }
+
+  /**
+   * The value a descriptor entry is matched and counted by. For a key of `envoy.canonicalPathKeys` (default
+   * `path` and `:path`) it is the canonical path the proxy and the decision API match endpoint rules on (dot
+   * segments resolved, repeated slashes collapsed, unreserved characters decoded, `target:` applied), without the
+   * query and ASCII lower case, so every spelling of one path takes from one bucket. A path the canonical form
+   * refuses is read with encoded slashes decoded and `;` parameters stripped; a value that is no path at all (no
+   * leading `/`) is kept as sent. Other keys are matched as sent, as envoyproxy/ratelimit does.
+   */
+  entryValue(key: string, value: string): string {
+    if (!this.#pathKeys.has(key)) return value;
+    let r = this.#canonical(value);
+    if (!r.ok) r = WIDEST(value);
+    return r.ok ? asciiLower(r.path) : value;
   }
 
   /** True when requests of this domain have any configuration. */
@@ -151,13 +175,15 @@ export class EnvoyPlan {
         limit: n.rateLimit,
         children: this.#level(n.descriptors, previous),
       };
-      if (n.value === undefined) any.set(n.key, compiled);
-      else if (n.value.endsWith('*')) {
+      // Values of path keys are compared with requests' canonical paths, which are in lower case.
+      const value = n.value !== undefined && this.#pathKeys.has(n.key) ? asciiLower(n.value) : n.value;
+      if (value === undefined) any.set(n.key, compiled);
+      else if (value.endsWith('*')) {
         const list = prefixes.get(n.key) ?? [];
-        list.push({ prefix: n.value.slice(0, -1), node: compiled });
+        list.push({ prefix: value.slice(0, -1), node: compiled });
         list.sort((a, b) => b.prefix.length - a.prefix.length);
         prefixes.set(n.key, list);
-      } else exact.set(`${n.key}\u0000${n.value}`, compiled);
+      } else exact.set(`${n.key}\u0000${value}`, compiled);
     }
     return { exact, prefixes, any };
   }
@@ -183,6 +209,11 @@ export class EnvoyPlan {
     this.#policies.set(id, p);
     return p;
   }
+}
+
+/** ASCII lower case: percent-escapes and other bytes stay as they are (hex case is then folded on both sides). */
+function asciiLower(s: string): string {
+  return s.replace(/[A-Z]+/g, (m) => m.toLowerCase());
 }
 
 function escapePart(s: string): string {

@@ -302,7 +302,7 @@ function resolve(
     if (e.key === undefined || e.key === '') {
       throw new RateLimitServiceError('invalid_argument', `descriptors[${index}] has an entry without a key`);
     }
-    entries.push({ key: e.key, value: e.value ?? '' });
+    entries.push({ key: e.key, value: plan.entryValue(e.key, e.value ?? '') });
   }
   let cost = hits;
   if (d.hits_addend !== undefined && d.hits_addend !== null) {

@@ -78,6 +78,7 @@ export const SETTINGS: { readonly [K in keyof GatewayConfig]-?: Applies | Fields
       port: ENVOY_LISTENER,
       shadowMode: RELOAD,
       maxDescriptors: RELOAD,
+      canonicalPathKeys: RELOAD,
       domains: RELOAD,
     },
     quota: {

@@ -1,4 +1,5 @@
 import { availableParallelism } from 'node:os';
+import { MAX_THREADS } from '../config/value-ranges.js';
 
 /** What `sluice serve --threads N` prints, on standard error, where it runs one thread instead. */
 export const THREADS_UNSUPPORTED_MESSAGE =
@@ -23,7 +24,7 @@ export function threadsSupported(
 
 /**
  * The threads `sluice serve` runs without `--threads`: one per core the process may use where threads are
- * supported (as NGINX's `worker_processes auto`), else one.
+ * supported (as NGINX's `worker_processes auto`), at most `MAX_THREADS`, else one.
  *
  * @param supported - whether this Node.js and platform can serve one port from several threads.
  * @param cores - the cores available (default `os.availableParallelism()`).
@@ -32,5 +33,5 @@ export function defaultThreads(
   supported: boolean = threadsSupported(),
   cores: number = availableParallelism(),
 ): number {
-  return supported ? Math.max(1, cores) : 1;
+  return supported ? Math.min(MAX_THREADS, Math.max(1, cores)) : 1;
 }

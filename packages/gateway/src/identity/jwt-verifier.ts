@@ -70,6 +70,7 @@ export class JwtVerifier {
         audience: c.audience as string | string[] | undefined,
         algorithms: c.algorithms as string[] | undefined,
         clockTolerance: c.clockToleranceSeconds,
+        ...(c.requireExp ? { requiredClaims: ['exp'] } : {}),
       }));
     } catch (e) {
       if (e instanceof joseErrors.JWTExpired) return { ok: false, reason: 'token_expired', counts: false };

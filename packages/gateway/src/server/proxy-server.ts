@@ -53,6 +53,9 @@ export class ProxyServer implements ProxyContext {
             },
             handler,
           );
+    // With a listener Node no longer answers `Expect: 100-continue` by itself: a denied request gets its 429
+    // without a `100 Continue` first, and its body is never asked for.
+    this.#server.on('checkContinue', handler);
     this.#server.on(
       'upgrade',
       (req: IncomingMessage, socket: Duplex, head: Buffer) => void handleUpgrade(this, req, socket, head),

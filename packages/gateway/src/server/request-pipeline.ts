@@ -5,6 +5,7 @@ import { requestIdOf } from '../admission/request-id.js';
 import type { Runtime } from '../admission/runtime.js';
 import { admittedHeaders, upstreamHeaders } from './answer-headers.js';
 import { answerPreflight, corsHeaders, isPreflight } from './cors-headers.js';
+import { drainBody, expectsContinue } from './drain-body.js';
 import { answerHealth, isHealthRequest } from './health-endpoints.js';
 import { admitOwnRequest, type ProxyContext } from './proxy-context.js';
 
@@ -81,14 +82,14 @@ export async function handleRequest(
       if (res.headersSent) return;
       // Admission's headers are complete: rate-limit headers, the problem's content type, no caching, request id.
       for (const [k, v] of admission.headers) res.setHeader(k, v);
-      // A denial keeps the connection (Node reads the rest of a small body after the answer). Only a large or
-      // chunked upload still unread closes it, announced first, since a silent close fails the next request.
-      if (
-        !req.complete &&
-        closesAfterDenial(req.headers, Math.min(c.server.maxBodyBytes, DENIAL_DRAIN_LIMIT))
-      ) {
+      // A denial keeps the connection (Node reads the rest of a small declared body after the answer; a chunked
+      // one is read and dropped here first, up to the same bound). A larger upload still unread closes it, and
+      // so does one the client holds back for a `100 Continue` it never gets (the 429 goes out without one):
+      // announced first, since a silent close fails the next request.
+      if (!req.complete && (await closesAfterDenialOf(req, c.server.maxBodyBytes))) {
         res.setHeader('connection', 'close');
       }
+      if (res.headersSent) return;
       res.writeHead(admission.status, { 'content-length': Buffer.byteLength(admission.body) });
       res.end(admission.body);
       return;
@@ -127,6 +128,19 @@ export async function handleRequest(
   }
 }
 
+/**
+ * Whether the denial of a request whose body is not read yet must close the connection: a body the client holds
+ * back for `100 Continue`, a declared one over the drain bound, or a chunked one that runs past it while it is
+ * read and dropped here.
+ */
+async function closesAfterDenialOf(req: IncomingMessage, maxBodyBytes: number): Promise<boolean> {
+  const limit = Math.min(maxBodyBytes, DENIAL_DRAIN_LIMIT);
+  const declared = req.headers['content-length'];
+  if (expectsContinue(req)) return declared !== '0';
+  if (req.headers['transfer-encoding'] !== undefined) return !(await drainBody(req, limit));
+  return closesAfterDenial(req.headers, limit);
+}
+
 /** Forwards an admitted request to the upstream, streaming the body both ways, and answers its failures. */
 function proxy(
   ctx: ProxyContext,
@@ -155,6 +169,8 @@ function proxy(
   }
   const headers = upstreamHeaders(rt, req, id);
   delete headers.expect;
+  // Node leaves `100 Continue` to the gateway (checkContinue): only an admitted request is asked for its body.
+  if (expectsContinue(req)) res.writeContinue();
   rt.proxy.forward(req, res, pathAndQuery, headers, extra, c.server.maxBodyBytes, (failure) => {
     if (failure === undefined) return;
     setOutcome(`upstream_${failure.kind}`);

@@ -14,8 +14,13 @@ describe('path patterns', () => {
     ['/', '/a', false],
     ['/.well-known/*', '/.well-known/openid-configuration', true],
     ['/.well-known/*', '/.well-known/acme-challenge/x', true],
-    ['/.well-known/*', '/.well-known', false],
-    ['/.well-known/*', '/.well-known/', false],
+    ['/.well-known/*', '/.well-known', true],
+    ['/.well-known/*', '/.well-known/', true],
+    ['/.well-known/*', '/.well-knownx', false],
+    ['/api/studio/*', '/api/studio/', true],
+    ['/api/studio/*', '/api/studio', true],
+    ['/api/studio/*', '/api', false],
+    ['/*', '/', true],
     ['/api/*/items', '/api/v1/items', true],
     ['/api/*/items', '/api/v1/v2/items', false],
     ['/api/*/items', '/api//items', false],
@@ -53,12 +58,14 @@ describe('path patterns', () => {
         else {
           const rest = parts[parts.length - 1] === '*';
           const fixed = rest ? parts.slice(0, -1) : parts;
-          want = rest ? segs.length > fixed.length : segs.length === fixed.length;
+          // A last `*` matches the prefix itself too: routers serve it with the routes below it.
+          want = rest ? segs.length >= fixed.length : segs.length === fixed.length;
           for (let i = 0; want && i < fixed.length; i++) {
             const s = segs[i];
             want = s !== '' && (fixed[i] === '*' || fixed[i] === ':p' || fixed[i] === s.toLowerCase());
           }
-          if (want && rest) want = segs.slice(fixed.length).join('/') !== '' && segs[fixed.length] !== '';
+          if (want && rest && segs.length > fixed.length)
+            want = segs.slice(fixed.length).join('/') !== '' && segs[fixed.length] !== '';
         }
         expect(got).toBe(want);
       }),
@@ -75,5 +82,13 @@ describe('endpoints', () => {
     expect(e.match('POST', '/health')).toBe(false);
     expect(compileEndpoint('/metrics').match('DELETE', '/metrics')).toBe(true);
     expect(compileEndpoint('PUT,PATCH /x').methods).toEqual(['PUT', 'PATCH']);
+  });
+
+  it('exempt no more than they name: a prefix is not below itself', () => {
+    // An exemption that took `/a` from `/a/*` would lift the limit of an exact rule `/a`.
+    expect(compileEndpoint('GET /.well-known/*').match('GET', '/.well-known/')).toBe(false);
+    expect(compileEndpoint('GET /.well-known/*').match('GET', '/.well-known')).toBe(false);
+    expect(compileEndpoint('GET /.well-known/*').match('GET', '/.well-known/x')).toBe(true);
+    expect(compileEndpoint('GET /health').match('GET', '/health/')).toBe(true);
   });
 });

@@ -8,8 +8,10 @@ import { invalidOption } from '../core/index.js';
  *   /health               literal segments, compared ASCII case-insensitively (Express routes that way)
  *   /hooks/:webhook_id    `:name` matches one non-empty segment and captures it as a route parameter
  *   /api/* /items         `*` in the middle matches exactly one non-empty segment
- *   /.well-known/*        `*` as the last segment matches one or more remaining segments
- * A query string is ignored; one trailing slash is insignificant (`/health/` is `/health`).
+ *   /api/studio/*         `*` as the last segment matches the remaining segments and the prefix itself
+ *                         (`/api/studio`, `/api/studio/`), which routers serve below the prefix
+ * A query string is ignored; one trailing slash is insignificant (`/health/` is `/health`). Exemptions
+ * (`compileEndpoint`) match one or more segments only: an exemption never takes the prefix from an exact rule.
  */
 
 const Kind = { Literal: 0, Param: 1, One: 2, Rest: 3 } as const;
@@ -33,11 +35,23 @@ export interface PathPattern {
   capture(path: string): Record<string, string> | undefined;
 }
 
+/** Options of {@link compilePathPattern}. */
+export interface PathPatternOptions {
+  /**
+   * Whether a trailing `/*` also matches its prefix itself, with or without a trailing slash (`/a/*` matches
+   * `/a` and `/a/`, `/*` matches `/`); default true. NGINX's `location /a/`, Fastify's `/a/*` and `/a/:x`, a
+   * servlet mapping `/a/*` and an Express router mounted at `/a` serve the prefix with the routes below it, so
+   * a rule for `/a/*` that left the prefix out would let it pass uncounted. Exemptions set it to false.
+   */
+  readonly includePrefix?: boolean;
+}
+
 /**
  * Compiles a path pattern.
  *
  * @param source - the pattern, starting with `/`.
  * @param option - the option path for error messages.
+ * @param options - see {@link PathPatternOptions}.
  * @throws SluiceError `ERR_INVALID_OPTION` for a pattern not starting with `/`, an empty segment, a `*` or `:`
  * inside a segment, or a parameter without a name.
  *
@@ -48,7 +62,12 @@ export interface PathPattern {
  * p.capture('/hooks/abc');   // { webhook_id: 'abc' }
  * ```
  */
-export function compilePathPattern(source: string, option = 'pattern'): PathPattern {
+export function compilePathPattern(
+  source: string,
+  option = 'pattern',
+  options: PathPatternOptions = {},
+): PathPattern {
+  const includePrefix = options.includePrefix !== false;
   if (typeof source !== 'string' || source.charCodeAt(0) !== 47 /* / */) {
     throw invalidOption(option, 'a path pattern starting with "/"', source);
   }
@@ -79,10 +98,10 @@ export function compilePathPattern(source: string, option = 'pattern'): PathPatt
   return Object.freeze({
     source,
     params: Object.freeze(params),
-    match: (path: string) => walk(frozen, path, undefined),
+    match: (path: string) => walk(frozen, path, undefined, includePrefix),
     capture(path: string) {
       const out: Record<string, string> = {};
-      return walk(frozen, path, out) ? out : undefined;
+      return walk(frozen, path, out, includePrefix) ? out : undefined;
     },
   });
 }
@@ -95,7 +114,12 @@ function trimPath(path: string): string {
   return end === path.length ? path : path.slice(0, end);
 }
 
-function walk(segments: readonly Segment[], path: string, out: Record<string, string> | undefined): boolean {
+function walk(
+  segments: readonly Segment[],
+  path: string,
+  out: Record<string, string> | undefined,
+  includePrefix: boolean,
+): boolean {
   if (path.charCodeAt(0) !== 47) return false;
   const q = path.indexOf('?');
   let end = q < 0 ? path.length : q;
@@ -104,8 +128,12 @@ function walk(segments: readonly Segment[], path: string, out: Record<string, st
   let pos = 1; // after the leading '/'
   for (let i = 0; i < segments.length; i++) {
     const seg = segments[i];
+    if (seg.kind === Kind.Rest) {
+      // One or more segments remain, or (includePrefix) the path ends with the prefix: past its end, or the root.
+      if (pos < end) return path.charCodeAt(pos) !== 47;
+      return includePrefix && (pos > end || end === 1);
+    }
     if (pos > end) return false;
-    if (seg.kind === Kind.Rest) return pos < end && path.charCodeAt(pos) !== 47; // one or more segments remain
     let slash = path.indexOf('/', pos);
     if (slash < 0 || slash > end) slash = end;
     const len = slash - pos;
@@ -140,7 +168,8 @@ export interface EndpointPattern {
 }
 
 /**
- * Compiles an endpoint such as `GET /health`, `GET,HEAD /ready` or `/.well-known/*`.
+ * Compiles an endpoint such as `GET /health`, `GET,HEAD /ready` or `/.well-known/*`, as exemptions use it: a
+ * trailing `/*` does not match its prefix (`/.well-known`, `/.well-known/`), see {@link PathPatternOptions}.
  *
  * @throws SluiceError `ERR_INVALID_OPTION` for an invalid method list or pattern.
  */
@@ -149,7 +178,8 @@ export function compileEndpoint(text: string, option = 'endpoint'): EndpointPatt
   const trimmed = text.trim();
   const space = trimmed.indexOf(' ');
   const methods = space < 0 ? [] : parseMethods(trimmed.slice(0, space), option);
-  return endpoint(methods, compilePathPattern(space < 0 ? trimmed : trimmed.slice(space + 1).trim(), option));
+  const source = space < 0 ? trimmed : trimmed.slice(space + 1).trim();
+  return endpoint(methods, compilePathPattern(source, option, { includePrefix: false }));
 }
 
 /**

@@ -10,8 +10,9 @@ import {
   type TargetRefusalCode,
 } from './request-target.js';
 
-const reject = compileTargetCanonicalizer();
-const decode = compileTargetCanonicalizer({ encodedSlashes: 'decode' });
+// The tables below compare the handling of encoded slashes with `;` parameters kept, stripped, or both decoded.
+const reject = compileTargetCanonicalizer({ pathParameters: 'keep' });
+const decode = compileTargetCanonicalizer({ encodedSlashes: 'decode', pathParameters: 'keep' });
 const strip = compileTargetCanonicalizer({ pathParameters: 'strip' });
 const decodeStrip = compileTargetCanonicalizer({ encodedSlashes: 'decode', pathParameters: 'strip' });
 
@@ -241,20 +242,37 @@ describe('known bypass shapes', () => {
   });
 });
 
+describe('path parameters', () => {
+  const byDefault = compileTargetCanonicalizer();
+  it.each([
+    '/system/airgap/seal;x=1',
+    '/system/airgap/seal;',
+    '/system;jsessionid=1/airgap/seal',
+    '/x/..;/system/airgap/seal',
+    '/system/airgap/seal;x?y=1',
+  ])(
+    'refuses %j by default: servlet containers route it without the parameter, Node routers with it',
+    (t) => {
+      expect(byDefault(t)).toBe(TARGET_REFUSALS.path_parameter);
+      expect(canonicalPath(t)).toBe(TARGET_REFUSALS.path_parameter);
+    },
+  );
+
+  it('accepts a ; in the query, an encoded %3B, and removes parameters with strip', () => {
+    expect(outcome(byDefault('/a?b=1;c=2'))).toBe('/a?b=1;c=2');
+    expect(outcome(byDefault('/a%3Bb'))).toBe('/a%3Bb');
+    expect(outcome(strip('/system/airgap/seal;x=1'))).toBe('/system/airgap/seal');
+    expect(outcome(reject('/system/airgap/seal;x=1'))).toBe('/system/airgap/seal;x=1');
+  });
+});
+
 describe('canonicalPath', () => {
   it('returns the very same string when the path is canonical already', () => {
-    for (const p of [
-      '/',
-      '/system/airgap/seal',
-      '/.well-known/x',
-      '/a/b/',
-      '/a;b',
-      '/a?x=%2f//',
-      '/%C3%A9',
-    ]) {
+    for (const p of ['/', '/system/airgap/seal', '/.well-known/x', '/a/b/', '/a?x=%2f//;y', '/%C3%A9']) {
       expect(canonicalPath(p)).toBe(p);
       expect(reject.path(p)).toBe(p);
     }
+    expect(reject.path('/a;b')).toBe('/a;b');
   });
 
   it('canonicalizes the path and keeps the query', () => {
@@ -268,7 +286,7 @@ describe('options', () => {
   it('are validated once, with the option path in the message', () => {
     const bad: [unknown, RegExp][] = [
       [{ encodedSlashes: 'allow' }, /target\.encodedSlashes must be one of reject, decode, got "allow"/],
-      [{ pathParameters: true }, /target\.pathParameters must be one of keep, strip, got true/],
+      [{ pathParameters: true }, /target\.pathParameters must be one of reject, strip, keep, got true/],
       [{ encodedSlash: 'decode' }, /target\.encodedSlash must be one of the known options/],
       ['decode', /target must be an object/],
     ];
@@ -289,6 +307,10 @@ describe('options', () => {
   });
 
   it('resolve to frozen values and a frozen function', () => {
+    expect(compileTargetCanonicalizer().options).toEqual({
+      encodedSlashes: 'reject',
+      pathParameters: 'reject',
+    });
     expect(reject.options).toEqual({ encodedSlashes: 'reject', pathParameters: 'keep' });
     expect(Object.isFrozen(reject)).toBe(true);
     expect(Object.isFrozen(reject.options)).toBe(true);
@@ -346,6 +368,7 @@ const modes: readonly (readonly [string, ReturnType<typeof compileTargetCanonica
   ['decode', decode],
   ['strip', strip],
   ['decode+strip', decodeStrip],
+  ['default', compileTargetCanonicalizer()],
 ];
 const UNRESERVED_HEX = /%(2[DdEe]|3[0-9]|4[1-9A-Fa-f]|5[0-9AaFf]|6[1-9A-Fa-f]|7[0-9AaEe])/;
 
@@ -373,7 +396,7 @@ describe('properties', () => {
           expect(r.query === '' || r.query.startsWith('?')).toBe(true);
           expect(t.endsWith(r.query)).toBe(true);
           if (mode.startsWith('decode')) expect(p).not.toMatch(/%2F|%5C/);
-          if (mode.endsWith('strip')) expect(p).not.toContain(';');
+          if (mode.endsWith('strip') || mode === 'default') expect(p).not.toContain(';');
           // Idempotence: the output is a fixed point, and the path function hands back the same string.
           expect(canon(p + r.query)).toEqual(r);
           expect(canon.path(p + r.query)).toBe(p + r.query);
@@ -420,8 +443,10 @@ describe('properties', () => {
       not_origin_form: 'a',
       control_character: '/\r',
       non_ascii: '/\u2028',
+      path_parameter: '/a;b',
     };
-    for (const [code, t] of Object.entries(cases)) expect(outcome(reject(t))).toBe(`!${code}`);
+    const byDefault = compileTargetCanonicalizer();
+    for (const [code, t] of Object.entries(cases)) expect(outcome(byDefault(t))).toBe(`!${code}`);
   });
 });
 

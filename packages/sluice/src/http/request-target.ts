@@ -16,17 +16,20 @@ import { invalidOption, objectOption, rejectUnknownKeys } from '../core/index.js
 export type EncodedSlashes = 'reject' | 'decode';
 
 /**
- * What to do with `;` path parameters. `keep` (default) leaves `;x` in its segment, as Node routers, NGINX and
- * Flask see it. `strip` removes everything from a raw `;` to the end of its segment before dot segments are
- * resolved, as Java servlet containers do (so `/..;/` is a dot segment there).
+ * What to do with a raw `;` in the path (a path parameter). Servers disagree: Java servlet containers (Tomcat,
+ * Jetty, Spring) remove `;x` from each segment before routing (so `/seal;x=1` is `/seal` and `/..;/` a dot
+ * segment), Node routers, NGINX and Flask keep it as part of the segment. `reject` (default) refuses it, since
+ * no single path is right. `strip` removes everything from a raw `;` to the end of its segment before dot
+ * segments are resolved, as servlet containers do (the gateway then forwards the stripped path). `keep` leaves
+ * it in its segment: only for upstreams that never strip parameters.
  */
-export type PathParameters = 'keep' | 'strip';
+export type PathParameters = 'reject' | 'strip' | 'keep';
 
 /** Options of {@link compileTargetCanonicalizer}. */
 export interface TargetOptions {
   /** See {@link EncodedSlashes}; default `reject`. */
   readonly encodedSlashes?: EncodedSlashes;
-  /** See {@link PathParameters}; default `keep`. */
+  /** See {@link PathParameters}; default `reject`. */
   readonly pathParameters?: PathParameters;
 }
 
@@ -44,7 +47,8 @@ export type TargetRefusalCode =
   | 'bad_percent_encoding'
   | 'not_origin_form'
   | 'control_character'
-  | 'non_ascii';
+  | 'non_ascii'
+  | 'path_parameter';
 
 /** A refused request target. Each is a frozen constant from {@link TARGET_REFUSALS}: refusing allocates nothing. */
 export interface TargetRefusal {
@@ -100,6 +104,10 @@ export const TARGET_REFUSALS: Readonly<Record<TargetRefusalCode, TargetRefusal>>
     'non_ascii',
     'The request target contains a character outside ASCII, which must be percent-encoded as UTF-8.',
   ),
+  path_parameter: refusal(
+    'path_parameter',
+    'The request path contains a ";" path parameter, which some servers remove before routing and others keep; send it percent-encoded as %3B.',
+  ),
 });
 
 // Refusals by position, so that the scan can return one number: -(index + 1) for a refusal.
@@ -111,6 +119,7 @@ const ORDER: readonly TargetRefusal[] = [
   TARGET_REFUSALS.not_origin_form,
   TARGET_REFUSALS.control_character,
   TARGET_REFUSALS.non_ascii,
+  TARGET_REFUSALS.path_parameter,
 ];
 const FRAGMENT = -1;
 const ENCODED_SEPARATOR = -2;
@@ -119,6 +128,7 @@ const BAD_PERCENT = -4;
 const NOT_ORIGIN = -5;
 const CONTROL = -6;
 const NON_ASCII = -7;
+const PATH_PARAMETER = -8;
 
 const SLASH = 0x2f;
 const BACK = 0x5c;
@@ -128,6 +138,9 @@ const QUESTION = 0x3f;
 const HASH = 0x23;
 const SEMI = 0x3b;
 const HEX = '0123456789ABCDEF';
+const SEMI_REJECT = 0;
+const SEMI_STRIP = 1;
+const SEMI_KEEP = 2;
 
 /**
  * A compiled canonicalizer: call it with a request target (`req.url`), or use `path` for a path with an optional
@@ -170,8 +183,9 @@ export function compileTargetCanonicalizer(
   const resolved = resolveOptions(options, optionPath);
   const decode = resolved.encodedSlashes === 'decode';
   const strip = resolved.pathParameters === 'strip';
+  const semi = resolved.pathParameters === 'reject' ? SEMI_REJECT : strip ? SEMI_STRIP : SEMI_KEEP;
   const canonicalize = (target: string): CanonicalTarget => {
-    const r = scan(target, decode, strip);
+    const r = scan(target, decode, semi);
     if (r < 0) return ORDER[-r - 1];
     const end = r >>> 1;
     const query = end === target.length ? '' : target.slice(end);
@@ -181,7 +195,7 @@ export function compileTargetCanonicalizer(
     return typeof path === 'string' ? { ok: true, path, query } : path;
   };
   const path = (pathAndQuery: string): string | TargetRefusal => {
-    const r = scan(pathAndQuery, decode, strip);
+    const r = scan(pathAndQuery, decode, semi);
     if (r < 0) return ORDER[-r - 1];
     if ((r & 1) === 0) return pathAndQuery;
     const end = r >>> 1;
@@ -196,7 +210,7 @@ export function compileTargetCanonicalizer(
 const DEFAULT = compileTargetCanonicalizer();
 
 /**
- * {@link TargetCanonicalizer.path} with the default options (`encodedSlashes: 'reject'`, `pathParameters: 'keep'`):
+ * {@link TargetCanonicalizer.path} with the default options (`encodedSlashes: 'reject'`, `pathParameters: 'reject'`):
  * the canonical path and the query as sent, the same string instance when already canonical, or the refusal.
  */
 export function canonicalPath(pathAndQuery: string): string | TargetRefusal {
@@ -204,12 +218,16 @@ export function canonicalPath(pathAndQuery: string): string | TargetRefusal {
 }
 
 function resolveOptions(options: TargetOptions | undefined, optionPath: string): ResolvedTargetOptions {
-  if (options === undefined) return Object.freeze({ encodedSlashes: 'reject', pathParameters: 'keep' });
+  if (options === undefined) return Object.freeze({ encodedSlashes: 'reject', pathParameters: 'reject' });
   const o = objectOption(optionPath, options);
   rejectUnknownKeys(optionPath, o, ['encodedSlashes', 'pathParameters']);
   return Object.freeze({
     encodedSlashes: oneOf(`${optionPath}.encodedSlashes`, o.encodedSlashes, ['reject', 'decode'] as const),
-    pathParameters: oneOf(`${optionPath}.pathParameters`, o.pathParameters, ['keep', 'strip'] as const),
+    pathParameters: oneOf(`${optionPath}.pathParameters`, o.pathParameters, [
+      'reject',
+      'strip',
+      'keep',
+    ] as const),
   });
 }
 
@@ -222,9 +240,10 @@ function oneOf<T extends string>(option: string, value: unknown, allowed: readon
 /**
  * One pass over the whole target without allocating. Returns a refusal as a negative number, else
  * `end * 2 + dirty`: `end` is where the query starts (the length when none), `dirty` is 1 when the path needs
- * {@link rewrite}. The query is only checked for characters that may never appear in a target.
+ * {@link rewrite}. The query is only checked for characters that may never appear in a target. `semi` is one of
+ * the `SEMI_` modes: what a raw `;` in the path does.
  */
-function scan(t: string, decode: boolean, strip: boolean): number {
+function scan(t: string, decode: boolean, semi: number): number {
   const n = t.length;
   if (n === 0 || t.charCodeAt(0) !== SLASH) return NOT_ORIGIN;
   let end = n;
@@ -241,7 +260,8 @@ function scan(t: string, decode: boolean, strip: boolean): number {
       if (!decode) return BACKSLASH;
       dirty = 1;
     } else if (c === SEMI) {
-      if (strip) dirty = 1;
+      if (semi === SEMI_REJECT) return PATH_PARAMETER;
+      if (semi === SEMI_STRIP) dirty = 1;
     } else if (c === SLASH) {
       const d = t.charCodeAt(i + 1);
       if (d === SLASH) dirty = 1;
