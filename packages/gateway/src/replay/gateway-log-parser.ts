@@ -31,8 +31,9 @@ export function gatewayLogParser(): LineParser {
     into.method = o.method;
     into.target = o.url;
     if (typeof o.key === 'string') readKey(o.key, into);
-    // The tier is known only with an identity: an anonymous caller's line names the default tier anyway.
-    if (typeof o.tier === 'string' && into.identified) into.tier = o.tier;
+    // The tier counts with an identity (an anonymous caller's line names the default tier anyway), and alone on a
+    // line without a key: a caller of an unlimited tier, exempt before any bucket was keyed.
+    if (typeof o.tier === 'string' && (into.identified || o.key === undefined)) into.tier = o.tier;
     return true;
   };
 }

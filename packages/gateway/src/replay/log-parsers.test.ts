@@ -220,6 +220,11 @@ describe("the gateway's own request log", () => {
       user: 'alice',
     });
     expect(read(parse, line({ key: 'apikey:abc' }))).toMatchObject({ apiKeyHash: 'abc' });
+    // An unlimited tier is exempt before any key: the tier alone is the caller.
+    expect(read(parse, line({ outcome: 'exempt_tier', tier: 'internal' }))).toMatchObject({
+      tier: 'internal',
+      identified: true,
+    });
   });
 
   it('skips its other lines and the requests it answered itself', () => {
