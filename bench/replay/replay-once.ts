@@ -38,7 +38,7 @@ if (mode === 'replay') {
   lines = r.lines;
 } else if (mode === 'recommend') {
   const r = await recommend({ logs, spare: 0.01, top: 10 });
-  lines = r.requests * r.confirmation.rounds;
+  lines = r.requests * (r.confirmation.rounds + 1);
 }
 const seconds = (performance.now() - started) / 1000;
 const used = process.cpuUsage(cpu0);
