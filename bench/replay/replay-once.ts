@@ -53,5 +53,6 @@ console.log(
     linesPerSecond: lines / seconds,
     linesPerCpuSecond: lines / cpuSeconds,
     rssMB: process.memoryUsage().rss / 2 ** 20,
+    maxRssMB: process.resourceUsage().maxRSS / 1024,
   }),
 );

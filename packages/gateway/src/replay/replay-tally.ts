@@ -166,5 +166,21 @@ export class ReplayTally {
 
 function bump(c: OutcomeCounts, o: ReplayOutcome): void {
   c.requests++;
-  c[o]++;
+  // A switch, not `c[o]++`: a property named by a variable is a keyed access on every call.
+  switch (o) {
+    case 'allowed':
+      c.allowed++;
+      break;
+    case 'limited':
+      c.limited++;
+      break;
+    case 'queued':
+      c.queued++;
+      break;
+    case 'exempt':
+      c.exempt++;
+      break;
+    default:
+      c.refused++;
+  }
 }

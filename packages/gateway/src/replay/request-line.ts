@@ -26,15 +26,23 @@ export function readRequestLine(s: string, from: number, to: number, into: LogRe
     if (scheme < 0 || scheme > end) return false;
     const slash = s.indexOf('/', scheme + 3);
     if (slash < 0 || slash >= end) {
-      into.method = s.slice(from, sp);
+      into.method = methodOf(s, from, sp);
       into.target = '/';
       return true;
     }
     start = slash;
   }
-  into.method = s.slice(from, sp);
+  into.method = methodOf(s, from, sp);
   into.target = s.slice(start, end);
   return true;
+}
+
+const METHODS = ['GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'HEAD', 'OPTIONS'];
+
+/** The method token, one shared string for the common methods (no copy per line). */
+function methodOf(s: string, from: number, to: number): string {
+  for (const m of METHODS) if (m.length === to - from && s.startsWith(m, from)) return m;
+  return s.slice(from, to);
 }
 
 /**
