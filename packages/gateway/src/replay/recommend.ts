@@ -75,6 +75,7 @@ const OBSERVER_YAML = `rateLimiting:
 `;
 
 const RAISE = 1.25;
+const MAX_TEMPLATES = 10_000;
 
 /**
  * Proposes limits from access logs: replays them under the configuration (or, without one, under limits that never
@@ -90,7 +91,8 @@ const RAISE = 1.25;
 export async function recommend(o: RecommendOptions): Promise<Recommendation> {
   const base = o.config ?? { name: 'observer', config: loaded(OBSERVER_YAML), text: OBSERVER_YAML };
   const withConfig = o.config !== undefined;
-  const dist = new RateDistribution(Math.max(base.config.maxTrackedKeys, 100_000) * 4);
+  // Two (group, client) pairs per tracked key: a tier and an endpoint on average; beyond, pairs are not tracked.
+  const dist = new RateDistribution(Math.max(base.config.maxTrackedKeys, 100_000) * 2);
   const clients = new Set<string>();
   const templates = new Map<string, number>();
   const observe = (group: string, key: string, timeMs: number, cost: number) =>
@@ -104,14 +106,17 @@ export async function recommend(o: RecommendOptions): Promise<Recommendation> {
       const v = x.verdict;
       if (v.action === 'exempt' || v.decision === undefined) return;
       const key = v.key ?? 'ip:unknown';
-      if (clients.size < 4_000_000) clients.add(key);
+      if (clients.size < base.config.maxTrackedKeys) clients.add(key);
       if (withConfig) {
         for (const name of v.rules ?? []) observe(groupName(name), key, timeMs, cost);
       } else {
         observe(`tier:${tier ?? base.config.defaultTier}`, key, timeMs, cost);
-        templates.set(template, (templates.get(template) ?? 0) + 1);
-        if (templates.size < 10_000 || templates.has(template))
+        // Templates are bounded too: a log of unfoldable paths (slugs, hashes) stops adding new ones at the cap.
+        const n = templates.get(template);
+        if (n !== undefined || templates.size < MAX_TEMPLATES) {
+          templates.set(template, (n ?? 0) + 1);
           observe(`rule:${template}`, key, timeMs, cost);
+        }
       }
     };
     if (d instanceof Promise) void d.then(seen);
