@@ -31,7 +31,7 @@ interface Pass {
   readonly cpuSeconds: number;
   readonly linesPerSecond: number;
   readonly linesPerCpuSecond: number;
-  readonly rssMB: number;
+  readonly maxRssMB: number;
 }
 
 const dir = join(tmpdir(), 'sluice-replay-bench');
@@ -71,7 +71,7 @@ console.log(
       rate(med(m, 'linesPerCpuSecond')),
       range(m, 'linesPerCpuSecond'),
       ratio(med(m, 'cpuSeconds') / med(m, 'lines'), med(base, 'cpuSeconds') / med(base, 'lines')),
-      Math.max(...(passes.get(m) ?? []).map((p) => p.rssMB)).toFixed(0),
+      Math.max(...(passes.get(m) ?? []).map((p) => p.maxRssMB)).toFixed(0),
     ]),
   ),
 );

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
+import { replayHtml } from '../replay/report-html.js';
 import { main } from './main.js';
 
 const EXAMPLE = fileURLToPath(new URL('../../examples/rate-limits.yaml', import.meta.url));
@@ -78,6 +79,15 @@ describe('sluice replay', () => {
     expect(r.code).toBe(1);
     expect(r.err).toMatch(/bad\.yaml:2:\d+/);
     expect((await run(['replay', '--help'])).out).toMatch(/^Usage: sluice replay --config FILE/);
+    const help = (await run(['--help'])).out;
+    expect(help).toMatch(/sluice replay --config FILE \[--against OTHER\.yaml\]/);
+    expect(help).toMatch(/sluice recommend \[--config FILE\] \[--spare SHARE\]/);
+  });
+
+  it('names the build step when the HTML page was not built', () => {
+    expect(() => replayHtml({} as never, join(dir, 'no-assets'))).toThrow(
+      /--html needs the built report page in .*no-assets, which is missing: run "npm run build"/,
+    );
   });
 });
 
