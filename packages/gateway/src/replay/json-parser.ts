@@ -55,7 +55,10 @@ export function readJsonRequest(o: unknown, fields: FieldMap, time: AnyTimeParse
   into.tier = text(pick(o, fields.tier));
   into.apiKeyHash = text(pick(o, fields.apikey));
   const cost = pick(o, fields.cost);
+  if (cost === undefined) return true;
+  // A cost that is no whole number of tokens the engine can count makes the line unreadable, not free.
   const n = typeof cost === 'string' ? Number(cost) : cost;
-  into.cost = typeof n === 'number' && Number.isInteger(n) && n >= 1 ? n : 1;
+  if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 1) return false;
+  into.cost = n;
   return true;
 }

@@ -178,6 +178,10 @@ describe('JSON access logs', () => {
       client: 'web',
       cost: 3,
     });
+    const costly = jsonParser(fieldMap(['cost=cost']));
+    for (const cost of ['0', '1.5', '1e300', '"x"'])
+      expect(read(costly, `{"time":1764743907,"path":"/a","cost":${cost}}`).got, cost).toBe(false);
+    expect(read(costly, '{"time":1764743907,"path":"/a"}')).toMatchObject({ got: true, cost: 1 });
     for (const bad of ['{', '[1]', '{"time":"x","path":"/a"}', '{"time":"2026-12-03T06:38:27Z"}', 'plain'])
       expect(read(parse, bad).got, bad).toBe(false);
   });

@@ -121,10 +121,17 @@ export async function runReplay(o: ReplayRunOptions): Promise<ReplayRun> {
         s.skipped++;
         return;
       }
+      let da: LineDecision | Promise<LineDecision>;
+      let db: LineDecision | Promise<LineDecision> | undefined;
+      try {
+        da = a.admit(rec, no, name);
+        db = b?.admit(rec, no, name);
+      } catch {
+        // Admission refuses what no request could carry (a cost beyond the engine's range): the line is unknown.
+        return unknown(no);
+      }
       s.requests++;
-      const da = a.admit(rec, no, name);
-      if (b !== undefined) {
-        const db = b.admit(rec, no, name);
+      if (db !== undefined) {
         if (!(da instanceof Promise) && !(db instanceof Promise)) flips?.compare(da, db);
         else void Promise.all([da, db]).then(([x, y]) => flips?.compare(x, y));
       }
