@@ -33,7 +33,8 @@ export async function replayReportImage(browser: Browser, out: string): Promise<
   const dir = mkdtempSync(join(tmpdir(), 'sluice-replay-image-'));
   try {
     const log = join(dir, 'access.log');
-    await generateLog(log, 120_000, 3_000, 3600, 11);
+    // A quarter of an hour in the middle where five scripted clients hammer the studio endpoint.
+    await generateLog(log, 120_000, 3_000, 3600, 11, { from: 0.4, to: 0.65, share: 0.25, clients: 5 });
     const text = readFileSync(EXAMPLE, 'utf8');
     const run = await runReplay({
       config: { name: 'rate-limits.yaml', config: config(text) },

@@ -64,6 +64,17 @@ function clfTime(ms: number): string {
 }
 
 /**
+ * A surge: between two fractions of the log's time, a share of the requests comes from a few scripted clients
+ * hammering the studio endpoint (the README's picture shows it).
+ */
+export interface Surge {
+  readonly from: number;
+  readonly to: number;
+  readonly share: number;
+  readonly clients: number;
+}
+
+/**
  * Writes the log.
  *
  * @returns once the file is complete.
@@ -74,6 +85,7 @@ export async function generateLog(
   clients = 50_000,
   seconds = 3600,
   seed = 27,
+  surge?: Surge,
 ): Promise<void> {
   const rnd = random(seed);
   const client = zipf(clients, rnd);
@@ -86,7 +98,13 @@ export async function generateLog(
     const t = start + Math.floor((i / lines) * seconds * 1000);
     const p = path();
     const id = 1 + Math.floor(rnd() * 5000);
-    buf += `${ips[client()]} - - [${clfTime(t)}] "${METHODS[p]} ${PATHS[p](id)} HTTP/1.1" 200 ${100 + (i % 900)} "-" "bench/1.0"\n`;
+    const u = i / lines;
+    // Without a surge no extra random number is drawn, so the default log stays the same.
+    if (surge !== undefined && u >= surge.from && u < surge.to && rnd() < surge.share) {
+      const ip = `192.0.2.${1 + Math.floor(rnd() * surge.clients)}`;
+      buf += `${ip} - - [${clfTime(t)}] "POST /api/risk/simulation/studio/${id} HTTP/1.1" 200 64 "-" "script/1.0"\n`;
+    } else
+      buf += `${ips[client()]} - - [${clfTime(t)}] "${METHODS[p]} ${PATHS[p](id)} HTTP/1.1" 200 ${100 + (i % 900)} "-" "bench/1.0"\n`;
     if (buf.length > 1 << 20) {
       if (!file.write(buf)) await new Promise<void>((r) => file.once('drain', () => r()));
       buf = '';
