@@ -17,7 +17,7 @@ const GATEWAY_LAYERS = [
   ['identity', 'limits', 'quota', 'store', 'log', 'metrics'],
   ['admission'],
   ['server', 'proxy'],
-  ['decision', 'envoy', 'dashboard'],
+  ['decision', 'envoy', 'dashboard', 'replay'],
   ['gateway'],
   ['cli', 'demo', 'bin'],
 ];
@@ -48,7 +48,7 @@ function gatewayLayerRules() {
       if (folder === 'admission') to.pathNot = RUNTIME_BUILDS_POOL.to;
       rules.push({
         name: `gateway-${folder}-layer`,
-        comment: `gateway/src/${folder}/ imports only lower layers${GATEWAY_PEERS[folder] ? ` and ${GATEWAY_PEERS[folder].join(', ')}/` : ''} (config < identity, limits, quota, store, log, metrics < admission < server, proxy < decision, envoy, dashboard < gateway < cli, demo, bin).`,
+        comment: `gateway/src/${folder}/ imports only lower layers${GATEWAY_PEERS[folder] ? ` and ${GATEWAY_PEERS[folder].join(', ')}/` : ''} (config < identity, limits, quota, store, log, metrics < admission < server, proxy < decision, envoy, dashboard, replay < gateway < cli, demo, bin).`,
         severity: 'error',
         from: { path: `${G}${folder}/` },
         to,
@@ -96,13 +96,13 @@ module.exports = {
       comment:
         'The dashboard bundle runs in the browser: no Node module, and of the gateway only type-only imports (message and configuration shapes).',
       severity: 'error',
-      from: { path: '^packages/gateway/(dashboard|demo)-ui/src/' },
+      from: { path: '^packages/gateway/(dashboard|demo|replay)-ui/src/' },
       to: { path: '^packages/gateway/src/', dependencyTypesNot: ['type-only'] },
     },
     {
       name: 'dashboard-ui-no-node',
       severity: 'error',
-      from: { path: '^packages/gateway/(dashboard|demo)-ui/src/' },
+      from: { path: '^packages/gateway/(dashboard|demo|replay)-ui/src/' },
       to: { dependencyTypes: ['core'] },
     },
     {

@@ -2,7 +2,8 @@
  * `npm run docs:images`: the README's pictures, taken from the real UI. Starts the demo gateway (the example
  * configuration on the memory store), drives some load through it, and has headless Chromium screenshot the
  * dashboard and the status element of the browser demo in its states (requests left, low, limit reached).
- * Writes docs/images/dashboard.png and docs/images/status-states.png.
+ * Writes docs/images/dashboard.png, docs/images/status-states.png and docs/images/replay-report.png (the page of
+ * `sluice replay --html`; `npm run docs:images -- replay` takes that one alone).
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -12,9 +13,21 @@ import { buildDashboard } from '../packages/gateway/dashboard-ui/build.js';
 import { buildDemoPage } from '../packages/gateway/demo-ui/build.js';
 import { runDemo } from '../packages/gateway/src/demo/run-demo.js';
 import { toolPath } from '../test/support/tools.js';
+import { replayReportImage } from './replay-image.js';
 
 const OUT = fileURLToPath(new URL('../docs/images/', import.meta.url));
 const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'];
+
+if (process.argv.slice(2).includes('replay')) {
+  mkdirSync(OUT, { recursive: true });
+  const b = await chromium.launch({ executablePath: toolPath('chromium'), args: ARGS });
+  try {
+    console.log(`docs images: ${await replayReportImage(b, OUT)}`);
+  } finally {
+    await b.close();
+  }
+  process.exit(0);
+}
 
 await buildDashboard();
 await buildDemoPage(undefined, { fromSource: true });
@@ -102,7 +115,8 @@ try {
   await flow;
   if (!stillLive) throw new Error('the dashboard showed no allowed or no limited requests when it was taken');
 
-  console.log(`docs images: ${join(OUT, 'dashboard.png')}, ${join(OUT, 'status-states.png')}`);
+  const replay = await replayReportImage(browser, OUT);
+  console.log(`docs images: ${join(OUT, 'dashboard.png')}, ${join(OUT, 'status-states.png')}, ${replay}`);
 } finally {
   await browser.close();
   await demo.stop();

@@ -1,6 +1,7 @@
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildDemoPage, DEMO_OUT_DIR } from '../demo-ui/build.js';
+import { buildReplayPage, REPLAY_OUT_DIR } from '../replay-ui/build.js';
 import { bundlePage } from '../ui-build/bundle-page.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -29,5 +30,7 @@ if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.
   if (process.argv[2] === undefined) {
     const demo = await buildDemoPage();
     console.log(`demo page bundle: ${demo.join(', ')} in ${DEMO_OUT_DIR}`);
+    const replay = await buildReplayPage();
+    console.log(`replay report page bundle: ${replay.join(', ')} in ${REPLAY_OUT_DIR}`);
   }
 }

@@ -5,6 +5,7 @@ import type {
   IdentifyResult as GatewayIdentifyResult,
   RequestIdentifier,
 } from '../identity/identify-request.js';
+import type { Identity as CallerIdentity } from '../identity/identity.js';
 import { principalOf } from '../identity/principal.js';
 
 /** A request as the gateway admits it: the library's request facts plus what only the gateway knows. */
@@ -28,12 +29,16 @@ const INVALID_TOKEN = Object.freeze([
  * @param identifier - the configuration's identity sources.
  * @param isTier - whether a tier of that name is configured.
  * @param defaultTier - `rateLimiting.defaultTier`.
+ * @param recorded - an identity already known for a request (`sluice replay` reads it from an access log line);
+ *   when it answers, the identity sources are not consulted and the identity goes through the same tier and
+ *   principal resolution. The gateway passes none.
  * @returns the hook.
  */
 export function callerIdentifier(
   identifier: RequestIdentifier,
   isTier: (name: string) => boolean,
   defaultTier: string,
+  recorded?: (r: GatewayRequest) => CallerIdentity | undefined,
 ): (r: GatewayRequest) => IdentifyResult | Promise<IdentifyResult> {
   const anonymous: Identity = Object.freeze({ tier: defaultTier });
   const toLibrary = (result: GatewayIdentifyResult): IdentifyResult => {
@@ -61,6 +66,8 @@ export function callerIdentifier(
     };
   };
   return (r) => {
+    const known = recorded?.(r);
+    if (known !== undefined) return toLibrary({ ok: true, identity: known });
     const result = identifier.identify(r.headers, identifier.credentials(r.headers), r.trustIdentityHeaders);
     return isPromiseLike(result) ? result.then(toLibrary) : toLibrary(result);
   };

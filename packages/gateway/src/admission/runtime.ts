@@ -13,6 +13,7 @@ import {
 } from 'sluice/http';
 import type { GatewayConfig } from '../config/gateway-config.js';
 import { RequestIdentifier } from '../identity/identify-request.js';
+import type { Identity as CallerIdentity } from '../identity/identity.js';
 import { GatewayLimits } from '../limits/gateway-limits.js';
 import { UpstreamProxy } from '../proxy/upstream-proxy.js';
 import { QuotaCategories } from '../quota/quota-categories.js';
@@ -29,6 +30,11 @@ export interface RuntimeEvents {
   readonly clock?: Clock;
   /** Where queue lengths and wait times go. */
   readonly queueMetrics?: HttpLimiterOptions['queueMetrics'];
+  /**
+   * An identity already known for a request, used instead of the identity sources: `sluice replay` reads it from
+   * an access log line. Never set by the gateway, whose requests are identified by their credentials.
+   */
+  readonly recordedIdentity?: (r: GatewayRequest) => CallerIdentity | undefined;
 }
 
 /**
@@ -88,7 +94,12 @@ export class Runtime {
         ...plan.options.publicAuth!,
         hasCredentials: (r) => this.identifier.credentials(r.headers) !== undefined,
       },
-      identify: callerIdentifier(this.identifier, (t) => plan.tier(t) !== undefined, config.defaultTier),
+      identify: callerIdentifier(
+        this.identifier,
+        (t) => plan.tier(t) !== undefined,
+        config.defaultTier,
+        this.events.recordedIdentity,
+      ),
       ...(onStoreError === undefined ? {} : { onStoreError }),
       ...(this.events.now === undefined ? {} : { wallClock: this.events.now }),
       ...(this.events.queueMetrics === undefined ? {} : { queueMetrics: this.events.queueMetrics }),

@@ -6,6 +6,8 @@ Usage:
   sluice validate FILE
   sluice demo [--host HOST] [--port PORT]
   sluice rules --config FILE
+  sluice replay --config FILE [--against OTHER.yaml] [--json] [--html FILE] LOG...
+  sluice recommend [--config FILE] [--spare SHARE] [--json] LOG...
   sluice hash-key KEY
   sluice --help | --version
 
@@ -22,7 +24,26 @@ Commands:
              memory store, with a browser page at /demo/ (what npm start runs).
   rules      Print the Prometheus alert rules (deploy/prometheus/rules/rate-limiting.yaml) for the
              metric prefix of FILE (metrics.prefix), ready for rule_files in prometheus.yml.
-  hash-key   Print the SHA-256 of an API key, for the hash field of the API key file.
+  replay     Run access logs through FILE's admission (tiers, endpoint rules, classes, exemptions,
+             costs, queues) on the logs' own time, from empty buckets, and report what it would
+             have done: requests, admitted, queued and limited per tier and per policy, the keys
+             limited most (first and last time, Retry-After), the busiest minute. --against
+             OTHER.yaml decides every request under both files and lists the requests that flip
+             (admitted to limited and back) per policy and key. --json prints the report as JSON;
+             --html FILE writes a self-contained page with a chart over time.
+             LOG is a file (gzip recognised by its content) or - for standard input; several
+             logs are read in order. --format auto (default, per log from its first line),
+             combined, common, envoy, json or gateway (the gateway's own request log). JSON logs:
+             --field NAME=PATH maps time, method, path, request, client, tenant, app, user,
+             tier, apikey or cost to a dotted field (repeatable). Lines that are no request are
+             counted and their first line numbers shown; lines earlier than the line before them
+             are decided at the later time. Memory stays bounded by the key cap of FILE.
+  recommend  Propose tiers and endpoint rules from access logs: per endpoint pattern (FILE's
+             rules, or the most requested paths with numeric and UUID segments folded to *)
+             the distribution of per-client peak rates over 1 s, 1 min and 1 h (p50, p90, p99,
+             max), and limits that would have limited at most --spare of the clients (default
+             0.01) and never the p99 client, printed as a configuration file that validate
+             accepts, then confirmed by a replay of the logs under it (printed at the end).
 
 Options:
   -c, --config FILE     Configuration file (YAML); \${ENV} and \${ENV:-default} are substituted.
@@ -34,6 +55,14 @@ Options:
                         shared by the threads, so limits hold over all of them; the admin API,
                         dashboard, decision API and Envoy service run in the first thread and
                         /metrics answers for every thread.
+      --against FILE    replay: a second configuration to compare with.
+      --format FORMAT   replay, recommend: auto, combined, common, envoy, json or gateway.
+      --field NAME=PATH replay, recommend: where a JSON log holds a request fact (repeatable).
+      --json            replay, recommend: print JSON instead of text.
+      --html FILE       replay: also write the report as one self-contained HTML page.
+      --spare SHARE     recommend: the largest share of clients the limits may limit
+                        (0 to 0.5, default 0.01).
+      --top N           recommend: path patterns proposed without FILE (default 10).
   -h, --help            This text.
   -v, --version         The version.
 

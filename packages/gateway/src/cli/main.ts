@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import type { Readable } from 'node:stream';
 import { parseArgs } from 'node:util';
 import { SluiceError } from 'sluice';
 import { formatWarnings } from '../config/config-warnings.js';
@@ -12,6 +13,8 @@ import { ThreadedGateway } from '../gateway/thread-main.js';
 import { defaultThreads, THREADS_UNSUPPORTED_MESSAGE, threadsSupported } from '../gateway/threads-support.js';
 import { hashApiKey } from '../identity/api-key-file.js';
 import { HELP_TEXT } from './help-text.js';
+import { recommendCommand } from './recommend-command.js';
+import { replayCommand } from './replay-command.js';
 import { rulesCommand } from './rules-command.js';
 import { type OnSignal, SignalRouter } from './signal-router.js';
 import { unknownCommandMessage, unknownOptionMessage } from './usage-hints.js';
@@ -22,6 +25,8 @@ export interface CliIo {
   readonly err: (text: string) => void;
   /** Registers a signal handler; returns a function that removes it. */
   readonly onSignal: OnSignal;
+  /** What `-` reads in the log commands; default the process's standard input. */
+  readonly stdin?: Readable;
 }
 
 const defaultIo: CliIo = {
@@ -41,6 +46,9 @@ const defaultIo: CliIo = {
  * @returns the exit code, once the command has finished (for `serve` and `demo`: after shutdown).
  */
 export async function main(argv: readonly string[], io: CliIo = defaultIo): Promise<number> {
+  // The log commands have options of their own (several logs, repeated --field): they parse their arguments.
+  if (argv[0] === 'replay') return replayCommand(argv.slice(1), io);
+  if (argv[0] === 'recommend') return recommendCommand(argv.slice(1), io);
   let parsed: ReturnType<typeof parse>;
   try {
     parsed = parse(argv);
@@ -108,7 +116,7 @@ export async function main(argv: readonly string[], io: CliIo = defaultIo): Prom
 }
 
 /** The commands, for "did you mean" hints; `main` dispatches on the same names. */
-const COMMANDS = ['serve', 'validate', 'demo', 'rules', 'hash-key', 'help'] as const;
+const COMMANDS = ['serve', 'validate', 'demo', 'rules', 'replay', 'recommend', 'hash-key', 'help'] as const;
 
 const OPTIONS = {
   config: { type: 'string', short: 'c' },

@@ -1,0 +1,161 @@
+import { count, percent } from '../../dashboard-ui/src/format.js';
+import { RateChart } from '../../dashboard-ui/src/rate-chart.js';
+import type { ReplayReport } from '../../src/replay/replay-report.js';
+// The dashboard's styles: the report looks like the dashboard it complements.
+import '../../dashboard-ui/src/styles.css';
+
+/*
+ * The page of `sluice replay --html`: the report's data is in the page (a JSON script element), the chart is the
+ * dashboard's (uPlot), so the file works offline and alone.
+ */
+
+const byId = (id: string) => document.getElementById(id) as HTMLElement;
+
+function el(tag: string, text?: string, cls?: string): HTMLElement {
+  const e = document.createElement(tag);
+  if (text !== undefined) e.textContent = text;
+  if (cls !== undefined) e.className = cls;
+  return e;
+}
+
+function table(
+  head: readonly string[],
+  rows: readonly (readonly string[])[],
+  numeric: readonly boolean[],
+  keyCol = -1,
+): HTMLElement {
+  if (rows.length === 0) return el('p', 'None.', 'muted');
+  const t = el('table');
+  const tr = el('tr');
+  head.forEach((h, i) => {
+    const th = el('th', h, numeric[i] ? 'num' : undefined);
+    th.setAttribute('scope', 'col');
+    tr.append(th);
+  });
+  const thead = el('thead');
+  thead.append(tr);
+  const tbody = el('tbody');
+  for (const r of rows) {
+    const row = el('tr');
+    r.forEach((c, i) => {
+      row.append(el('td', c, numeric[i] ? 'num' : i === keyCol ? 'mono' : undefined));
+    });
+    tbody.append(row);
+  }
+  t.append(thead, tbody);
+  return t;
+}
+
+function kpi(label: string, value: string, tone = ''): HTMLElement {
+  const d = el('div', undefined, `kpi ${tone}`);
+  d.append(el('span', label, 'kpi-label'), el('span', value, 'kpi-value'));
+  return d;
+}
+
+const data = JSON.parse(byId('replay-data').textContent ?? 'null') as ReplayReport | null;
+if (data !== null) render(data);
+
+function render(r: ReplayReport): void {
+  const span = r.span === undefined ? 'no requests' : `${r.span.from} to ${r.span.to}`;
+  byId('subtitle').textContent = `${r.config} over ${r.logs.map((l) => l.name).join(', ')}: ${span}`;
+  const t = r.totals;
+  byId('kpis').append(
+    kpi('Requests', count(t.requests)),
+    kpi('Admitted', count(t.allowed + t.exempt), 'tone-ok'),
+    kpi('Limited', count(t.limited), 'tone-danger'),
+    kpi('Queued', count(t.queued), 'tone-info'),
+    kpi('Limited share', percent(t.limited, t.requests)),
+    kpi('Keys limited', count(r.limitedKeyCount)),
+  );
+  const policies = r.timeline.policies;
+  const select = byId('view') as HTMLSelectElement;
+  policies.forEach((p, i) => {
+    const o = document.createElement('option');
+    o.value = String(i);
+    o.textContent = `Policy ${p}`;
+    select.append(o);
+  });
+  const labels = { names: ['admitted', 'limited', 'queued'] as [string, string, string] };
+  const chart = new RateChart(byId('chart'), labels);
+  const show = () => {
+    const pi = select.value === 'all' ? -1 : Number(select.value);
+    const times: number[] = [];
+    const ch: [number[], number[], number[]] = [[], [], []];
+    for (const m of r.timeline.minutes) {
+      times.push(m[0]);
+      // Per minute: [time, allowed, limited, queued, exempt, refused, then per policy allowed, limited, queued].
+      const at = pi < 0 ? 1 : 6 + pi * 3;
+      const admittedNow = pi < 0 ? m[1] + m[4] : m[at];
+      ch[0].push(round(admittedNow / 60));
+      ch[1].push(round(m[at + 1] / 60));
+      ch[2].push(round(m[at + 2] / 60));
+    }
+    const first = times[0] ?? 0;
+    const last = times[times.length - 1] ?? 0;
+    chart.update(times, ch, labels, Math.max(60, last - first));
+  };
+  select.addEventListener('change', show);
+  show();
+  byId('policies').append(
+    table(
+      ['Policy', 'Requests', 'Admitted', 'Queued', 'Limited here', 'Shadow would limit'],
+      r.policies.map((p) => [
+        p.policy,
+        count(p.requests),
+        count(p.allowed + p.exempt),
+        count(p.queued),
+        count(p.limitedHere),
+        count(p.wouldLimit),
+      ]),
+      [false, true, true, true, true, true],
+    ),
+  );
+  byId('tiers').append(
+    table(
+      ['Tier', 'Requests', 'Admitted', 'Queued', 'Limited', 'Limited share'],
+      r.tiers.map((x) => [
+        x.tier,
+        count(x.requests),
+        count(x.allowed + x.exempt),
+        count(x.queued),
+        count(x.limited),
+        percent(x.limited, x.requests),
+      ]),
+      [false, true, true, true, true, true],
+    ),
+  );
+  byId('keys').append(
+    table(
+      ['Key', 'Limited', 'First', 'Last', 'Max Retry-After', 'Policies'],
+      r.limitedKeys.map((k) => [
+        k.key,
+        count(k.count),
+        k.first,
+        k.last,
+        `${k.maxRetryAfter} s`,
+        k.policies.join(', '),
+      ]),
+      [false, true, false, false, true, false],
+      0,
+    ),
+  );
+  const x = r.against;
+  if (x !== undefined) {
+    byId('against-card').hidden = false;
+    byId('against-summary').textContent =
+      `${count(x.flips.toLimited)} requests admitted by ${r.config} are limited by ${x.config}; ` +
+      `${count(x.flips.toAllowed)} limited by ${r.config} are admitted by ${x.config}.`;
+    byId('flips').append(
+      table(
+        ['Policy', 'Admitted to limited', 'Limited to admitted'],
+        x.flips.policies.map((p) => [p.policy, count(p.toLimited), count(p.toAllowed)]),
+        [false, true, true],
+      ),
+    );
+  }
+  document.documentElement.dataset.ready = 'true';
+}
+
+function round(v: number): number {
+  return Math.round(v * 100) / 100;
+}

@@ -1,0 +1,131 @@
+import { createReadStream, createWriteStream, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import { redactUrls } from '../config/redact.js';
+import { RATE_WINDOWS_MS } from '../replay/rate-distribution.js';
+import { type Recommendation, recommend } from '../replay/recommend.js';
+import { textTable } from '../replay/report-text.js';
+import {
+  type LogArguments,
+  type LogCommandIo,
+  logArguments,
+  namedConfig,
+  parseCommand,
+  UsageError,
+} from './replay-command.js';
+
+const RECOMMEND_OPTIONS = {
+  config: { type: 'string', short: 'c' },
+  spare: { type: 'string' },
+  top: { type: 'string' },
+  format: { type: 'string' },
+  field: { type: 'string', multiple: true },
+  json: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+/** Usage of `sluice recommend`, printed on a usage error. */
+export const RECOMMEND_USAGE =
+  'Usage: sluice recommend [--config FILE] [--spare SHARE] [--top N] [--format FORMAT] [--field NAME=PATH]... [--json] LOG...\n';
+
+/**
+ * `sluice recommend`: proposes tiers and endpoint rules from access logs and confirms them by a replay.
+ *
+ * @param argv - the arguments after `recommend`.
+ * @param io - output and standard input.
+ * @returns the exit code: 0 proposed (and confirmed within the share), 1 a configuration could not be used or
+ *   no proposal limited few enough clients, 2 a usage error.
+ */
+export async function recommendCommand(argv: readonly string[], io: LogCommandIo): Promise<number> {
+  const parsed = parseCommand('recommend', argv, RECOMMEND_OPTIONS, RECOMMEND_USAGE, io);
+  if (typeof parsed === 'number') return parsed;
+  const { values, positionals } = parsed;
+  let args: LogArguments;
+  let spare = 0.01;
+  let top = 10;
+  try {
+    if (values.spare !== undefined) {
+      spare = Number(values.spare);
+      if (values.spare.trim() === '' || !Number.isFinite(spare) || spare < 0 || spare > 0.5)
+        throw new UsageError(
+          `--spare must be a share of clients from 0 to 0.5 (0.01 is 1%), got ${JSON.stringify(values.spare)}`,
+        );
+    }
+    if (values.top !== undefined) {
+      top = Number(values.top);
+      if (!/^[0-9]+$/.test(values.top) || top < 1 || top > 1000)
+        throw new UsageError(`--top must be an integer from 1 to 1000, got ${JSON.stringify(values.top)}`);
+    }
+    args = logArguments(positionals, values.format, values.field, io);
+  } catch (e) {
+    io.err(`sluice recommend: ${(e as Error).message}\n${RECOMMEND_USAGE}`);
+    return 2;
+  }
+  let config: Parameters<typeof recommend>[0]['config'];
+  try {
+    if (values.config !== undefined)
+      config = { ...namedConfig(values.config), text: readFileSync(values.config, 'utf8') };
+  } catch (e) {
+    io.err(`sluice: ${redactUrls((e as Error).message)}\n`);
+    return 1;
+  }
+  // The logs are read more than once (the measure, then each confirming replay): standard input is kept in a
+  // temporary file for the run.
+  let spool: string | undefined;
+  let logs = args.logs;
+  if (positionals.includes('-')) {
+    spool = mkdtempSync(join(tmpdir(), 'sluice-recommend-'));
+    const file = join(spool, 'stdin.log');
+    await pipeline(args.logs[positionals.indexOf('-')].open(), createWriteStream(file));
+    logs = args.logs.map((l, i) =>
+      positionals[i] === '-' ? { name: 'stdin', open: () => readStream(file) } : l,
+    );
+  }
+  try {
+    const r = await recommend({ ...args, logs, spare, top, ...(config === undefined ? {} : { config }) });
+    io.out(values.json === true ? `${JSON.stringify(r, null, 2)}\n` : renderRecommendation(r));
+    return r.confirmation.withinSpare ? 0 : 1;
+  } finally {
+    if (spool !== undefined) rmSync(spool, { recursive: true, force: true });
+  }
+}
+
+function readStream(file: string) {
+  return createReadStream(file, { highWaterMark: 1 << 20 });
+}
+
+const fmt = (v: number) => (Number.isInteger(v) ? v.toLocaleString('en-US') : v.toFixed(1));
+
+/** The terminal form: the distributions, the proposed file, and the confirming replay. */
+export function renderRecommendation(r: Recommendation): string {
+  const out: string[] = [];
+  out.push(
+    `${r.requests.toLocaleString('en-US')} requests from ${r.clients.toLocaleString('en-US')} clients. Per-client peak requests in a window (p50 / p90 / p99 / max over clients):`,
+  );
+  const w = RATE_WINDOWS_MS.map((ms) => (ms === 1000 ? '1 s' : ms === 60_000 ? '1 min' : '1 h'));
+  out.push(
+    textTable(
+      ['', 'requests', 'clients', ...w],
+      r.groups.map((g) => [
+        g.group,
+        fmt(g.requests),
+        fmt(g.clients),
+        ...g.windows.map((p) => `${fmt(p.p50)} / ${fmt(p.p90)} / ${fmt(p.p99)} / ${fmt(p.max)}`),
+      ]),
+      [false, true, true, true, true, true],
+    ),
+  );
+  for (const p of r.proposals) if (p.kept !== undefined) out.push(`  ${p.name}: not changed, ${p.kept}`);
+  out.push('');
+  out.push(
+    `# Proposed limits: at most ${(r.spare * 100).toFixed(2)}% of clients limited, never the p99 client.`,
+  );
+  out.push(r.yaml.trimEnd());
+  out.push('');
+  const c = r.confirmation;
+  out.push(
+    `Replay of the logs under the proposed limits: ${c.limited.toLocaleString('en-US')} of ${c.requests.toLocaleString('en-US')} requests limited; ${c.limitedClients.toLocaleString('en-US')} of ${c.clients.toLocaleString('en-US')} clients (${(c.share * 100).toFixed(2)}%) limited at least once${c.withinSpare ? `, within --spare ${r.spare}` : `, MORE than --spare ${r.spare}`} (${c.rounds} round${c.rounds === 1 ? '' : 's'}).`,
+  );
+  return `${out.join('\n')}\n`;
+}

@@ -1,0 +1,168 @@
+import { statSync, writeFileSync } from 'node:fs';
+import type { Readable } from 'node:stream';
+import { parseArgs } from 'node:util';
+import { loadConfigOrThrow } from '../config/load-config.js';
+import { redactUrls } from '../config/redact.js';
+import { type FieldMap, fieldMap } from '../replay/json-fields.js';
+import { openLog } from '../replay/line-source.js';
+import { type LogFormat, logFormat } from '../replay/log-format.js';
+import { replayReport } from '../replay/replay-report.js';
+import { type NamedConfig, type ReplayLog, runReplay } from '../replay/replay-run.js';
+import { replayHtml } from '../replay/report-html.js';
+import { renderReplayText } from '../replay/report-text.js';
+import { unknownOptionMessage } from './usage-hints.js';
+
+/** Where the log commands read and write. */
+export interface LogCommandIo {
+  readonly out: (text: string) => void;
+  readonly err: (text: string) => void;
+  /** What `-` reads; default the process's standard input. */
+  readonly stdin?: Readable;
+}
+
+const REPLAY_OPTIONS = {
+  config: { type: 'string', short: 'c' },
+  against: { type: 'string' },
+  format: { type: 'string' },
+  field: { type: 'string', multiple: true },
+  json: { type: 'boolean' },
+  html: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+/** Usage of `sluice replay`, printed on a usage error. */
+export const REPLAY_USAGE =
+  'Usage: sluice replay --config FILE [--against OTHER.yaml] [--format FORMAT] [--field NAME=PATH]... [--json] [--html FILE] LOG...\n';
+
+/** A usage error: exit code 2 with this message. */
+export class UsageError extends Error {}
+
+/** The parts of a log command's arguments shared by replay and recommend. */
+export interface LogArguments {
+  readonly logs: readonly ReplayLog[];
+  readonly format: LogFormat;
+  readonly fields: FieldMap;
+}
+
+/**
+ * Checks the logs and the format options of a log command.
+ *
+ * @throws UsageError for no log, a log that cannot be read, or an invalid `--format` or `--field`.
+ */
+export function logArguments(
+  positionals: readonly string[],
+  format: string | undefined,
+  fields: readonly string[] | undefined,
+  io: LogCommandIo,
+): LogArguments {
+  if (positionals.length === 0)
+    throw new UsageError('no LOG given (a file, a .gz file, or - for standard input)');
+  const logs = positionals.map((name): ReplayLog => {
+    if (name !== '-') {
+      try {
+        if (!statSync(name).isFile()) throw new Error('not a file');
+      } catch (e) {
+        throw new UsageError(`cannot read the log ${JSON.stringify(name)}: ${(e as Error).message}`);
+      }
+    }
+    return { name: name === '-' ? 'stdin' : name, open: () => openLog(name, io.stdin) };
+  });
+  try {
+    return { logs, format: logFormat(format), fields: fieldMap(fields ?? []) };
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
+}
+
+/**
+ * Parses a log command's arguments: the values and logs, or the exit code after printing help (0) or a usage
+ * error (2), with the long option probably meant for a mistyped one.
+ */
+export function parseCommand<O extends Record<string, OptionSpec>>(
+  name: string,
+  argv: readonly string[],
+  options: O,
+  usage: string,
+  io: LogCommandIo,
+): { values: ParsedValues<O>; positionals: string[] } | number {
+  let parsed: { values: ParsedValues<O>; positionals: string[] };
+  try {
+    parsed = parseArgs({ args: [...argv], allowPositionals: true, strict: true, options }) as never;
+  } catch (e) {
+    io.err(
+      `sluice ${name}: ${unknownOptionMessage(e, Object.keys(options)) ?? (e as Error).message}\n${usage}`,
+    );
+    return 2;
+  }
+  if ((parsed.values as { help?: boolean }).help === true) {
+    io.out(usage);
+    return 0;
+  }
+  return parsed;
+}
+
+/** One option of a log command, as `parseArgs` takes it. */
+export interface OptionSpec {
+  readonly type: 'string' | 'boolean';
+  readonly short?: string;
+  readonly multiple?: boolean;
+}
+
+/** The values `parseArgs` gives for a set of options. */
+export type ParsedValues<O extends Record<string, OptionSpec>> = {
+  [K in keyof O]?: O[K] extends { type: 'boolean' }
+    ? boolean
+    : O[K] extends { multiple: true }
+      ? string[]
+      : string;
+};
+
+/** Loads a configuration file as `serve` would; the error lists every violation with its place. */
+export function namedConfig(file: string): NamedConfig {
+  return { name: file, config: loadConfigOrThrow(file) };
+}
+
+/**
+ * `sluice replay`: runs access logs through a configuration's admission on the log's own time and reports what it
+ * would have done (terminal, `--json`, `--html FILE`), optionally against a second configuration.
+ *
+ * @param argv - the arguments after `replay`.
+ * @param io - output and standard input.
+ * @returns the exit code: 0 reported, 1 a configuration or the HTML page could not be used, 2 a usage error.
+ */
+export async function replayCommand(argv: readonly string[], io: LogCommandIo): Promise<number> {
+  const parsed = parseCommand('replay', argv, REPLAY_OPTIONS, REPLAY_USAGE, io);
+  if (typeof parsed === 'number') return parsed;
+  const { values, positionals } = parsed;
+  let args: LogArguments;
+  try {
+    if (values.config === undefined) throw new UsageError('--config FILE is required');
+    args = logArguments(positionals, values.format, values.field, io);
+  } catch (e) {
+    io.err(`sluice replay: ${(e as Error).message}\n${REPLAY_USAGE}`);
+    return 2;
+  }
+  let config: NamedConfig;
+  let against: NamedConfig | undefined;
+  try {
+    config = namedConfig(values.config);
+    if (values.against !== undefined) against = namedConfig(values.against);
+  } catch (e) {
+    io.err(`sluice: ${redactUrls((e as Error).message)}\n`);
+    return 1;
+  }
+  const run = await runReplay({ config, ...(against === undefined ? {} : { against }), ...args });
+  const report = replayReport(run);
+  if (values.json === true) io.out(`${JSON.stringify(report, null, 2)}\n`);
+  else io.out(renderReplayText(report));
+  if (values.html !== undefined) {
+    try {
+      writeFileSync(values.html, replayHtml(report));
+    } catch (e) {
+      io.err(`sluice replay: cannot write the HTML report: ${(e as Error).message}\n`);
+      return 1;
+    }
+    io.err(`HTML report: ${values.html}\n`);
+  }
+  return 0;
+}

@@ -1,0 +1,56 @@
+/**
+ * One request read from an access log line. The parsers fill one record in place per line (no object per line);
+ * fields a format does not carry stay `undefined`.
+ */
+export class LogRecord {
+  /** Milliseconds since the Unix epoch (UTC) of the request. */
+  timeMs = 0;
+  /** Upper-case method. */
+  method = 'GET';
+  /** The request target as logged (path and query). */
+  target = '/';
+  /** The client's address, or `undefined` when the line has none. */
+  clientIp: string | undefined = undefined;
+  /** The recorded caller: tenant, client application, user, tier and API key hash, when the log has them. */
+  tenant: string | undefined = undefined;
+  client: string | undefined = undefined;
+  user: string | undefined = undefined;
+  tier: string | undefined = undefined;
+  apiKeyHash: string | undefined = undefined;
+  /** Tokens the request costs; 1 unless the log maps a cost field. */
+  cost = 1;
+
+  /** Clears the fields a parser may leave unset, before the next line. */
+  clear(): void {
+    this.method = 'GET';
+    this.target = '/';
+    this.clientIp = undefined;
+    this.tenant = undefined;
+    this.client = undefined;
+    this.user = undefined;
+    this.tier = undefined;
+    this.apiKeyHash = undefined;
+    this.cost = 1;
+  }
+
+  /** True when the line names a caller beyond its address (then replay uses that identity). */
+  get identified(): boolean {
+    return (
+      this.tenant !== undefined ||
+      this.client !== undefined ||
+      this.user !== undefined ||
+      this.tier !== undefined ||
+      this.apiKeyHash !== undefined
+    );
+  }
+}
+
+/**
+ * Reads one line into a record.
+ *
+ * @param line - the line without its line break.
+ * @param into - the record to fill (cleared by the caller).
+ * @returns true when the line is a request of this format; false for a line the format does not know; `'skip'`
+ *   for a line the format knows that is no request to admit (the gateway's own start-up lines, its health answers).
+ */
+export type LineParser = (line: string, into: LogRecord) => boolean | 'skip';

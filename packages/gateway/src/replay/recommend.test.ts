@@ -1,0 +1,106 @@
+import { createReadStream, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { generateLog } from '../../../../bench/replay/generate-log.js';
+import { main } from '../cli/main.js';
+import { loadConfigText } from '../config/load-config.js';
+import { quantile } from './rate-distribution.js';
+import { recommend } from './recommend.js';
+import { replayReport } from './replay-report.js';
+import { runReplay } from './replay-run.js';
+
+const EXAMPLE = fileURLToPath(new URL('../../examples/rate-limits.yaml', import.meta.url));
+const dir = mkdtempSync(join(tmpdir(), 'sluice-recommend-'));
+const LOG = join(dir, 'zipf.log');
+const logs = [{ name: LOG, open: () => createReadStream(LOG) }];
+
+beforeAll(() => generateLog(LOG, 40_000, 2_000, 900, 5));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+function configOf(yaml: string) {
+  const r = loadConfigText(yaml, join(dir, 'proposed.yaml'), { env: {} });
+  if (!r.ok) throw new Error(JSON.stringify(r.violations));
+  return r.config;
+}
+
+/** Distinct limited keys over distinct keys, replaying a proposed file. */
+async function limitedShare(yaml: string): Promise<number> {
+  const r = replayReport(await runReplay({ config: { name: 'proposed', config: configOf(yaml) }, logs }));
+  const clients = new Set<string>();
+  await runReplay({
+    config: { name: 'proposed', config: configOf(yaml) },
+    logs,
+    onDecision: (_r, d) => {
+      if (!(d instanceof Promise)) clients.add(d.verdict.key ?? '');
+    },
+  });
+  return r.limitedKeyCount / clients.size;
+}
+
+describe('sluice recommend', () => {
+  it('measures nearest-rank percentiles', () => {
+    const a = Float64Array.from({ length: 100 }, (_, i) => i + 1);
+    expect([quantile(a, 0.5), quantile(a, 0.9), quantile(a, 0.99), quantile(a, 1)]).toEqual([
+      50, 90, 99, 100,
+    ]);
+    expect(quantile(new Float64Array(0), 0.5)).toBe(0);
+  });
+
+  it('proposes path-template rules and a tier whose replay limits at most the share asked', async () => {
+    for (const spare of [0.01, 0.05]) {
+      const r = await recommend({ logs, spare, top: 5 });
+      expect(r.confirmation.withinSpare).toBe(true);
+      expect(r.confirmation.share).toBeLessThanOrEqual(spare);
+      // An independent replay of the printed file agrees.
+      expect(await limitedShare(r.yaml)).toBeLessThanOrEqual(spare);
+      expect(r.yaml).toMatch(/pattern: \/api\/items\/\*/);
+      const tier = r.groups.find((g) => g.group === 'tier:standard')!;
+      // Never below the p99 client's busiest minute.
+      expect(r.proposals.find((p) => p.name === 'standard')!.perMinute).toBeGreaterThanOrEqual(
+        tier.windows[1].p99,
+      );
+    }
+  });
+
+  it('keeps the configuration file, comments and all, with new numbers that sluice validate accepts', async () => {
+    const text = readFileSync(EXAMPLE, 'utf8');
+    const r = await recommend({
+      logs,
+      spare: 0.01,
+      top: 10,
+      config: { name: EXAMPLE, config: configOf(text), text },
+    });
+    expect(r.yaml.startsWith('# gateway/rate-limits.yaml')).toBe(true);
+    expect(r.confirmation.withinSpare).toBe(true);
+    expect(r.groups.map((g) => g.group)).toContain('rule:/api/risk/simulation/studio/*');
+    const file = join(dir, 'proposed.yaml');
+    writeFileSync(file, r.yaml);
+    const out: string[] = [];
+    const code = await main(['validate', file], {
+      out: (t) => out.push(t),
+      err: (t) => out.push(t),
+      onSignal: () => () => undefined,
+    });
+    expect(out.join('')).toMatch(/valid \(3 tiers, 3 endpoint rules/);
+    expect(code).toBe(0);
+  });
+
+  it('prints the distributions, the file and the confirming replay', async () => {
+    const out: string[] = [];
+    const code = await main(['recommend', '--top', '3', LOG], {
+      out: (t) => out.push(t),
+      err: (t) => out.push(t),
+      onSignal: () => () => undefined,
+    });
+    const text = out.join('');
+    expect(code).toBe(0);
+    expect(text).toMatch(/40,000 requests from 1,9\d\d clients/);
+    expect(text).toMatch(/tier:standard\s+40,000\s+1,9\d\d\s+1 \/ 1 \/ \d+ \/ \d+/);
+    expect(text).toMatch(/rateLimiting:\n {2}enabled: true\n {2}defaultTier: standard/);
+    expect(text).toMatch(
+      /Replay of the logs under the proposed limits: .* clients \(\d+\.\d\d%\) limited at least once, within --spare 0\.01/,
+    );
+  });
+});

@@ -1,0 +1,343 @@
+import { type Document, parseDocument, stringify } from 'yaml';
+import type { GatewayConfig } from '../config/gateway-config.js';
+import { loadConfigText } from '../config/load-config.js';
+import { TIER_RULE_PREFIX } from '../limits/gateway-limits.js';
+import type { FieldMap } from './json-fields.js';
+import type { LogFormat } from './log-format.js';
+import type { LogRecord } from './log-record.js';
+import { pathTemplate } from './path-template.js';
+import { type GroupDistribution, quantile, RateDistribution } from './rate-distribution.js';
+import type { LineDecision } from './replay-engine.js';
+import { replayReport } from './replay-report.js';
+import { type NamedConfig, type ReplayLog, runReplay } from './replay-run.js';
+
+/** Options of {@link recommend}. */
+export interface RecommendOptions {
+  readonly logs: readonly ReplayLog[];
+  /** The configuration whose tiers and endpoint rules get proposed limits, and its text (kept, comments too). */
+  readonly config?: NamedConfig & { readonly text: string };
+  /** The largest share of clients the proposed limits may limit (0 to 0.5). */
+  readonly spare: number;
+  /** Without a configuration: how many of the most requested path templates become endpoint rules. */
+  readonly top: number;
+  readonly format?: LogFormat;
+  readonly fields?: FieldMap;
+  /** Rounds of raising limits that limited too many clients. */
+  readonly maxRounds?: number;
+}
+
+/** One proposed limit. */
+export interface ProposedLimit {
+  readonly kind: 'tier' | 'rule';
+  /** The tier's name, or the rule's pattern. */
+  readonly name: string;
+  /** The policy's name in headers and metrics (a tier's minute policy, or the rule's `name`, default its pattern). */
+  readonly policy: string;
+  /** For a tier: requests per minute, burst, requests per hour; for a rule: limit per window and burst. */
+  perMinute: number;
+  burst: number;
+  perHour: number;
+  /** A rule's window in seconds (60 unless the configuration's rule has another). */
+  readonly windowSeconds: number;
+  /** The rule's position in `rateLimiting.endpoints` (configuration mode), for writing it back. */
+  readonly index?: number;
+  /** Rules whose limits come from a class or a stepped refill are reported, not changed. */
+  readonly kept?: string;
+}
+
+/** What `sluice recommend` found and proposes. */
+export interface Recommendation {
+  readonly spare: number;
+  readonly clients: number;
+  readonly requests: number;
+  readonly groups: readonly (Omit<GroupDistribution, 'sortedPeaks'> & { readonly kind: 'tier' | 'rule' })[];
+  readonly proposals: readonly ProposedLimit[];
+  /** The proposed configuration file. */
+  readonly yaml: string;
+  /** The replay of the logs under it. */
+  readonly confirmation: {
+    readonly requests: number;
+    readonly limited: number;
+    readonly clients: number;
+    readonly limitedClients: number;
+    readonly share: number;
+    readonly rounds: number;
+    readonly withinSpare: boolean;
+  };
+}
+
+/** Limits that never bind: the observing replay of a log without a configuration. */
+const OBSERVER_YAML = `rateLimiting:
+  enabled: true
+  defaultTier: standard
+  tiers:
+    standard: { requestsPerMinute: 1000000000 }
+`;
+
+const RAISE = 1.25;
+const MAX_TEMPLATES = 10_000;
+
+/**
+ * Proposes limits from access logs: replays them under the configuration (or, without one, under limits that never
+ * bind) to learn each request's caller and the rules it matched, measures per-client peaks over 1 s, 1 min and 1 h
+ * per tier and per endpoint pattern, proposes for each the per-minute (and per-hour) rate that at most `spare` of
+ * its clients exceeded and never below its p99 client, with a burst of one minute's limit (a token bucket of that
+ * capacity admits every client whose busiest minute stays within the limit). The proposed file is then replayed;
+ * while it limits more than `spare` of all clients, the limits of the policies that limited are raised by a quarter
+ * and it is replayed again.
+ *
+ * @returns the distributions, the proposal as a configuration file and its confirmation.
+ */
+export async function recommend(o: RecommendOptions): Promise<Recommendation> {
+  const base = o.config ?? { name: 'observer', config: loaded(OBSERVER_YAML), text: OBSERVER_YAML };
+  const withConfig = o.config !== undefined;
+  // Two (group, client) pairs per tracked key: a tier and an endpoint on average; beyond, pairs are not tracked.
+  const dist = new RateDistribution(Math.max(base.config.maxTrackedKeys, 100_000) * 2);
+  const clients = new Set<string>();
+  const templates = new Map<string, number>();
+  const observe = (group: string, key: string, timeMs: number, cost: number) =>
+    dist.add(group, key, timeMs, cost);
+  const onDecision = (rec: LogRecord, d: LineDecision | Promise<LineDecision>) => {
+    const timeMs = rec.timeMs;
+    const cost = rec.cost;
+    const tier = rec.tier;
+    const template = withConfig ? '' : pathTemplate(rec.target);
+    const seen = (x: LineDecision) => {
+      const v = x.verdict;
+      if (v.action === 'exempt' || v.decision === undefined) return;
+      const key = v.key ?? 'ip:unknown';
+      if (clients.size < base.config.maxTrackedKeys) clients.add(key);
+      if (withConfig) {
+        for (const name of v.rules ?? []) observe(groupName(name), key, timeMs, cost);
+      } else {
+        observe(`tier:${tier ?? base.config.defaultTier}`, key, timeMs, cost);
+        // Templates are bounded too: a log of unfoldable paths (slugs, hashes) stops adding new ones at the cap.
+        const n = templates.get(template);
+        if (n !== undefined || templates.size < MAX_TEMPLATES) {
+          templates.set(template, (n ?? 0) + 1);
+          observe(`rule:${template}`, key, timeMs, cost);
+        }
+      }
+    };
+    if (d instanceof Promise) void d.then(seen);
+    else seen(d);
+  };
+  const run = await runReplay({ config: base, logs: o.logs, format: o.format, fields: o.fields, onDecision });
+  const groups = dist.groups();
+  const level = Math.max(1 - o.spare, 0.99);
+  const proposals = propose(groups, base.config, withConfig, o.top, level);
+  let yaml = render(proposals, base, withConfig);
+  let rounds = 1;
+  let confirmation = await confirm(yaml, o, clients.size);
+  const maxRounds = o.maxRounds ?? 12;
+  while (confirmation.share > o.spare && rounds < maxRounds) {
+    rounds++;
+    raise(proposals, confirmation.limitedPolicies);
+    yaml = render(proposals, base, withConfig);
+    confirmation = await confirm(yaml, o, clients.size);
+  }
+  return {
+    spare: o.spare,
+    clients: clients.size,
+    requests: run.engine.tally.totals.requests,
+    groups: groups
+      .filter((g) => proposals.some((p) => groupOf(p) === g.group))
+      .map(({ sortedPeaks: _, ...g }) => ({ ...g, kind: g.group.startsWith('tier:') ? 'tier' : 'rule' })),
+    proposals,
+    yaml,
+    confirmation: {
+      requests: confirmation.requests,
+      limited: confirmation.limited,
+      clients: clients.size,
+      limitedClients: confirmation.limitedClients,
+      share: confirmation.share,
+      rounds,
+      withinSpare: confirmation.share <= o.spare,
+    },
+  };
+}
+
+function groupName(rule: string): string {
+  return rule.startsWith(TIER_RULE_PREFIX) ? `tier:${rule.slice(TIER_RULE_PREFIX.length)}` : `rule:${rule}`;
+}
+
+function groupOf(p: ProposedLimit): string {
+  return p.kind === 'tier' ? `tier:${p.name}` : `rule:${p.policy}`;
+}
+
+function loaded(text: string, file = 'recommended.yaml'): GatewayConfig {
+  const r = loadConfigText(text, file, { env: {} });
+  if (!r.ok)
+    throw new Error(
+      `the proposed configuration is invalid: ${r.violations.map((v) => `${v.path}: ${v.message}`).join('; ')}`,
+    );
+  return r.config;
+}
+
+/** The value at `level` of a group's per-client peaks over window `w`, at least 1. */
+function at(g: GroupDistribution, w: 0 | 1 | 2, level: number): number {
+  return Math.max(1, Math.ceil(quantile(g.sortedPeaks[w] as Float64Array, level)));
+}
+
+function propose(
+  groups: readonly GroupDistribution[],
+  config: GatewayConfig,
+  withConfig: boolean,
+  top: number,
+  level: number,
+): ProposedLimit[] {
+  const byName = new Map(groups.map((g) => [g.group, g]));
+  const out: ProposedLimit[] = [];
+  const tierNames = withConfig
+    ? Object.keys(config.tiers).filter((t) => !config.tiers[t].unlimited)
+    : groups.filter((g) => g.group.startsWith('tier:')).map((g) => g.group.slice(5));
+  for (const name of tierNames) {
+    const g = byName.get(`tier:${name}`);
+    if (g === undefined) continue; // a tier nobody used keeps its limits
+    const perMinute = at(g, 1, level);
+    out.push({
+      kind: 'tier',
+      name,
+      policy: name,
+      perMinute,
+      burst: Math.max(perMinute, at(g, 0, level)),
+      perHour: Math.max(perMinute, at(g, 2, level)),
+      windowSeconds: 60,
+    });
+  }
+  const rules = withConfig
+    ? config.endpoints.map((r) => ({
+        name: r.name,
+        pattern: r.pattern,
+        window: r.windowSeconds,
+        index: r.index,
+        kept: keptBecause(r),
+      }))
+    : groups
+        .filter((g) => g.group.startsWith('rule:'))
+        .slice(0, top)
+        .map((g) => ({
+          name: g.group.slice(5),
+          pattern: g.group.slice(5),
+          window: 60,
+          index: undefined,
+          kept: undefined,
+        }));
+  for (const r of rules) {
+    const g = byName.get(`rule:${r.name}`);
+    if (g === undefined) continue;
+    // The measured window closest to the rule's, scaled to it.
+    const w = r.window <= 1 ? 0 : r.window <= 60 ? 1 : 2;
+    const measured = [1, 60, 3600][w];
+    const limit = Math.max(1, Math.ceil((at(g, w, level) * r.window) / measured));
+    out.push({
+      kind: 'rule',
+      name: r.pattern,
+      policy: r.name,
+      perMinute: limit,
+      burst: limit,
+      perHour: 0,
+      windowSeconds: r.window,
+      ...(r.index === undefined ? {} : { index: r.index }),
+      ...(r.kept === undefined ? {} : { kept: r.kept }),
+    });
+  }
+  return out;
+}
+
+function keptBecause(r: GatewayConfig['endpoints'][number]): string | undefined {
+  if (r.className !== undefined) return `its limits come from the class ${r.className}`;
+  if (r.refill !== undefined) return 'it refills in steps';
+  return undefined;
+}
+
+/** The proposed configuration: the given file with the new numbers (comments kept), or a new file. */
+function render(
+  proposals: readonly ProposedLimit[],
+  base: NamedConfig & { text: string },
+  withConfig: boolean,
+): string {
+  if (withConfig) {
+    const doc: Document = parseDocument(base.text);
+    for (const p of proposals) {
+      if (p.kind === 'tier') {
+        const path = ['rateLimiting', 'tiers', p.name];
+        doc.setIn([...path, 'requestsPerMinute'], p.perMinute);
+        doc.setIn([...path, 'burstLimit'], p.burst);
+        doc.setIn([...path, 'requestsPerHour'], p.perHour);
+      } else if (p.kept === undefined && p.index !== undefined) {
+        const path = ['rateLimiting', 'endpoints', p.index];
+        doc.setIn([...path, 'limit'], p.perMinute);
+        doc.setIn([...path, 'window'], `${p.windowSeconds}s`);
+        if (doc.hasIn([...path, 'burst']) || p.burst !== p.perMinute) doc.setIn([...path, 'burst'], p.burst);
+      }
+    }
+    return doc.toString();
+  }
+  const tiers: Record<string, unknown> = {};
+  for (const p of proposals)
+    if (p.kind === 'tier')
+      tiers[p.name] = { requestsPerMinute: p.perMinute, requestsPerHour: p.perHour, burstLimit: p.burst };
+  const defaultTier = tiers.standard !== undefined ? 'standard' : (Object.keys(tiers)[0] ?? 'standard');
+  if (Object.keys(tiers).length === 0) tiers.standard = { requestsPerMinute: 60 };
+  const endpoints = proposals
+    .filter((p) => p.kind === 'rule')
+    .map((p) => ({
+      pattern: p.name,
+      limit: p.perMinute,
+      window: `${p.windowSeconds}s`,
+      ...(p.burst === p.perMinute ? {} : { burst: p.burst }),
+    }));
+  return stringify({
+    rateLimiting: { enabled: true, defaultTier, tiers, ...(endpoints.length === 0 ? {} : { endpoints }) },
+  });
+}
+
+interface Confirmation {
+  readonly requests: number;
+  readonly limited: number;
+  readonly limitedClients: number;
+  readonly share: number;
+  /** Policy name to the requests it refused. */
+  readonly limitedPolicies: ReadonlyMap<string, number>;
+}
+
+async function confirm(yaml: string, o: RecommendOptions, clients: number): Promise<Confirmation> {
+  const config = loaded(yaml, o.config?.config.file ?? 'recommended.yaml');
+  const r = replayReport(
+    await runReplay({
+      config: { name: 'proposed', config },
+      logs: o.logs,
+      format: o.format,
+      fields: o.fields,
+    }),
+  );
+  const limitedPolicies = new Map<string, number>();
+  for (const p of r.policies) if (p.limitedHere > 0) limitedPolicies.set(p.policy, p.limitedHere);
+  return {
+    requests: r.totals.requests,
+    limited: r.totals.limited,
+    limitedClients: r.limitedKeyCount,
+    share: clients === 0 ? 0 : r.limitedKeyCount / clients,
+    limitedPolicies,
+  };
+}
+
+/** Raises the limits of the proposals whose policies limited (a tier's minute and hour policies, a rule's). */
+function raise(proposals: ProposedLimit[], limited: ReadonlyMap<string, number>): void {
+  const up = (v: number) => Math.max(v + 1, Math.ceil(v * RAISE));
+  for (const p of proposals) {
+    if (p.kept !== undefined) continue;
+    if (p.kind === 'tier') {
+      if (limited.has(p.name)) {
+        p.perMinute = up(p.perMinute);
+        p.burst = Math.max(p.perMinute, up(p.burst));
+        p.perHour = Math.max(p.perHour, p.perMinute);
+      }
+      if (limited.has(`${p.name}.hour`)) p.perHour = up(p.perHour);
+    } else if (limited.has(p.policy)) {
+      p.perMinute = up(p.perMinute);
+      p.burst = Math.max(p.perMinute, up(p.burst));
+    }
+  }
+}

@@ -1,0 +1,209 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import { ManualClock } from 'sluice';
+import { isPromiseLike, normalizeIp, type Verdict } from 'sluice/http';
+import { MemoryStore } from 'sluice/memory';
+import type { GatewayRequest } from '../admission/identify-caller.js';
+import { Runtime } from '../admission/runtime.js';
+import type { GatewayConfig } from '../config/gateway-config.js';
+import type { Identity as CallerIdentity } from '../identity/identity.js';
+import type { LogRecord } from './log-record.js';
+import type { ReplayOutcome } from './replay-outcome.js';
+import { ReplayTally } from './replay-tally.js';
+
+const NO_HEADERS: IncomingHttpHeaders = Object.freeze({}) as IncomingHttpHeaders;
+
+/** A log line as the gateway's admission sees a request; the recorded caller travels with it. */
+class ReplayRequest implements GatewayRequest {
+  readonly method: string;
+  readonly path: string;
+  readonly headers = NO_HEADERS;
+  readonly remoteAddress: undefined = undefined;
+  readonly clientIp: string | undefined;
+  readonly trustIdentityHeaders = false;
+  readonly cost: number;
+  readonly correlationId = 'replay';
+  readonly caller: CallerIdentity | undefined;
+
+  constructor(r: LogRecord, clientIp: string | undefined) {
+    this.method = r.method;
+    this.path = r.target;
+    this.clientIp = clientIp;
+    this.cost = r.cost;
+    this.caller = r.identified
+      ? {
+          source: 'headers',
+          tenant: r.tenant,
+          client: r.client,
+          user: r.user,
+          tier: r.tier,
+          apiKeyHash: r.apiKeyHash,
+        }
+      : undefined;
+  }
+}
+
+const recordedCaller = (r: GatewayRequest) => (r as ReplayRequest).caller;
+
+/** One request's decision, as {@link ReplayEngine.admit} reports it. */
+export interface LineDecision {
+  readonly outcome: ReplayOutcome;
+  readonly verdict: Verdict;
+}
+
+/**
+ * Runs log lines through one configuration's admission, exactly as the gateway would have decided them: the
+ * gateway's {@link Runtime} (the same `sluice/http` evaluation as the proxy, the decision API and the Envoy
+ * service: canonical target, exemptions, identity, tiers, endpoint rules, classes, costs, queues) on a memory store
+ * bounded by the configuration's `maxTrackedKeys`, whatever the store of the file, driven by a {@link ManualClock}
+ * set from each line's time. Nothing sleeps: a request that waits in a queue is admitted when the log's time passes
+ * its turn. Time never goes back: a line older than the newest one seen is decided at the newest time (logs
+ * written by several workers are out of order by a little), and counted.
+ */
+export class ReplayEngine {
+  readonly config: GatewayConfig;
+  readonly clock: ManualClock;
+  readonly store: MemoryStore;
+  readonly runtime: Runtime;
+  readonly tally: ReplayTally;
+  /** Lines decided at a later time than their own, and the largest such difference in milliseconds. */
+  outOfOrder = 0;
+  maxSkewMs = 0;
+  firstMs = Number.NaN;
+  lastMs = Number.NaN;
+  #pending = new Set<Promise<unknown>>();
+  #nextSweep = Number.NaN;
+
+  /**
+   * @param config - the resolved configuration.
+   * @param keyCap - the most limited keys the report names; default the store's key cap.
+   */
+  constructor(config: GatewayConfig, keyCap = config.maxTrackedKeys) {
+    this.config = config;
+    this.clock = new ManualClock(0);
+    // The sweeper runs on the log's time below, never on a real timer.
+    this.store = new MemoryStore({
+      maxTrackedKeys: config.maxTrackedKeys,
+      sweepIntervalMs: 0,
+      clock: this.clock,
+    });
+    const clock = this.clock;
+    // Replay reads decisions, never response headers: building them for every request would cost a fifth of the
+    // replay. Header mode changes no decision.
+    const decideOnly: GatewayConfig = { ...config, headers: { mode: 'none' } };
+    this.runtime = new Runtime(decideOnly, this.store, undefined, {
+      clock,
+      now: () => clock.now(),
+      recordedIdentity: recordedCaller,
+    });
+    this.tally = new ReplayTally(config.defaultTier, keyCap);
+  }
+
+  /**
+   * Decides one request at its line's time and counts it.
+   *
+   * @param r - the line's request.
+   * @param line - its line number and `log` its log, for the report.
+   * @returns the decision, or a promise of it for a request that waits in a queue (or a JWT-less identity that
+   *   still answers later); the counts include it once it settles.
+   */
+  admit(r: LogRecord, line: number, log: string): LineDecision | Promise<LineDecision> {
+    const t = this.#advance(r.timeMs);
+    const a = r.clientIp;
+    const ip = a === undefined ? undefined : isDottedQuad(a) ? a : normalizeIp(a);
+    const rt = this.runtime;
+    if (!this.config.enabled && rt.http.canonicalTarget(r.target).ok) {
+      const v: Verdict = { action: 'exempt', status: 200, outcome: 'exempt_disabled', headers: [] };
+      this.tally.record(v, 'exempt', t, line, log);
+      return { outcome: 'exempt', verdict: v };
+    }
+    const v = rt.http.evaluate(new ReplayRequest(r, ip));
+    if (!isPromiseLike(v)) {
+      const outcome = outcomeOf(v);
+      this.tally.record(v, outcome, t, line, log);
+      return { outcome, verdict: v };
+    }
+    const p = Promise.resolve(v).then((x) => {
+      const outcome = outcomeOf(x);
+      this.tally.record(x, outcome, t, line, log);
+      return { outcome, verdict: x };
+    });
+    this.#pending.add(p);
+    void p.finally(() => this.#pending.delete(p));
+    return p;
+  }
+
+  /**
+   * Lets every request still waiting in a queue reach its turn (the log's time runs on past the last line) and
+   * resolves once all are counted.
+   */
+  async finish(): Promise<void> {
+    while (this.#pending.size > 0) {
+      // Waits register with the clock a few microtasks after their reservation.
+      await new Promise((r) => setImmediate(r));
+      this.clock.set(this.clock.now() + 3_600_000);
+      await Promise.race([Promise.all(this.#pending), new Promise((r) => setImmediate(r))]);
+    }
+  }
+
+  /** Requests still waiting in a queue. */
+  get pending(): number {
+    return this.#pending.size;
+  }
+
+  #advance(timeMs: number): number {
+    if (Number.isNaN(this.firstMs)) {
+      this.firstMs = timeMs;
+      this.lastMs = timeMs;
+      this.clock.set(timeMs);
+      this.#nextSweep = timeMs + this.config.sweepIntervalMs;
+      return timeMs;
+    }
+    if (timeMs <= this.lastMs) {
+      if (timeMs < this.lastMs) {
+        this.outOfOrder++;
+        if (this.lastMs - timeMs > this.maxSkewMs) this.maxSkewMs = this.lastMs - timeMs;
+      }
+      return this.lastMs;
+    }
+    this.lastMs = timeMs;
+    this.clock.set(timeMs);
+    if (timeMs >= this.#nextSweep && this.config.sweepIntervalMs > 0) {
+      // Full buckets change no decision; dropping them keeps the table small, as the gateway's sweeper does.
+      this.store.sweep();
+      this.#nextSweep = timeMs + this.config.sweepIntervalMs;
+    }
+    return timeMs;
+  }
+}
+
+/**
+ * True for an IPv4 address in dotted-quad form (no leading zeros), which is already normal: most log lines, and
+ * checked without the address cache, which a log of more clients than its size would only churn.
+ */
+export function isDottedQuad(s: string): boolean {
+  const n = s.length;
+  if (n < 7 || n > 15) return false;
+  let dots = 0;
+  let value = 0;
+  let digits = 0;
+  for (let i = 0; i < n; i++) {
+    const c = s.charCodeAt(i);
+    if (c === 46) {
+      if (digits === 0 || ++dots > 3) return false;
+      value = 0;
+      digits = 0;
+    } else if (c >= 48 && c <= 57) {
+      if (digits > 0 && value === 0) return false; // a leading zero
+      value = value * 10 + (c - 48);
+      if (++digits > 3 || value > 255) return false;
+    } else return false;
+  }
+  return dots === 3 && digits > 0;
+}
+
+/** A verdict as what the client saw. */
+export function outcomeOf(v: Verdict): ReplayOutcome {
+  if (v.action === 'exempt') return 'exempt';
+  if (v.action === 'allow') return v.decision !== undefined && v.decision.delayMs > 0 ? 'queued' : 'allowed';
+  return v.status === 429 ? 'limited' : 'refused';
+}

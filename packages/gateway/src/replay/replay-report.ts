@@ -1,0 +1,175 @@
+import type { MemoryStore } from 'sluice/memory';
+import type { FlipCounts } from './replay-flips.js';
+import type { OutcomeCounts } from './replay-outcome.js';
+import type { LogStats, ReplayRun } from './replay-run.js';
+import type { ReplayTally } from './replay-tally.js';
+
+/** How many limited keys and flipping keys the report lists. */
+export const TOP_KEYS = 10;
+
+/** A row of the per-policy table. */
+export interface PolicyRow extends OutcomeCounts {
+  readonly policy: string;
+  /** Requests this policy itself refused. */
+  readonly limitedHere: number;
+  /** Requests a shadow policy would have refused. */
+  readonly wouldLimit: number;
+}
+
+/** One minute of the log. */
+export interface MinuteReport extends OutcomeCounts {
+  /** ISO time of the minute's start (UTC). */
+  readonly minute: string;
+}
+
+/** The counts of one configuration over the logs. */
+export interface ConfigReport {
+  readonly config: string;
+  readonly totals: OutcomeCounts;
+  readonly tiers: readonly ({ readonly tier: string } & OutcomeCounts)[];
+  readonly policies: readonly PolicyRow[];
+  readonly limitedKeys: readonly {
+    readonly key: string;
+    readonly count: number;
+    readonly first: string;
+    readonly last: string;
+    readonly maxRetryAfter: number;
+    readonly policies: readonly string[];
+  }[];
+  /** Distinct keys limited at least once (those beyond the key cap not included). */
+  readonly limitedKeyCount: number;
+  readonly firstLimited: readonly {
+    readonly log: string;
+    readonly line: number;
+    readonly time: string;
+    readonly key: string;
+    readonly policies: readonly string[];
+    readonly retryAfter: number;
+  }[];
+  readonly busiestMinute: MinuteReport | undefined;
+  /** Per minute: Unix seconds, then [allowed, limited, queued, exempt, refused] and per policy [allowed, limited, queued]. */
+  readonly timeline: {
+    readonly policies: readonly string[];
+    readonly minutes: readonly (readonly number[])[];
+  };
+  readonly store: {
+    readonly maxTrackedKeys: number;
+    readonly evictions: number;
+    readonly trackedKeys: number;
+  };
+}
+
+/** The report of `sluice replay`, as `--json` prints it. */
+export interface ReplayReport extends ConfigReport {
+  readonly logs: readonly LogStats[];
+  /** First and last request time (ISO, UTC) and the span in seconds. */
+  readonly span: { readonly from: string; readonly to: string; readonly seconds: number } | undefined;
+  /** Lines older than one before them, decided at the newer time, and the largest difference in seconds. */
+  readonly outOfOrder: { readonly lines: number; readonly maxSeconds: number };
+  readonly against?: ConfigReport & {
+    readonly flips: FlipCounts & {
+      readonly policies: readonly ({ readonly policy: string } & FlipCounts)[];
+      readonly keys: readonly ({ readonly key: string } & FlipCounts)[];
+    };
+  };
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+/**
+ * Builds the report of a replay.
+ *
+ * @param run - the finished replay.
+ * @returns a plain, JSON-ready object.
+ */
+export function replayReport(run: ReplayRun): ReplayReport {
+  const e = run.engine;
+  const base = configReport(run.config.name, e.tally, e.store);
+  const span = Number.isNaN(e.firstMs)
+    ? undefined
+    : { from: iso(e.firstMs), to: iso(e.lastMs), seconds: (e.lastMs - e.firstMs) / 1000 };
+  const report: ReplayReport = {
+    ...base,
+    logs: run.logs,
+    span,
+    outOfOrder: { lines: e.outOfOrder, maxSeconds: e.maxSkewMs / 1000 },
+  };
+  const x = run.against;
+  if (x === undefined) return report;
+  const f = x.flips;
+  const byFlips = (p: FlipCounts, q: FlipCounts) => q.toLimited + q.toAllowed - (p.toLimited + p.toAllowed);
+  return {
+    ...report,
+    against: {
+      ...configReport(x.config.name, x.engine.tally, x.engine.store),
+      flips: {
+        ...f.totals,
+        policies: [...f.policies].map(([policy, c]) => ({ policy, ...c })).sort(byFlips),
+        keys: [...f.keys]
+          .map(([key, c]) => ({ key, ...c }))
+          .sort(byFlips)
+          .slice(0, TOP_KEYS),
+      },
+    },
+  };
+}
+
+function configReport(name: string, t: ReplayTally, store: MemoryStore): ConfigReport {
+  const minutes = [...t.minutes].sort((a, b) => a[0] - b[0]);
+  let busiest: MinuteReport | undefined;
+  for (const [m, row] of minutes) {
+    const requests = row[0] + row[1] + row[2] + row[3] + row[4];
+    if (busiest === undefined || requests > busiest.requests)
+      busiest = {
+        minute: iso(m * 60_000),
+        requests,
+        allowed: row[0],
+        limited: row[1],
+        queued: row[2],
+        exempt: row[3],
+        refused: row[4],
+      };
+  }
+  const width = 5 + t.policies.length * 3;
+  const stats = store.stats();
+  return {
+    config: name,
+    totals: { ...t.totals },
+    tiers: [...t.tiers].map(([tier, c]) => ({ tier, ...c })).sort((a, b) => b.requests - a.requests),
+    policies: t.policies.map((p) => ({ ...p })),
+    limitedKeys: [...t.limitedKeys.values()]
+      .sort((a, b) => b.count - a.count || a.firstMs - b.firstMs)
+      .slice(0, TOP_KEYS)
+      .map((k) => ({
+        key: k.key,
+        count: k.count,
+        first: iso(k.firstMs),
+        last: iso(k.lastMs),
+        maxRetryAfter: k.maxRetryAfter,
+        policies: [...k.policies],
+      })),
+    limitedKeyCount: t.limitedKeys.size,
+    firstLimited: t.firstLimited.map((s) => ({
+      log: s.log,
+      line: s.line,
+      time: iso(s.timeMs),
+      key: s.key,
+      policies: s.policies,
+      retryAfter: s.retryAfter,
+    })),
+    busiestMinute: busiest,
+    timeline: {
+      policies: t.policies.map((p) => p.policy),
+      minutes: minutes.map(([m, row]) => {
+        const out = [m * 60, ...row];
+        while (out.length < width + 1) out.push(0);
+        return out;
+      }),
+    },
+    store: {
+      maxTrackedKeys: stats.maxTrackedKeys,
+      evictions: stats.evictions,
+      trackedKeys: stats.trackedKeys,
+    },
+  };
+}

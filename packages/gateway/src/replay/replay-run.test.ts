@@ -1,0 +1,197 @@
+import { readFileSync } from 'node:fs';
+import { Readable } from 'node:stream';
+import { fileURLToPath } from 'node:url';
+import { gzipSync } from 'node:zlib';
+import { describe, expect, it } from 'vitest';
+import type { GatewayConfig } from '../config/gateway-config.js';
+import { loadConfigText } from '../config/load-config.js';
+import { replayReport } from './replay-report.js';
+import { type ReplayLog, runReplay } from './replay-run.js';
+
+const EXAMPLE = fileURLToPath(new URL('../../examples/rate-limits.yaml', import.meta.url));
+
+function config(text = readFileSync(EXAMPLE, 'utf8')): GatewayConfig {
+  const r = loadConfigText(text, 'test.yaml');
+  if (!r.ok) throw new Error(JSON.stringify(r.violations));
+  return r.config;
+}
+
+const log = (name: string, text: string | Buffer): ReplayLog => ({
+  name,
+  open: () => Readable.from([Buffer.from(text)]),
+});
+
+const studio = (time: string, ip = '203.0.113.7') =>
+  `${ip} - - [03/Dec/2026:${time} +0000] "POST /api/risk/simulation/studio/run HTTP/1.1" 200 12 "-" "curl/8.5"`;
+
+/** Ten requests at 06:00:00 use the studio rule's 10 tokens (10 per 60 s: one token every 6 s). */
+const STUDIO_LOG = [
+  ...Array.from({ length: 10 }, () => studio('06:00:00')),
+  studio('06:00:03'), // half a token back: 3 s until a whole one
+  studio('06:00:05'), // five sixths of a token back: 1 s until a whole one
+].join('\n');
+
+describe('sluice replay', () => {
+  it('gives the hand-computed 10/2 split of 12 requests to the studio rule, with their Retry-After', async () => {
+    const run = await runReplay({
+      config: { name: 'example', config: config() },
+      logs: [log('studio.log', STUDIO_LOG)],
+    });
+    const r = replayReport(run);
+    expect(r.totals).toMatchObject({ requests: 12, allowed: 10, limited: 2, queued: 0 });
+    expect(r.firstLimited.map((s) => [s.line, s.time, s.retryAfter, s.policies])).toEqual([
+      [11, '2026-12-03T06:00:03.000Z', 3, ['/api/risk/simulation/studio/*']],
+      [12, '2026-12-03T06:00:05.000Z', 1, ['/api/risk/simulation/studio/*']],
+    ]);
+    expect(r.limitedKeys).toEqual([
+      expect.objectContaining({
+        key: 'ip:203.0.113.7',
+        count: 2,
+        first: '2026-12-03T06:00:03.000Z',
+        last: '2026-12-03T06:00:05.000Z',
+        maxRetryAfter: 3,
+      }),
+    ]);
+    expect(r.logs[0]).toMatchObject({ format: 'combined', lines: 12, requests: 12, unknown: 0 });
+  });
+
+  it('reads gzip (by its magic bytes, whatever the name), CRLF lines and standard input alike', async () => {
+    const text = `${STUDIO_LOG.replaceAll('\n', '\r\n')}\r\n`;
+    const run = await runReplay({
+      config: { name: 'example', config: config() },
+      logs: [log('a.log', gzipSync(text)), log('stdin', text)],
+    });
+    const r = replayReport(run);
+    expect(r.logs.map((l) => [l.gzip, l.requests, l.unknown])).toEqual([
+      [true, 12, 0],
+      [false, 12, 0],
+    ]);
+    // The second log continues the first's buckets at the same times: all of its requests are limited.
+    expect(r.totals).toMatchObject({ requests: 24, allowed: 10, limited: 14 });
+  });
+
+  it('counts unknown and truncated lines with their numbers and goes on; a truncated gzip keeps what it read', async () => {
+    const lines = [
+      studio('06:00:00'),
+      'garbage',
+      studio('06:00:01').slice(0, 60),
+      '',
+      studio('06:00:02'),
+      '\u0000\u0001binary',
+      'x'.repeat(70_000),
+      studio('06:00:03'),
+      'a',
+      'b',
+      'c',
+    ];
+    const r = replayReport(
+      await runReplay({
+        config: { name: 'example', config: config() },
+        logs: [log('mixed.log', lines.join('\n'))],
+      }),
+    );
+    expect(r.logs[0]).toMatchObject({
+      lines: 11,
+      requests: 3,
+      blank: 1,
+      unknown: 7,
+      unknownLines: [2, 3, 6, 7, 9],
+    });
+    const gz = gzipSync(Array.from({ length: 2000 }, () => studio('06:00:00')).join('\n'));
+    const cut = await runReplay({
+      config: { name: 'example', config: config() },
+      logs: [log('cut.log.gz', gz.subarray(0, gz.length - 20))],
+    });
+    expect(cut.logs[0].error).toMatch(/unexpected end of file/);
+    expect(cut.logs[0].requests).toBeGreaterThan(1000);
+  });
+
+  it('decides a line earlier than the one before it at the later time, and counts it', async () => {
+    const r = replayReport(
+      await runReplay({
+        config: { name: 'example', config: config() },
+        logs: [log('late.log', [studio('06:00:10'), studio('06:00:08'), studio('06:00:11')].join('\n'))],
+      }),
+    );
+    expect(r.outOfOrder).toEqual({ lines: 1, maxSeconds: 2 });
+    expect(r.span).toEqual({ from: '2026-12-03T06:00:10.000Z', to: '2026-12-03T06:00:11.000Z', seconds: 1 });
+  });
+
+  it('admits a request that waits in a queue when the log passes its turn, without sleeping', async () => {
+    const yaml = `rateLimiting:
+  enabled: true
+  defaultTier: standard
+  tiers:
+    standard: { requestsPerMinute: 600 }
+  endpoints:
+    - pattern: /q
+      limit: 1
+      window: 60s
+      queue: { limit: 2, maxWait: 300s }
+`;
+    const q = (t: string) => `192.0.2.1 - - [03/Dec/2026:${t} +0000] "GET /q HTTP/1.1" 200 1`;
+    const r = replayReport(
+      await runReplay({
+        config: { name: 'queue', config: config(yaml) },
+        logs: [
+          log(
+            'q.log',
+            [q('06:00:00'), q('06:00:00'), q('06:00:00'), q('06:00:00'), q('06:05:00')].join('\n'),
+          ),
+        ],
+      }),
+    );
+    // One at once, two wait (60 s and 120 s), the fourth finds the queue full; five minutes later one is free.
+    expect(r.totals).toMatchObject({ requests: 5, allowed: 2, queued: 2, limited: 1 });
+  });
+
+  it('lists the requests that flip against another configuration, per policy and key', async () => {
+    const strict = readFileSync(EXAMPLE, 'utf8').replace(/limit: 10\n/, 'limit: 5\n');
+    const run = await runReplay({
+      config: { name: 'example', config: config() },
+      against: { name: 'strict', config: config(strict) },
+      logs: [log('studio.log', `${STUDIO_LOG}\n${studio('06:00:00', '198.51.100.4')}`)],
+    });
+    const x = replayReport(run).against!;
+    expect(x.totals).toMatchObject({ requests: 13, allowed: 6, limited: 7 });
+    expect(x.flips).toMatchObject({
+      toLimited: 5,
+      toAllowed: 0,
+      policies: [{ policy: '/api/risk/simulation/studio/*', toLimited: 5, toAllowed: 0 }],
+      keys: [{ key: 'ip:203.0.113.7', toLimited: 5, toAllowed: 0 }],
+    });
+  });
+
+  it('keys each request of the gateway log by the caller the gateway saw', async () => {
+    const g = (key: string, tier: string) =>
+      JSON.stringify({
+        level: 30,
+        time: '2026-12-03T06:00:00.000Z',
+        service: 'sluice',
+        method: 'POST',
+        url: '/api/risk/simulation/studio/x',
+        status: 200,
+        outcome: 'proxied',
+        key,
+        tier,
+        msg: 'request',
+      });
+    const lines = [
+      JSON.stringify({ level: 30, time: '2026-12-03T05:59:59.000Z', service: 'sluice', msg: 'listening' }),
+      ...Array.from({ length: 11 }, () => g('tenant:acme:client:web', 'enterprise')),
+      ...Array.from({ length: 11 }, () => g('ip:192.0.2.9', 'standard')),
+    ];
+    const r = replayReport(
+      await runReplay({
+        config: { name: 'example', config: config() },
+        logs: [log('gw.log', lines.join('\n'))],
+      }),
+    );
+    expect(r.logs[0]).toMatchObject({ format: 'gateway', skipped: 1, requests: 22 });
+    expect(r.tiers.map((t) => [t.tier, t.allowed, t.limited])).toEqual([
+      ['enterprise', 10, 1],
+      ['standard', 10, 1],
+    ]);
+    expect(r.limitedKeys.map((k) => k.key).sort()).toEqual(['ip:192.0.2.9', 'tenant:acme:client:web']);
+  });
+});

@@ -1,0 +1,156 @@
+import type { Readable } from 'node:stream';
+import type { GatewayConfig } from '../config/gateway-config.js';
+import { type FieldMap, fieldMap } from './json-fields.js';
+import { forEachLine } from './line-source.js';
+import { detectFormat, type LogFormat, parserFor } from './log-format.js';
+import { type LineParser, LogRecord } from './log-record.js';
+import { type LineDecision, ReplayEngine } from './replay-engine.js';
+import { FlipTally } from './replay-flips.js';
+
+/** Unknown lines shown by number, per log. */
+export const UNKNOWN_SHOWN = 5;
+
+/** One log to replay: its name in the report and how to open it. */
+export interface ReplayLog {
+  readonly name: string;
+  readonly open: () => Readable;
+}
+
+/** What reading one log found. */
+export interface LogStats {
+  readonly name: string;
+  format: Exclude<LogFormat, 'auto'> | undefined;
+  lines: number;
+  requests: number;
+  blank: number;
+  /** Lines of the format that are no request to admit (the gateway's start-up lines, its health answers). */
+  skipped: number;
+  unknown: number;
+  /** The first unknown lines' numbers. */
+  readonly unknownLines: number[];
+  gzip: boolean;
+  error?: string;
+}
+
+/** A configuration to replay, with its name in the report. */
+export interface NamedConfig {
+  readonly name: string;
+  readonly config: GatewayConfig;
+}
+
+/** Options of {@link runReplay}. */
+export interface ReplayRunOptions {
+  readonly config: NamedConfig;
+  /** A second configuration decided on the same requests (`--against`). */
+  readonly against?: NamedConfig;
+  readonly logs: readonly ReplayLog[];
+  /** Default `auto` (per log, from its first line). */
+  readonly format?: LogFormat;
+  /** Where the facts are in JSON logs; default the common names. */
+  readonly fields?: FieldMap;
+  /** Sees every request with its decision under `config` (a promise for one that waited in a queue). */
+  readonly onDecision?: (r: LogRecord, d: LineDecision | Promise<LineDecision>) => void;
+}
+
+/** The engines after a replay, and what reading the logs found. */
+export interface ReplayRun {
+  readonly config: NamedConfig;
+  readonly engine: ReplayEngine;
+  readonly against?: {
+    readonly config: NamedConfig;
+    readonly engine: ReplayEngine;
+    readonly flips: FlipTally;
+  };
+  readonly logs: readonly LogStats[];
+}
+
+/**
+ * Replays logs, in the order given, through one configuration (and a second one with `against`), from empty
+ * buckets, one request at a time at its line's time.
+ *
+ * @returns the engines (their counts) and the logs' statistics, once every queued request has settled.
+ */
+export async function runReplay(o: ReplayRunOptions): Promise<ReplayRun> {
+  const fields = o.fields ?? fieldMap([]);
+  const a = new ReplayEngine(o.config.config);
+  const b = o.against === undefined ? undefined : new ReplayEngine(o.against.config);
+  const flips = b === undefined ? undefined : new FlipTally(a.config.maxTrackedKeys);
+  const rec = new LogRecord();
+  const stats: LogStats[] = [];
+  const onDecision = o.onDecision;
+  for (const log of o.logs) {
+    const s: LogStats = {
+      name: log.name,
+      format: o.format === undefined || o.format === 'auto' ? undefined : (o.format as LogStats['format']),
+      lines: 0,
+      requests: 0,
+      blank: 0,
+      skipped: 0,
+      unknown: 0,
+      unknownLines: [],
+      gzip: false,
+    };
+    stats.push(s);
+    let parse: LineParser | undefined = s.format === undefined ? undefined : parserFor(s.format, fields);
+    const unknown = (no: number) => {
+      s.unknown++;
+      if (s.unknownLines.length < UNKNOWN_SHOWN) s.unknownLines.push(no);
+    };
+    const name = log.name;
+    let input: Readable;
+    try {
+      input = log.open();
+    } catch (e) {
+      s.error = (e as Error).message;
+      continue;
+    }
+    const read = await forEachLine(input, (line, no) => {
+      if (line === undefined) return unknown(no);
+      if (line.length === 0 || (line.charCodeAt(0) <= 32 && line.trim() === '')) {
+        s.blank++;
+        return;
+      }
+      if (parse === undefined) {
+        s.format = detectFormat(line);
+        parse = parserFor(s.format, fields);
+      }
+      rec.clear();
+      const got = parse(line, rec);
+      if (got === false) return unknown(no);
+      if (got === 'skip') {
+        s.skipped++;
+        return;
+      }
+      let da: LineDecision | Promise<LineDecision>;
+      let db: LineDecision | Promise<LineDecision> | undefined;
+      try {
+        da = a.admit(rec, no, name);
+        db = b?.admit(rec, no, name);
+      } catch {
+        // Admission refuses what no request could carry (a cost beyond the engine's range): the line is unknown.
+        return unknown(no);
+      }
+      s.requests++;
+      if (db !== undefined) {
+        if (!(da instanceof Promise) && !(db instanceof Promise)) flips?.compare(da, db);
+        else void Promise.all([da, db]).then(([x, y]) => flips?.compare(x, y));
+      }
+      onDecision?.(rec, da);
+    });
+    s.lines = read.lines;
+    s.gzip = read.gzip;
+    if (read.error !== undefined) s.error = read.error;
+  }
+  await a.finish();
+  await b?.finish();
+  // Comparisons of queued requests settle one microtask after their engines.
+  await new Promise((r) => setImmediate(r));
+  return {
+    config: o.config,
+    engine: a,
+    ...(b === undefined || o.against === undefined
+      ? {}
+      : { against: { config: o.against, engine: b, flips: flips! } }),
+    logs: stats,
+  };
+}

@@ -1,0 +1,186 @@
+import type { Policy } from 'sluice';
+import type { Verdict } from 'sluice/http';
+import { type OutcomeCounts, type ReplayOutcome, zeroCounts } from './replay-outcome.js';
+
+/** One policy's counts: the requests it checked and what became of them. */
+export interface PolicyCounts extends OutcomeCounts {
+  /** The policy's name as in headers and metrics. */
+  readonly policy: string;
+  /** Requests this policy refused (the request may also have lacked tokens elsewhere). */
+  limitedHere: number;
+  /** Requests a shadow policy would have refused (shadow policies never refuse). */
+  wouldLimit: number;
+}
+
+/** A key that was limited: how often, when first and last, by which policies. */
+export interface LimitedKey {
+  readonly key: string;
+  count: number;
+  firstMs: number;
+  lastMs: number;
+  /** The largest Retry-After (seconds) given to the key. */
+  maxRetryAfter: number;
+  readonly policies: Set<string>;
+}
+
+/** A limited request worth showing on its own: the first ones of the log. */
+export interface LimitedSample {
+  readonly line: number;
+  readonly log: string;
+  readonly timeMs: number;
+  readonly key: string;
+  readonly policies: readonly string[];
+  readonly retryAfter: number;
+}
+
+/** Per-minute counts: [allowed, limited, queued, exempt, refused], then [allowed, limited, queued] per policy. */
+export type MinuteRow = number[];
+
+const TOTAL = 5;
+const FIRST_LIMITED = 20;
+
+/**
+ * The running counts of one replay, kept in bounded memory: totals, per policy, per tier, per minute, and the
+ * limited keys up to a cap (the store's key cap: a key beyond it is counted in `otherLimitedKeys`).
+ */
+export class ReplayTally {
+  readonly totals: OutcomeCounts = zeroCounts();
+  readonly tiers = new Map<string, OutcomeCounts>();
+  readonly limitedKeys = new Map<string, LimitedKey>();
+  readonly firstLimited: LimitedSample[] = [];
+  /** Minute (Unix minutes) to its row. */
+  readonly minutes = new Map<number, MinuteRow>();
+  /** Policies in the order first seen; the index of each in the minute rows. */
+  readonly policies: PolicyCounts[] = [];
+  /** Limited requests of keys beyond the cap. */
+  otherLimited = 0;
+  readonly #policyIndex = new Map<Policy, number>();
+  readonly #keyCap: number;
+  readonly #defaultTier: string;
+  #minute = Number.NaN;
+  #row: MinuteRow = [];
+
+  /**
+   * @param defaultTier - the tier of callers without one.
+   * @param keyCap - the most limited keys kept by name.
+   */
+  constructor(defaultTier: string, keyCap: number) {
+    this.#defaultTier = defaultTier;
+    this.#keyCap = keyCap;
+  }
+
+  /**
+   * Counts one decided request.
+   *
+   * @param v - the verdict.
+   * @param outcome - what it means for the client.
+   * @param timeMs - the request's time.
+   * @param line - its line number, and `log` its log, for the first limited requests.
+   */
+  record(v: Verdict, outcome: ReplayOutcome, timeMs: number, line: number, log: string): void {
+    bump(this.totals, outcome);
+    const tier = v.identity?.tier ?? this.#defaultTier;
+    let t = this.tiers.get(tier);
+    if (t === undefined) {
+      t = zeroCounts();
+      this.tiers.set(tier, t);
+    }
+    bump(t, outcome);
+    const row = this.#minuteRow(timeMs);
+    row[
+      outcome === 'allowed'
+        ? 0
+        : outcome === 'limited'
+          ? 1
+          : outcome === 'queued'
+            ? 2
+            : outcome === 'exempt'
+              ? 3
+              : 4
+    ]++;
+    const d = v.decision;
+    if (d === undefined) return;
+    const outcomes = d.outcomes;
+    for (let i = 0; i < outcomes.length; i++) {
+      const o = outcomes[i];
+      const pi = this.#indexOf(o.policy);
+      const p = this.policies[pi];
+      bump(p, outcome);
+      if (o.limited) {
+        if (o.policy.shadow) p.wouldLimit++;
+        else if (outcome === 'limited') p.limitedHere++;
+      }
+      const at = TOTAL + pi * 3;
+      while (row.length < at + 3) row.push(0);
+      if (outcome === 'allowed' || outcome === 'exempt') row[at]++;
+      else if (outcome === 'limited') row[at + 1]++;
+      else if (outcome === 'queued') row[at + 2]++;
+    }
+    if (outcome === 'limited') this.#limited(v, timeMs, line, log);
+  }
+
+  #limited(v: Verdict, timeMs: number, line: number, log: string): void {
+    const d = v.decision!;
+    const key = v.key ?? 'ip:unknown';
+    const names = d.violated.map((o) => o.policy.name);
+    if (this.firstLimited.length < FIRST_LIMITED)
+      this.firstLimited.push({ line, log, timeMs, key, policies: names, retryAfter: d.retryAfterSeconds });
+    let k = this.limitedKeys.get(key);
+    if (k === undefined) {
+      if (this.limitedKeys.size >= this.#keyCap) {
+        this.otherLimited++;
+        return;
+      }
+      k = { key, count: 0, firstMs: timeMs, lastMs: timeMs, maxRetryAfter: 0, policies: new Set() };
+      this.limitedKeys.set(key, k);
+    }
+    k.count++;
+    k.lastMs = timeMs;
+    if (d.retryAfterSeconds > k.maxRetryAfter) k.maxRetryAfter = d.retryAfterSeconds;
+    for (const n of names) k.policies.add(n);
+  }
+
+  #indexOf(policy: Policy): number {
+    let i = this.#policyIndex.get(policy);
+    if (i === undefined) {
+      i = this.policies.length;
+      this.#policyIndex.set(policy, i);
+      this.policies.push({ policy: policy.name, ...zeroCounts(), limitedHere: 0, wouldLimit: 0 });
+    }
+    return i;
+  }
+
+  #minuteRow(timeMs: number): MinuteRow {
+    const m = Math.floor(timeMs / 60_000);
+    if (m === this.#minute) return this.#row;
+    let row = this.minutes.get(m);
+    if (row === undefined) {
+      row = [0, 0, 0, 0, 0];
+      this.minutes.set(m, row);
+    }
+    this.#minute = m;
+    this.#row = row;
+    return row;
+  }
+}
+
+function bump(c: OutcomeCounts, o: ReplayOutcome): void {
+  c.requests++;
+  // A switch, not `c[o]++`: a property named by a variable is a keyed access on every call.
+  switch (o) {
+    case 'allowed':
+      c.allowed++;
+      break;
+    case 'limited':
+      c.limited++;
+      break;
+    case 'queued':
+      c.queued++;
+      break;
+    case 'exempt':
+      c.exempt++;
+      break;
+    default:
+      c.refused++;
+  }
+}

@@ -1,0 +1,176 @@
+import type { OutcomeCounts } from './replay-outcome.js';
+import type { ConfigReport, ReplayReport } from './replay-report.js';
+
+const n = (v: number) => v.toLocaleString('en-US');
+const pct = (part: number, whole: number) =>
+  whole === 0 ? '-' : `${((part / whole) * 100).toFixed(part === 0 || part === whole ? 0 : 2)}%`;
+
+/** A table with a header row, numbers right-aligned, columns separated by two spaces. */
+export function textTable(
+  head: readonly string[],
+  rows: readonly (readonly string[])[],
+  numeric: readonly boolean[],
+): string {
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  const line = (cells: readonly string[]) =>
+    cells
+      .map((c, i) => (numeric[i] ? c.padStart(widths[i]) : c.padEnd(widths[i])))
+      .join('  ')
+      .trimEnd();
+  return [line(head), ...rows.map(line)].map((l) => `  ${l}`).join('\n');
+}
+
+const COUNT_HEAD = ['requests', 'admitted', 'queued', 'limited', 'limited %', 'exempt', 'refused'];
+const countCells = (c: OutcomeCounts) => [
+  n(c.requests),
+  n(c.allowed),
+  n(c.queued),
+  n(c.limited),
+  pct(c.limited, c.requests),
+  n(c.exempt),
+  n(c.refused),
+];
+
+function configSection(r: ConfigReport): string[] {
+  const out: string[] = [];
+  out.push(`Per tier (${r.config}):`);
+  out.push(
+    textTable(
+      ['tier', ...COUNT_HEAD],
+      r.tiers.map((t) => [t.tier, ...countCells(t)]),
+      [false, true, true, true, true, true, true, true],
+    ),
+  );
+  out.push('');
+  out.push(`Per policy (${r.config}): "limited here" counts the requests the policy itself refused.`);
+  out.push(
+    r.policies.length === 0
+      ? '  (no request reached a policy)'
+      : textTable(
+          ['policy', 'requests', 'admitted', 'queued', 'limited here', 'shadow would limit'],
+          r.policies.map((p) => [
+            p.policy,
+            n(p.requests),
+            n(p.allowed + p.exempt),
+            n(p.queued),
+            n(p.limitedHere),
+            n(p.wouldLimit),
+          ]),
+          [false, true, true, true, true, true],
+        ),
+  );
+  out.push('');
+  out.push(`Keys limited most (${n(r.limitedKeyCount)} keys limited at least once):`);
+  out.push(
+    r.limitedKeys.length === 0
+      ? '  (none)'
+      : textTable(
+          ['key', 'limited', 'first', 'last', 'max Retry-After', 'policies'],
+          r.limitedKeys.map((k) => [
+            k.key,
+            n(k.count),
+            k.first,
+            k.last,
+            `${k.maxRetryAfter} s`,
+            k.policies.join(', '),
+          ]),
+          [false, true, false, false, true, false],
+        ),
+  );
+  return out;
+}
+
+/**
+ * The terminal form of a replay report: what was read, the totals, per tier and per policy, the keys limited most,
+ * the busiest minute, and with `--against` the requests that flip.
+ */
+export function renderReplayText(r: ReplayReport): string {
+  const out: string[] = [];
+  for (const l of r.logs) {
+    const parts = [
+      `${n(l.requests)} requests`,
+      `${n(l.lines)} lines`,
+      l.format ?? 'no request line',
+      ...(l.gzip ? ['gzip'] : []),
+    ];
+    out.push(`${l.name}: ${parts.join(', ')}`);
+    if (l.unknown > 0)
+      out.push(
+        `  ${n(l.unknown)} unknown line${l.unknown === 1 ? '' : 's'} skipped (line ${l.unknownLines.join(', ')}${l.unknown > l.unknownLines.length ? ', ...' : ''})`,
+      );
+    if (l.skipped > 0) out.push(`  ${n(l.skipped)} lines that are no request to admit skipped`);
+    if (l.error !== undefined) out.push(`  reading stopped early: ${l.error}`);
+  }
+  if (r.span !== undefined)
+    out.push(`Time: ${r.span.from} to ${r.span.to} (${formatSeconds(r.span.seconds)})`);
+  if (r.outOfOrder.lines > 0)
+    out.push(
+      `  ${n(r.outOfOrder.lines)} lines earlier than a line before them (at most ${r.outOfOrder.maxSeconds} s) were decided at the later time`,
+    );
+  out.push('');
+  out.push(`Configuration ${r.config}:`);
+  out.push(
+    textTable(
+      ['', ...COUNT_HEAD],
+      [['all', ...countCells(r.totals)]],
+      [false, true, true, true, true, true, true, true],
+    ),
+  );
+  out.push('');
+  out.push(...configSection(r));
+  out.push('');
+  const b = r.busiestMinute;
+  if (b !== undefined)
+    out.push(
+      `Busiest minute: ${b.minute}, ${n(b.requests)} requests (${n(b.allowed)} admitted, ${n(b.queued)} queued, ${n(b.limited)} limited)`,
+    );
+  if (r.store.evictions > 0)
+    out.push(
+      `Store: ${n(r.store.evictions)} buckets evicted at the key cap (${n(r.store.maxTrackedKeys)}): decisions of evicted keys may differ from a gateway with more room`,
+    );
+  const x = r.against;
+  if (x !== undefined) {
+    out.push('');
+    out.push(`Against ${x.config}:`);
+    out.push(
+      textTable(
+        ['', ...COUNT_HEAD],
+        [
+          [r.config, ...countCells(r.totals)],
+          [x.config, ...countCells(x.totals)],
+        ],
+        [false, true, true, true, true, true, true, true],
+      ),
+    );
+    out.push('');
+    out.push(
+      `Requests that flip: ${n(x.flips.toLimited)} admitted by ${r.config} are limited by ${x.config}; ${n(x.flips.toAllowed)} limited by ${r.config} are admitted by ${x.config}.`,
+    );
+    if (x.flips.policies.length > 0) {
+      out.push(
+        textTable(
+          ['policy', 'admitted -> limited', 'limited -> admitted'],
+          x.flips.policies.map((p) => [p.policy, n(p.toLimited), n(p.toAllowed)]),
+          [false, true, true],
+        ),
+      );
+      out.push('');
+      out.push(
+        textTable(
+          ['key', 'admitted -> limited', 'limited -> admitted'],
+          x.flips.keys.map((k) => [k.key, n(k.toLimited), n(k.toAllowed)]),
+          [false, true, true],
+        ),
+      );
+    }
+    out.push('');
+    out.push(...configSection(x));
+  }
+  return `${out.join('\n')}\n`;
+}
+
+function formatSeconds(s: number): string {
+  if (s < 120) return `${s} s`;
+  if (s < 7200) return `${(s / 60).toFixed(1)} min`;
+  return `${(s / 3600).toFixed(1)} h`;
+}

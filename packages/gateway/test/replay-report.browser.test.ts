@@ -1,0 +1,111 @@
+import { createReadStream, readFileSync } from 'node:fs';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { type BrowserContext, chromium, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { generateLog } from '../../../bench/replay/generate-log.js';
+import { toolPath } from '../../../test/support/tools.js';
+import { buildReplayPage } from '../replay-ui/build.js';
+import { loadConfigText } from '../src/config/load-config.js';
+import { replayReport } from '../src/replay/replay-report.js';
+import { runReplay } from '../src/replay/replay-run.js';
+import { replayHtml } from '../src/replay/report-html.js';
+
+const CHROMIUM = toolPath('chromium');
+const ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--no-first-run',
+  '--disable-background-networking',
+];
+const ARTIFACTS = join(process.cwd(), 'test-artifacts', 'replay-report');
+const EXAMPLE = readFileSync(new URL('../examples/rate-limits.yaml', import.meta.url), 'utf8');
+
+let dir: string;
+let context: BrowserContext;
+let page: Page;
+let html: string;
+const problems: string[] = [];
+const requested: string[] = [];
+
+const config = (text: string) => {
+  const r = loadConfigText(text, 'x.yaml', { env: {} });
+  if (!r.ok) throw new Error(JSON.stringify(r.violations));
+  return r.config;
+};
+
+beforeAll(async () => {
+  await buildReplayPage();
+  await mkdir(ARTIFACTS, { recursive: true });
+  dir = await mkdtemp(join(tmpdir(), 'sluice-replay-report-'));
+  const log = join(dir, 'access.log');
+  await generateLog(log, 60_000, 3_000, 1800, 3);
+  const run = await runReplay({
+    config: { name: 'rate-limits.yaml', config: config(EXAMPLE) },
+    against: {
+      name: 'stricter.yaml',
+      config: config(EXAMPLE.replace('requestsPerMinute: 300', 'requestsPerMinute: 120')),
+    },
+    logs: [{ name: 'access.log', open: () => createReadStream(log) }],
+  });
+  html = replayHtml(replayReport(run));
+  await writeFile(join(dir, 'report.html'), html);
+  context = await chromium.launchPersistentContext(join(dir, 'profile'), {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ARGS,
+    viewport: { width: 1280, height: 900 },
+    colorScheme: 'dark',
+  });
+  page = context.pages()[0] ?? (await context.newPage());
+  page.on('console', (m) => {
+    if (m.type() === 'error' || m.type() === 'warning') problems.push(`${m.type()}: ${m.text()}`);
+  });
+  page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
+  page.on('request', (r) => requested.push(r.url()));
+}, 120_000);
+
+afterAll(async () => {
+  await context?.close();
+  if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+});
+
+describe('the HTML replay report', () => {
+  it('is one file with no reference to another file or origin', () => {
+    expect(html).not.toMatch(/<script[^>]+src=|<link[^>]+href="(?!data:)/);
+    expect(html).toContain('<script type="application/json" id="replay-data">{');
+  });
+
+  it('opens from a file and shows the totals, the chart over time per policy, the tables and the flips', async () => {
+    const url = pathToFileURL(join(dir, 'report.html')).href;
+    await page.goto(url);
+    await page.waitForFunction(() => document.documentElement.dataset.ready === 'true');
+    expect(await page.locator('#kpis').textContent()).toMatch(/Requests60,000Admitted[\d,]+Limited[\d,]+/);
+    expect(await page.locator('#chart canvas').count()).toBe(1);
+    const before = await page.evaluate(() =>
+      (document.querySelector('#chart canvas') as HTMLCanvasElement).toDataURL(),
+    );
+    const options = await page.locator('#view option').allTextContents();
+    expect(options).toEqual(
+      expect.arrayContaining(['All requests', 'Policy standard', 'Policy /system/airgap/seal']),
+    );
+    await page.selectOption('#view', { label: 'Policy /system/airgap/seal' });
+    const after = await page.evaluate(() =>
+      (document.querySelector('#chart canvas') as HTMLCanvasElement).toDataURL(),
+    );
+    expect(after).not.toBe(before);
+    expect(await page.locator('#policies tbody tr').count()).toBeGreaterThanOrEqual(4);
+    expect(await page.locator('#keys tbody tr').count()).toBe(10);
+    expect(await page.locator('#against-card').isVisible()).toBe(true);
+    expect(await page.locator('#against-summary').textContent()).toMatch(
+      /^[\d,]+ requests admitted by rate-limits\.yaml are limited by stricter\.yaml/,
+    );
+    await page.selectOption('#view', 'all');
+    await page.screenshot({ path: join(ARTIFACTS, 'replay-report.png'), fullPage: true });
+    expect(requested.filter((u) => u !== url && !u.startsWith('data:'))).toEqual([]);
+    expect(problems).toEqual([]);
+  });
+});
