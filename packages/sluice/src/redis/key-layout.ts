@@ -50,7 +50,7 @@ export class KeyLayout {
           policy.name,
         );
       }
-      head = `${this.prefix}${policy.name}:{`;
+      head = `${this.prefix}${policy.bucketName ?? policy.name}:{`;
       this.#heads.set(policy, head);
     }
     if (this.hashTag === undefined) return `${head}${key}}`;
