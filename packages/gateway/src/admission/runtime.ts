@@ -1,4 +1,4 @@
-import type { Clock, RateLimitStore } from 'sluice';
+import type { Clock, OverrideStore, RateLimitStore } from 'sluice';
 import {
   type ClientIpResolver,
   createClientIpResolver,
@@ -29,6 +29,8 @@ export interface RuntimeEvents {
   readonly clock?: Clock;
   /** Where queue lengths and wait times go. */
   readonly queueMetrics?: HttpLimiterOptions['queueMetrics'];
+  /** Run-time overrides and blocks (the store's), applied by every runtime across reloads. */
+  readonly overrides?: OverrideStore;
 }
 
 /**
@@ -92,6 +94,7 @@ export class Runtime {
       ...(onStoreError === undefined ? {} : { onStoreError }),
       ...(this.events.now === undefined ? {} : { wallClock: this.events.now }),
       ...(this.events.queueMetrics === undefined ? {} : { queueMetrics: this.events.queueMetrics }),
+      ...(this.events.overrides === undefined ? {} : { overrides: this.events.overrides }),
     });
     const u = config.upstream;
     if (u.url === undefined) this.proxy = undefined;

@@ -175,7 +175,15 @@ export interface GatewayConfig {
   readonly problems: { readonly typeBase: string | undefined };
   readonly keys: { readonly prefix: string };
   readonly metrics: { readonly enabled: boolean; readonly prefix: string };
-  readonly admin: { readonly host: string; readonly port: number; readonly token: string } | undefined;
+  readonly admin:
+    | {
+        readonly host: string;
+        readonly port: number;
+        readonly token: string;
+        /** Who the token stands for in the audit log of overrides (`admin.token_name`, default `admin`). */
+        readonly tokenName: string;
+      }
+    | undefined;
   readonly logging: { readonly level: string };
   readonly reload: { readonly watch: boolean };
   /** The HTTP decision API (NGINX `auth_request`), or `undefined` when off. */

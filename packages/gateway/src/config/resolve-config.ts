@@ -333,7 +333,12 @@ export function resolveConfig(
     admin:
       admin === undefined
         ? undefined
-        : { host: admin.host ?? '127.0.0.1', port: admin.port ?? 9091, token: admin.token },
+        : {
+            host: admin.host ?? '127.0.0.1',
+            port: admin.port ?? 9091,
+            token: admin.token,
+            tokenName: admin.token_name ?? 'admin',
+          },
     logging: { level: raw.logging?.level ?? 'info' },
     reload: { watch: raw.reload?.watch !== false },
     decision: decision.config,

@@ -4,6 +4,7 @@ import type { PrometheusMetrics } from 'sluice/prometheus';
 import { TopLimitedKeys, wallClock } from 'sluice/quota';
 import { sharedTimeClock } from 'sluice/shared';
 import { EXEMPT_REASONS } from '../admission/admit-request.js';
+import { OverrideControl } from '../admission/override-control.js';
 import { Runtime } from '../admission/runtime.js';
 import { configWarnings } from '../config/config-warnings.js';
 import type { GatewayConfig } from '../config/gateway-config.js';
@@ -103,6 +104,8 @@ export class Gateway extends EventEmitter {
   readonly quota: TenantQuota | undefined;
   readonly logger: Logger;
   readonly store: RateLimitStore;
+  /** Run-time overrides and blocks: validated, stored beside the buckets, audited. */
+  readonly overrides: OverrideControl;
   readonly #opened: OpenedStore;
   readonly #reloads: ReloadController;
   readonly #proxy: ProxyServer;
@@ -130,6 +133,7 @@ export class Gateway extends EventEmitter {
           recordQueueWait: (policy, seconds, result) => this.metrics.recordQueueWait(policy, seconds, result),
         },
         onStoreError: (e) => this.logger.error({ err: e }, 'rate-limit store failed'),
+        overrides: this.#opened.overrideStore,
       }),
       store: this.store,
       logger: this.logger,
@@ -138,6 +142,12 @@ export class Gateway extends EventEmitter {
       env: options.env,
       onReload: (result) => this.emit('reload', result),
     });
+    this.overrides = new OverrideControl(
+      this.#opened.overrideStore,
+      () => this.#reloads.runtime,
+      this.logger,
+      now,
+    );
     const clock = options.clock === undefined ? {} : { clock: options.clock };
     const thread = options.thread;
     // Threads count their seconds on one clock, so that the first thread can add the others' seconds to its own.

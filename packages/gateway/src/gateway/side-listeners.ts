@@ -54,6 +54,7 @@ export class SideListeners {
               topLimitedKeys: host.topLimitedKeys,
               ...(quota === undefined ? {} : { quota }),
             }),
+            config.admin.tokenName,
           );
   }
 

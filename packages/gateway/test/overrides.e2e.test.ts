@@ -1,0 +1,193 @@
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { type RedisServer, startRedisServer } from '../../../test/support/redis-server.js';
+import {
+  client,
+  send,
+  startGateway,
+  startUpstream,
+  statuses,
+  type TestGateway,
+  type TestUpstream,
+  tempDir,
+  WALL_MS,
+} from './support.js';
+
+const tmp = tempDir();
+const agent = client();
+const TOKEN = 'admin-token-0123456789';
+const auth = { authorization: `Bearer ${TOKEN}` };
+let upstream: TestUpstream;
+let redis: RedisServer;
+const running: TestGateway[] = [];
+
+const config = (store = '') => `rateLimiting:
+  defaultTier: free
+  tiers:
+    free: { requestsPerMinute: 60, burstLimit: 2 }
+    gold: { requestsPerMinute: 600, burstLimit: 20 }
+admin:
+  port: 0
+  token: \${ADMIN_TOKEN}
+  token_name: alice
+${store}`;
+
+beforeAll(async () => {
+  upstream = await startUpstream();
+  redis = await startRedisServer();
+});
+afterAll(async () => {
+  await Promise.all(running.map((g) => g.gateway.close()));
+  await upstream.close();
+  await agent.close();
+  await redis.stop();
+  tmp.cleanup();
+});
+
+async function start(name: string, yaml: string, now?: () => number): Promise<TestGateway> {
+  const g = await startGateway(join(tmp.dir, `${name}.yaml`), {
+    yaml,
+    env: { ADMIN_TOKEN: TOKEN, REDIS_URL: redis.url },
+    overrides: { upstream: upstream.url },
+    ...(now === undefined ? {} : { now }),
+  });
+  running.push(g);
+  return g;
+}
+
+const put = (g: TestGateway, body: unknown) =>
+  send(agent, `${g.gateway.adminUrl}/overrides`, {
+    method: 'PUT',
+    headers: { ...auth, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+
+describe('operator overrides through the admin API (memory store)', () => {
+  it('sets, applies, lists, audits and removes an override; history keeps order and reason', async () => {
+    const g = await start('memory', config());
+    const url = `${g.gateway.url}/items`;
+    expect(await statuses(agent, url, 3)).toEqual([200, 200, 429]);
+    const set = await put(g, {
+      pattern: 'ip:127.0.0.1',
+      quota: 600,
+      window: 60,
+      burst: 5,
+      reason: 'load test',
+    });
+    expect(set.status).toBe(200);
+    expect(set.json<{ override: { id: string; author: string } }>().override).toMatchObject({
+      id: 'ip:127.0.0.1',
+      author: 'alice',
+    });
+    const ok = await send(agent, url);
+    expect(ok.status).toBe(200);
+    expect(ok.headers['ratelimit-policy']).toMatch(/;q=600;w=60$/);
+    expect(ok.headers['x-ratelimit-limit']).toBe('600');
+    expect(await statuses(agent, url, 5)).toEqual([200, 200, 200, 200, 429]);
+    const denied = await send(agent, url);
+    expect(denied.json()).toMatchObject({ limit: 600 });
+    const listed = (await send(agent, `${g.gateway.adminUrl}/overrides`, { headers: auth })).json<{
+      store: string;
+      overrides: { id: string }[];
+    }>();
+    expect(listed).toMatchObject({ store: 'memory', overrides: [{ id: 'ip:127.0.0.1' }] });
+    const audit = g.logs.lines.find((l) => l.audit === 'override');
+    expect(audit).toMatchObject({ action: 'set', id: 'ip:127.0.0.1', who: 'alice', reason: 'load test' });
+    expect(audit?.at).toBe(new Date(WALL_MS).toISOString());
+
+    const rm = await send(agent, `${g.gateway.adminUrl}/overrides?id=ip%3A127.0.0.1&reason=done`, {
+      method: 'DELETE',
+      headers: auth,
+    });
+    expect(rm.status).toBe(200);
+    expect((await send(agent, url)).headers['x-ratelimit-limit']).toBe('60');
+    const again = await send(agent, `${g.gateway.adminUrl}/overrides?id=ip%3A127.0.0.1`, {
+      method: 'DELETE',
+      headers: auth,
+    });
+    expect(again.status).toBe(404);
+    const history = (await send(agent, `${g.gateway.adminUrl}/overrides/history`, { headers: auth })).json<{
+      changes: { action: string; reason: string; who: string }[];
+    }>();
+    expect(history.changes.map((c) => [c.action, c.reason, c.who])).toEqual([
+      ['set', 'load test', 'alice'],
+      ['remove', 'done', 'alice'],
+    ]);
+  });
+
+  it('blocks with 429 and Retry-After until the block ends', async () => {
+    let wall = WALL_MS;
+    const g = await start('block', config(), () => wall);
+    const url = `${g.gateway.url}/items`;
+    expect(
+      (await put(g, { pattern: 'ip:127.0.0.0/8', block: 429, ttlSeconds: 600, reason: 'abuse' })).status,
+    ).toBe(200);
+    const blocked = await send(agent, url);
+    expect(blocked.status).toBe(429);
+    expect(blocked.headers['retry-after']).toBe('600');
+    expect(blocked.json()).toMatchObject({ code: 'blocked' });
+    const blocks = (await send(agent, `${g.gateway.adminUrl}/blocks`, { headers: auth })).json<{
+      blocks: { expiresInSeconds: number }[];
+    }>();
+    expect(blocks.blocks).toMatchObject([{ expiresInSeconds: 600 }]);
+    wall += 599_000;
+    expect((await send(agent, url)).headers['retry-after']).toBe('1');
+    wall += 1000;
+    expect((await send(agent, url)).status).toBe(200);
+  });
+
+  it.each([
+    [{ pattern: 'ip:1.2.3.4', policy: 'nope', quota: 5, window: 60, reason: 'x' }, 'policy'],
+    [{ pattern: 'ip:1.2.3.4', tier: 'platinum', quota: 5, window: 60, reason: 'x' }, 'tier'],
+    [{ pattern: 'ip:1.2.3.4', quota: -5, window: 60, reason: 'x' }, 'quota'],
+    [{ pattern: 'ip:1.2.3.4', quota: 5, window: 60, expiresAt: WALL_MS - 1, reason: 'x' }, 'expiresAt'],
+    [{ pattern: '*', quota: 5, window: 60, reason: 'x' }, 'pattern'],
+    [{ pattern: 'ip:10.0.0.0/99', block: 403, reason: 'x' }, 'pattern'],
+    [{ pattern: 'ip:1.2.3.4', quota: 5, window: 60 }, 'reason'],
+  ])('answers %j with a 400 problem naming %s', async (body, field) => {
+    const g = running[0];
+    const r = await put(g, body);
+    expect(r.status).toBe(400);
+    expect(r.headers['content-type']).toBe('application/problem+json');
+    expect(r.json()).toMatchObject({ status: 400, code: 'invalid_override', field });
+  });
+
+  it('refuses a body that is not JSON, naming the body', async () => {
+    const r = await send(agent, `${running[0].gateway.adminUrl}/overrides`, {
+      method: 'PUT',
+      headers: auth,
+      body: '{',
+    });
+    expect(r.json()).toMatchObject({ status: 400, field: 'body' });
+  });
+});
+
+describe('overrides on Redis', () => {
+  it('applies an override set on one gateway on a second gateway within 1 s, and ends it on time', async () => {
+    let wall = Date.now();
+    const redisStore = `store:\n  type: redis\n  url: \${REDIS_URL}\nkeys: { prefix: "ov-e2e:" }\n`;
+    const a = await start('redis-a', config(redisStore), () => wall);
+    const b = await start('redis-b', config(redisStore), () => wall);
+    const r = await put(a, {
+      pattern: 'ip:127.0.0.1',
+      quota: 6000,
+      window: 60,
+      ttlSeconds: 30,
+      reason: 'fleet',
+    });
+    expect(r.status).toBe(200);
+    // Polled on the second gateway's cache (a request before the rule arrives would spend a token).
+    await vi.waitFor(() => expect(b.gateway.overrides.list()).toHaveLength(1), {
+      timeout: 1000,
+      interval: 10,
+    });
+    const seen = await send(agent, `${b.gateway.url}/items`);
+    expect(seen.headers['x-ratelimit-limit']).toBe('6000');
+    wall += 30_000;
+    expect((await send(agent, `${b.gateway.url}/items`)).headers['x-ratelimit-limit']).toBe('60');
+    const history = (await send(agent, `${b.gateway.adminUrl}/overrides/history`, { headers: auth })).json<{
+      changes: { who: string; reason: string }[];
+    }>();
+    expect(history.changes).toMatchObject([{ who: 'alice', reason: 'fleet' }]);
+  });
+});
