@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type RedisServer, startRedisServer } from '../../../test/support/redis-server.js';
+import { main } from '../src/cli/main.js';
 import {
   client,
   send,
@@ -159,6 +160,83 @@ describe('operator overrides through the admin API (memory store)', () => {
       body: '{',
     });
     expect(r.json()).toMatchObject({ status: 400, field: 'body' });
+  });
+});
+
+describe('sluice override and sluice block', () => {
+  async function cli(g: TestGateway, ...argv: string[]) {
+    const out: string[] = [];
+    const err: string[] = [];
+    const code = await main(argv, {
+      out: (t) => out.push(t),
+      err: (t) => err.push(t),
+      onSignal: () => () => undefined,
+      env: { SLUICE_ADMIN_URL: g.gateway.adminUrl, SLUICE_ADMIN_TOKEN: TOKEN },
+    });
+    return { code, out: out.join(''), err: err.join('') };
+  }
+
+  it('sets, lists, removes and shows the history through the admin API', async () => {
+    const g = await start('cli', config());
+    expect(
+      await cli(
+        g,
+        'override',
+        'set',
+        'tenant:acme',
+        '--tier',
+        'gold',
+        '--quota',
+        '900',
+        '--window',
+        '1m',
+        '--for',
+        '1h',
+        '--reason',
+        'promo',
+      ),
+    ).toEqual({
+      code: 0,
+      out: 'set tenant:acme tier=gold\n',
+      err: '',
+    });
+    expect(
+      await cli(
+        g,
+        'block',
+        'set',
+        'ip:192.0.2.0/24',
+        '--status',
+        '429',
+        '--for',
+        '10m',
+        '--reason',
+        'scraper',
+      ),
+    ).toMatchObject({ code: 0 });
+    const list = await cli(g, 'override', 'list');
+    expect(list.out).toContain(
+      'tenant:acme tier=gold\tquota 900 burst 900 window 60s\t3600s left\talice: promo',
+    );
+    expect((await cli(g, 'block', 'list')).out).toBe(
+      'ip:192.0.2.0/24\tblock 429\t600s left\talice: scraper\n',
+    );
+    expect(await cli(g, 'block', 'rm', 'ip:192.0.2.0/24', '--reason', 'gone')).toMatchObject({ code: 0 });
+    const history = await cli(g, 'override', 'history', '--json');
+    expect(
+      JSON.parse(history.out).map((c: { action: string; reason: string }) => `${c.action}:${c.reason}`),
+    ).toEqual(['set:promo', 'set:scraper', 'remove:gone']);
+  });
+
+  it('reports the field the gateway refused, and usage errors with exit 2', async () => {
+    const g = running[0];
+    const bad = await cli(g, 'override', 'set', 'k', '--quota=-3', '--window', '60', '--reason', 'x');
+    expect(bad.code).toBe(1);
+    expect(bad.err).toMatch(/^sluice override: 400 .*\(field quota\)\n$/);
+    expect((await cli(g, 'override', 'set', 'k', '--unlimited')).code).toBe(2);
+    expect((await cli(g, 'block', 'set', 'k', '--status', '404', '--reason', 'x')).code).toBe(2);
+    expect((await cli(g, 'override', 'frob')).code).toBe(2);
+    expect((await cli(g, 'override', '--help')).code).toBe(0);
   });
 });
 

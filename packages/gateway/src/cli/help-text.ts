@@ -7,6 +7,8 @@ Usage:
   sluice demo [--host HOST] [--port PORT]
   sluice rules --config FILE
   sluice hash-key KEY
+  sluice override set|list|rm|history ...   (sluice override --help)
+  sluice block set|list|rm ...
   sluice --help | --version
 
 Commands:
@@ -23,6 +25,9 @@ Commands:
   rules      Print the Prometheus alert rules (deploy/prometheus/rules/rate-limiting.yaml) for the
              metric prefix of FILE (metrics.prefix), ready for rule_files in prometheus.yml.
   hash-key   Print the SHA-256 of an API key, for the hash field of the API key file.
+  override   Give a key, tenant, prefix or address range other limits (or none) at run time, for a
+             while, through a running gateway's admin API (SLUICE_ADMIN_URL, SLUICE_ADMIN_TOKEN).
+  block      Refuse a key, tenant, prefix or address range with 403, or 429 until the block ends.
 
 Options:
   -c, --config FILE     Configuration file (YAML); \${ENV} and \${ENV:-default} are substituted.

@@ -11,6 +11,7 @@ import { ThreadedGateway } from '../gateway/thread-main.js';
 import { defaultThreads, THREADS_UNSUPPORTED_MESSAGE, threadsSupported } from '../gateway/threads-support.js';
 import { hashApiKey } from '../identity/api-key-file.js';
 import { HELP_TEXT } from './help-text.js';
+import { overrideCommand } from './override-command.js';
 import { rulesCommand } from './rules-command.js';
 import { type OnSignal, SignalRouter } from './signal-router.js';
 import { unknownCommandMessage, unknownOptionMessage } from './usage-hints.js';
@@ -21,6 +22,8 @@ export interface CliIo {
   readonly err: (text: string) => void;
   /** Registers a signal handler; returns a function that removes it. */
   readonly onSignal: OnSignal;
+  /** The environment the override and block commands read; default `process.env`. */
+  readonly env?: Readonly<Record<string, string | undefined>>;
 }
 
 const defaultIo: CliIo = {
@@ -40,6 +43,10 @@ const defaultIo: CliIo = {
  * @returns the exit code, once the command has finished (for `serve` and `demo`: after shutdown).
  */
 export async function main(argv: readonly string[], io: CliIo = defaultIo): Promise<number> {
+  // These talk to a running gateway and take their own options.
+  if (argv[0] === 'override' || argv[0] === 'block') {
+    return overrideCommand(argv[0], argv.slice(1), { out: io.out, err: io.err, env: io.env ?? process.env });
+  }
   let parsed: ReturnType<typeof parse>;
   try {
     parsed = parse(argv);
@@ -105,7 +112,7 @@ export async function main(argv: readonly string[], io: CliIo = defaultIo): Prom
 }
 
 /** The commands, for "did you mean" hints; `main` dispatches on the same names. */
-const COMMANDS = ['serve', 'validate', 'demo', 'rules', 'hash-key', 'help'] as const;
+const COMMANDS = ['serve', 'validate', 'demo', 'rules', 'hash-key', 'override', 'block', 'help'] as const;
 
 const OPTIONS = {
   config: { type: 'string', short: 'c' },

@@ -120,7 +120,7 @@ export class Gateway extends EventEmitter {
     const config = options.config;
     const now = options.now ?? Date.now;
     this.logger = options.logger ?? createLogger(config.logging.level);
-    this.#opened = options.thread?.store ?? createStore(config, options.clock, options.thread?.threads);
+    this.#opened = options.thread?.store ?? createStore(config, options.clock, options.thread?.threads, now);
     this.store = this.#opened.store;
     this.#reloads = new ReloadController({
       // Reloaded runtimes keep these events: the wall clock of reset times, and a log line per store failure.

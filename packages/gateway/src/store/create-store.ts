@@ -62,15 +62,21 @@ export function redisClientOptions(): RedisOptions {
  * @param clock - the time source for the memory store (a `ManualClock` in tests); Redis uses its server clock.
  * @param threads - threads of this process that each open a store (`sluice serve --threads`): with Redis, each
  * thread's local failure mode is a share of the node's, so `local` divides by `nodeCount x threads`.
+ * @param now - the wall clock overrides expire by (epoch milliseconds).
  */
-export function createStore(config: GatewayConfig, clock?: Clock, threads = 1): OpenedStore {
+export function createStore(
+  config: GatewayConfig,
+  clock?: Clock,
+  threads = 1,
+  now: () => number = Date.now,
+): OpenedStore {
   if (config.store.type === 'memory') {
     const store = new MemoryStore({
       maxTrackedKeys: config.maxTrackedKeys,
       sweepIntervalMs: config.sweepIntervalMs,
       ...(clock === undefined ? {} : { clock }),
     });
-    const overrideStore = new MemoryOverrides();
+    const overrideStore = new MemoryOverrides(now);
     return { store, overrideStore, close: async () => store.close(), ready: async () => true };
   }
   const r = config.store.redis;
@@ -116,6 +122,7 @@ export function createStore(config: GatewayConfig, clock?: Clock, threads = 1): 
   const overrideStore = new RedisOverrides({
     client,
     prefix: config.keys.prefix === '' ? 'rl:' : config.keys.prefix,
+    wallClock: now,
   });
   return {
     store,

@@ -24,6 +24,7 @@ export {
 } from './options.js';
 export {
   checkOverridePattern,
+  describeEffect,
   describeOverride,
   liveOverrides,
   OVERRIDE_HISTORY_LIMIT,

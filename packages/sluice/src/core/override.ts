@@ -322,13 +322,17 @@ export function withChange(history: readonly OverrideChange[], change: OverrideC
   return out;
 }
 
+/** What a rule does, in a few words: `block 429`, `unlimited`, `quota 600 burst 20 window 60s`. */
+export function describeEffect(
+  rule: Pick<OverrideRule, 'effect' | 'status' | 'quota' | 'burst' | 'window'>,
+): string {
+  if (rule.effect === 'block') return `block ${rule.status}`;
+  if (rule.effect === 'unlimited') return 'unlimited';
+  return `quota ${rule.quota} burst ${rule.burst} window ${rule.window}s`;
+}
+
 /** A short text of a rule for log lines and messages. */
 export function describeOverride(rule: OverrideRule): string {
-  const what =
-    rule.effect === 'block'
-      ? `block ${rule.status}`
-      : rule.effect === 'unlimited'
-        ? 'unlimited'
-        : `quota ${rule.quota} burst ${rule.burst} window ${rule.window}s`;
+  const what = describeEffect(rule);
   return `${rule.id}: ${what}${rule.expiresAt === undefined ? '' : ` until ${new Date(rule.expiresAt).toISOString()}`} (${describeValue(rule.reason)})`;
 }
