@@ -240,6 +240,36 @@ describe('sluice override and sluice block', () => {
   });
 });
 
+describe('penalty blocks', () => {
+  it('blocks a key limited N times in the window, with a metric and a log line, doubling on repeat', async () => {
+    let wall = WALL_MS;
+    const penalty = 'penalty:\n  after: 2\n  within: 60s\n  block: 10s\n  maxBlock: 15s\n';
+    const g = await start('penalty', config(penalty), () => wall);
+    const url = `${g.gateway.url}/items`;
+    expect(await statuses(agent, url, 4)).toEqual([200, 200, 429, 429]);
+    // The block is set asynchronously after the second denial: wait for it on the store, not by requests.
+    await vi.waitFor(() => expect(g.gateway.overrides.list()).toHaveLength(1), {
+      timeout: 1000,
+      interval: 5,
+    });
+    const blocked = await send(agent, url);
+    expect(blocked.json()).toMatchObject({ code: 'blocked' });
+    expect(blocked.headers['retry-after']).toBe('10');
+    const line = g.logs.lines.find((l) => l.penalty === true);
+    expect(line).toMatchObject({ key: 'ip:127.0.0.1', durationSeconds: 10, level: 0, status: 429 });
+    const metrics = await send(agent, `${g.gateway.url}/metrics`);
+    expect(metrics.text).toMatch(/sluice_penalty_blocks_total\{status="429"\} 1/);
+    wall += 10_000;
+    g.clock.advance(60_000); // the bucket refills on the store's clock
+    expect(await statuses(agent, url, 4)).toEqual([200, 200, 429, 429]);
+    await vi.waitFor(() => expect(g.gateway.overrides.list()).toHaveLength(1), {
+      timeout: 1000,
+      interval: 5,
+    });
+    expect((await send(agent, url)).headers['retry-after']).toBe('15');
+  });
+});
+
 describe('overrides on Redis', () => {
   it('applies an override set on one gateway on a second gateway within 1 s, and ends it on time', async () => {
     let wall = Date.now();

@@ -117,6 +117,7 @@ export class OverrideControl {
       }
       throw e;
     }
+    if (rule.policy === undefined && rule.tier === undefined) return rule;
     const plan = this.#runtime().plan;
     if (rule.policy !== undefined && !plan.limiter.has(rule.policy)) {
       const known = plan.limiter.policies.map((p) => p.name).join(', ');

@@ -1,10 +1,12 @@
 import { EventEmitter } from 'node:events';
+import promClient from 'prom-client';
 import type { Clock, RateLimitStore } from 'sluice';
 import type { PrometheusMetrics } from 'sluice/prometheus';
 import { TopLimitedKeys, wallClock } from 'sluice/quota';
 import { sharedTimeClock } from 'sluice/shared';
 import { EXEMPT_REASONS } from '../admission/admit-request.js';
 import { OverrideControl } from '../admission/override-control.js';
+import { Penalties } from '../admission/penalties.js';
 import { Runtime } from '../admission/runtime.js';
 import { configWarnings } from '../config/config-warnings.js';
 import type { GatewayConfig } from '../config/gateway-config.js';
@@ -106,6 +108,8 @@ export class Gateway extends EventEmitter {
   readonly store: RateLimitStore;
   /** Run-time overrides and blocks: validated, stored beside the buckets, audited. */
   readonly overrides: OverrideControl;
+  /** Automatic blocks of keys limited again and again (`penalty:`); idle without the section. */
+  readonly penalties: Penalties;
   readonly #opened: OpenedStore;
   readonly #reloads: ReloadController;
   readonly #proxy: ProxyServer;
@@ -172,6 +176,31 @@ export class Gateway extends EventEmitter {
       prefix: config.metrics.prefix,
       exemptReasons: [...EXEMPT_REASONS],
     });
+    const penaltyBlocks = new promClient.Counter({
+      name: `${config.metrics.prefix}_penalty_blocks_total`,
+      help: 'Automatic blocks set by penalty: (keys limited too often), by the status they answer with.',
+      labelNames: ['status'],
+      registers: [this.metrics.registry],
+    });
+    this.penalties = new Penalties(
+      this.overrides,
+      () => this.#reloads.runtime.config.penalty,
+      now,
+      this.logger,
+      (b) => {
+        penaltyBlocks.inc({ status: String(b.status) });
+        this.logger.warn(
+          {
+            penalty: true,
+            key: b.key,
+            durationSeconds: b.durationMs / 1000,
+            level: b.level,
+            status: b.status,
+          },
+          'key blocked by penalty',
+        );
+      },
+    );
     this.scrape = options.thread?.scrape ?? (() => this.metrics.registry.metrics());
     this.#unobserveStore = observeStore(this.metrics, this.store, this.logger);
     this.quota = TenantQuota.open({
