@@ -369,4 +369,66 @@ describe('dashboard', () => {
     }
     expect(problems).toEqual([]);
   });
+  it('lists overrides and blocks with moving countdowns, and removes one only after confirmation', async () => {
+    const headers = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
+    const put = (body: unknown) =>
+      send(agent, `${admin}/overrides`, { method: 'PUT', headers, body: JSON.stringify(body) });
+    const listed = async () =>
+      (await send(agent, `${admin}/overrides`, { headers })).json<{ overrides: { id: string }[] }>()
+        .overrides;
+    expect(
+      (await put({ pattern: 'tenant:acme', tier: 'enterprise', quota: 5000, window: 60, reason: 'launch' }))
+        .status,
+    ).toBe(200);
+    expect(
+      (await put({ pattern: 'ip:192.0.2.0/24', block: 429, ttlSeconds: 125, reason: 'scraper' })).status,
+    ).toBe(200);
+    const p = await context.newPage();
+    p.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
+    await p.goto(`${admin}/dashboard/`);
+    await p.fill('#token', TOKEN);
+    await p.click('button[type=submit]');
+    await p.waitForSelector('#overrides-table tbody tr');
+    const rows = await p.locator('#overrides-table tbody tr').allInnerTexts();
+    expect(rows).toHaveLength(2);
+    const limit = rows.find((r) => r.includes('tenant:acme')) ?? '';
+    for (const s of ['tier enterprise', '5000 / 60 s, burst 5000', 'no end', 'admin: launch'])
+      expect(limit).toContain(s);
+    const block = p.locator('#overrides-table tr[data-effect=block]');
+    expect(await block.textContent()).toContain('Block 429');
+    const cell = block.locator('td.countdown');
+    const first = (await cell.textContent()) ?? '';
+    expect(first).toMatch(/^2 min 0[0-5] s$/);
+    // The countdown moves on the browser's clock, without a fetch (polled, never slept).
+    await p.waitForFunction(
+      (prev) =>
+        document.querySelector('#overrides-table tr[data-effect=block] td.countdown')?.textContent !== prev,
+      first,
+      { timeout: 5000 },
+    );
+    // Dismissing the confirmation removes nothing.
+    p.once('dialog', (d) => void d.dismiss());
+    await block.locator('button').click();
+    expect(await listed()).toHaveLength(2);
+    let asked = '';
+    p.once('dialog', (d) => {
+      asked = d.message();
+      void d.accept();
+    });
+    await block.locator('button').click();
+    await p.waitForFunction(() => document.querySelectorAll('#overrides-table tbody tr').length === 1);
+    expect(asked).toContain('ip:192.0.2.0/24');
+    expect((await listed()).map((o) => o.id)).toEqual(['tenant:acme tier=enterprise']);
+    const history = (await send(agent, `${admin}/overrides/history`, { headers })).json<{
+      changes: { action: string; reason: string; who: string }[];
+    }>().changes;
+    expect(history.at(-1)).toMatchObject({
+      action: 'remove',
+      who: 'admin',
+      reason: 'removed from the dashboard',
+    });
+    await p.screenshot({ path: join(ARTIFACTS, 'overrides-laptop.png'), fullPage: true });
+    await p.close();
+    expect(problems).toEqual([]);
+  });
 });

@@ -1,3 +1,4 @@
+import type { ListedOverride } from '../../src/admission/override-control.js';
 import type { GatewayConfig } from '../../src/config/gateway-config.js';
 import type { BucketView } from '../../src/server/admin-server.js';
 
@@ -40,6 +41,19 @@ export class AdminApi {
   /** Forgets every bucket of a key (`DELETE /keys/<key>`). */
   async reset(key: string): Promise<void> {
     await this.#call('DELETE', `/keys/${encodeURIComponent(key)}`);
+  }
+
+  /** The overrides and blocks in force (`GET /overrides`). */
+  async overrides(): Promise<readonly ListedOverride[]> {
+    return (await this.#json<{ overrides: ListedOverride[] }>('GET', '/overrides')).overrides;
+  }
+
+  /** Removes a rule (`DELETE /overrides?id=...`), with the reason for the audit log. */
+  async removeOverride(id: string, reason: string): Promise<void> {
+    await this.#call(
+      'DELETE',
+      `/overrides?id=${encodeURIComponent(id)}&reason=${encodeURIComponent(reason)}`,
+    );
   }
 
   /** The headers of an authorized call, for the event stream. */

@@ -6,6 +6,7 @@ import { renderConfig } from './config-view.js';
 import { byId, fill, h } from './dom.js';
 import { openEventStream, type StreamState } from './event-stream.js';
 import { clock, count, orNone, percent, rate } from './format.js';
+import { renderOverrides, tickCountdowns } from './overrides-panel.js';
 import { renderInspection, renderPolicies, renderStore, renderTenants, renderTopKeys } from './panels.js';
 import { RateChart } from './rate-chart.js';
 import { RateModel, type View } from './rate-model.js';
@@ -41,7 +42,50 @@ function setConnection(state: StreamState | 'locked', detail?: string): void {
   connection.title = detail ?? '';
 }
 
+/** How often the overrides panel reads the list again; countdowns move every second in between. */
+const OVERRIDES_REFRESH_MS = 5000;
+let overridesTimer: ReturnType<typeof setInterval> | undefined;
+let overridesTick = 0;
+
+async function refreshOverrides(): Promise<void> {
+  const a = api;
+  if (a === undefined) return;
+  const host = byId('overrides');
+  try {
+    const rules = await a.overrides();
+    renderOverrides(host, rules, Date.now(), (rule) => {
+      const what = rule.effect === 'block' ? 'block' : 'override';
+      if (
+        !window.confirm(
+          `Remove the ${what} on ${rule.pattern}? Its requests get the configured limits again.`,
+        )
+      )
+        return;
+      a.removeOverride(rule.id, 'removed from the dashboard').then(refreshOverrides, (e: Error) => {
+        byId('overrides-error').textContent = e.message;
+      });
+    });
+    byId('overrides-error').textContent = '';
+  } catch (e) {
+    if (e instanceof UnauthorizedError) lock('The admin token was refused.');
+    else byId('overrides-error').textContent = (e as Error).message;
+  }
+}
+
+function startOverrides(): void {
+  clearInterval(overridesTimer);
+  overridesTick = 0;
+  void refreshOverrides();
+  overridesTimer = setInterval(() => {
+    overridesTick++;
+    const ended = tickCountdowns(byId('overrides'), Date.now());
+    if (ended || overridesTick % (OVERRIDES_REFRESH_MS / 1000) === 0) void refreshOverrides();
+  }, 1000);
+}
+
 function lock(message = ''): void {
+  clearInterval(overridesTimer);
+  overridesTimer = undefined;
   stopStream?.();
   stopStream = undefined;
   api = undefined;
@@ -76,6 +120,7 @@ async function unlock(token: string): Promise<void> {
   byId<HTMLInputElement>('token').value = '';
   byId('token-error').textContent = '';
   showConfig(config);
+  startOverrides();
   chart ??= new RateChart(byId('chart'), REQUEST_LABELS);
   stopStream = openEventStream('/dashboard/events', candidate.headers(), {
     snapshot: onSnapshot,
