@@ -127,4 +127,23 @@ describe('RedisOverrides', () => {
     await a.overrides.set(next, change(next.id));
     expect(a.overrides.snapshot().rules.map((r) => r.id)).toEqual(['k2']);
   });
+
+  it('follows a Redis that came back with an older version (restored from an earlier snapshot)', async () => {
+    const { a, change, rule } = await twoGateways();
+    for (const p of ['k1', 'k2', 'k3']) {
+      const r = rule({ pattern: p, unlimited: true, reason: 'x' });
+      await a.overrides.set(r, change(r.id));
+    }
+    expect(a.overrides.snapshot().version).toBe(3);
+    const prefix = `o${prefixes}:{overrides}:`;
+    const older = rule({ pattern: 'k0', unlimited: true, reason: 'restored' });
+    const redis = clients[0];
+    await redis.del(`${prefix}rules`);
+    await redis.hset(`${prefix}rules`, older.id, JSON.stringify(older));
+    await redis.set(`${prefix}version`, '1');
+    await vi.waitFor(() => expect(a.overrides.snapshot().rules.map((r) => r.id)).toEqual(['k0']), {
+      timeout: 1000,
+      interval: 10,
+    });
+  });
 });

@@ -153,10 +153,9 @@ export class RedisOverrides implements OverrideStore {
       const r = readStoredOverride(safeParse(String(flat[i])));
       if (r !== undefined) rules.push(r);
     }
-    // A later read may have landed first: never go back to an older version.
-    if (version > this.#snapshot.version || version === 0) {
-      this.#snapshot = Object.freeze({ version, rules: Object.freeze(rules) });
-    }
+    // Reads never overlap (refresh() shares the one in flight), so any other version is the newer state, a lower
+    // one included (a Redis restarted from an older snapshot).
+    this.#snapshot = Object.freeze({ version, rules: Object.freeze(rules) });
   }
 
   async #call(script: string, args: string[]): Promise<unknown> {
