@@ -56,6 +56,11 @@ export class AdminApi {
     );
   }
 
+  /** Sets an override or a block (`PUT /overrides`); the body as the admin API documents it. */
+  async setOverride(body: Record<string, unknown>): Promise<void> {
+    await this.#call('PUT', '/overrides', JSON.stringify(body));
+  }
+
   /** The headers of an authorized call, for the event stream. */
   headers(): Record<string, string> {
     return { authorization: `Bearer ${this.#token}` };
@@ -66,8 +71,15 @@ export class AdminApi {
     return (await r.json()) as T;
   }
 
-  async #call(method: string, path: string): Promise<Response> {
-    const r = await fetch(path, { method, headers: this.headers(), cache: 'no-store' });
+  async #call(method: string, path: string, body?: string): Promise<Response> {
+    const headers =
+      body === undefined ? this.headers() : { ...this.headers(), 'content-type': 'application/json' };
+    const r = await fetch(path, {
+      method,
+      headers,
+      cache: 'no-store',
+      ...(body === undefined ? {} : { body }),
+    });
     if (r.status === 401) throw new UnauthorizedError();
     if (!r.ok) {
       let detail = `${r.status} ${r.statusText}`;

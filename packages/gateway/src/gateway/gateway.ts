@@ -18,6 +18,7 @@ import {
   ThreadPeers,
   TOP_SHIPPED,
 } from '../dashboard/index.js';
+import { LimitedKeyFacts } from '../dashboard/limited-key-facts.js';
 import { createLogger, type Logger } from '../log/create-logger.js';
 import { logConfigWarnings } from '../log/log-config-warnings.js';
 import { TappedMetrics } from '../metrics/tapped-metrics.js';
@@ -108,6 +109,8 @@ export class Gateway extends EventEmitter {
   readonly store: RateLimitStore;
   /** Run-time overrides and blocks: validated, stored beside the buckets, audited. */
   readonly overrides: OverrideControl;
+  /** What each limited key is, for the dashboard's top list (this thread's denials). */
+  readonly limitedKeyFacts: LimitedKeyFacts;
   /** Automatic blocks of keys limited again and again (`penalty:`); idle without the section. */
   readonly penalties: Penalties;
   readonly #opened: OpenedStore;
@@ -172,7 +175,8 @@ export class Gateway extends EventEmitter {
     });
     this.peers = thread?.collectsFeeds ? new ThreadPeers(this.rates) : undefined;
     this.topLimitedKeys = this.peers?.topKeys(this.#limitedKeys) ?? this.#limitedKeys;
-    this.metrics = new TappedMetrics([this.rates, this.#limitedKeys], {
+    this.limitedKeyFacts = new LimitedKeyFacts((k) => this.#limitedKeys.hashKey(k), config.keys.prefix, now);
+    this.metrics = new TappedMetrics([this.rates, this.#limitedKeys, this.limitedKeyFacts], {
       prefix: config.metrics.prefix,
       exemptReasons: [...EXEMPT_REASONS],
     });
