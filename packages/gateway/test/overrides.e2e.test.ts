@@ -1,7 +1,9 @@
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type RedisServer, startRedisServer } from '../../../test/support/redis-server.js';
 import { main } from '../src/cli/main.js';
+import { hashApiKey } from '../src/identity/api-key-file.js';
 import {
   client,
   send,
@@ -160,6 +162,34 @@ describe('operator overrides through the admin API (memory store)', () => {
       body: '{',
     });
     expect(r.json()).toMatchObject({ status: 400, field: 'body' });
+  });
+});
+
+describe('API key names', () => {
+  it('resolves apikey-name:<name> to that key caller when set, and names the pattern when it cannot', async () => {
+    writeFileSync(
+      join(tmp.dir, 'keys.yaml'),
+      `keys:\n  - { hash: ${hashApiKey('key-ci')}, tenant: acme, client: ci, name: ci-bot }\n  - { hash: ${hashApiKey('key-plain')}, name: plain }\n`,
+    );
+    const g = await start('apikeys', config('identity:\n  apiKeys: { file: keys.yaml }\n'));
+    const r = await put(g, { pattern: 'apikey-name:ci-bot', quota: 600, window: 60, reason: 'ci' });
+    expect(r.json()).toMatchObject({
+      override: { pattern: 'tenant:acme:client:ci', id: 'tenant:acme:client:ci' },
+    });
+    const seen = await send(agent, `${g.gateway.url}/items`, { headers: { 'x-api-key': 'key-ci' } });
+    expect(seen.headers['x-ratelimit-limit']).toBe('600');
+    for (const pattern of ['apikey-name:nobody', 'apikey-name:plain']) {
+      expect((await put(g, { pattern, quota: 600, window: 60, reason: 'x' })).json()).toMatchObject({
+        status: 400,
+        field: 'pattern',
+      });
+    }
+    const none = await put(running[0], { pattern: 'apikey-name:ci-bot', quota: 6, window: 60, reason: 'x' });
+    expect(none.json()).toMatchObject({
+      status: 400,
+      field: 'pattern',
+      detail: expect.stringContaining('identity.apiKeys.file'),
+    });
   });
 });
 

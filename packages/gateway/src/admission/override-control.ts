@@ -4,10 +4,11 @@ import {
   type OverrideChange,
   type OverrideRule,
   type OverrideStore,
+  overrideId,
   parseOverride,
   SluiceError,
 } from 'sluice';
-import { overridePattern } from 'sluice/http';
+import { escapeKeyPart, overridePattern } from 'sluice/http';
 import type { Logger } from '../log/create-logger.js';
 import type { Runtime } from './runtime.js';
 
@@ -25,6 +26,9 @@ export class OverrideInputError extends Error {
     this.name = 'OverrideInputError';
   }
 }
+
+/** The pattern prefix that names an API key of the key file instead of a bucket key. */
+const API_KEY_NAME = 'apikey-name:';
 
 /** A rule as the admin API lists it: with the seconds left until it ends. */
 export type ListedOverride = OverrideRule & { readonly expiresInSeconds?: number };
@@ -110,6 +114,7 @@ export class OverrideControl {
     let rule: OverrideRule;
     try {
       rule = parseOverride(body, now, who);
+      if (rule.pattern.startsWith(API_KEY_NAME)) rule = this.#byKeyName(rule);
       overridePattern(rule.pattern);
     } catch (e) {
       if (e instanceof SluiceError) {
@@ -130,6 +135,35 @@ export class OverrideControl {
       throw new OverrideInputError('tier', `tier must be a configured tier, got "${rule.tier}"`);
     }
     return rule;
+  }
+
+  /**
+   * An `apikey-name:<name>` pattern resolved to the bucket key of that API key's caller, `tenant:<t>:client:<c>`,
+   * once, when the rule is set (a later change of the key file does not move it).
+   */
+  #byKeyName(rule: OverrideRule): OverrideRule {
+    const name = rule.pattern.slice(API_KEY_NAME.length);
+    const entry = this.#runtime().identifier.apiKeyNamed(name);
+    if (entry === null) {
+      throw new OverrideInputError(
+        'pattern',
+        'pattern apikey-name:<name> needs identity.apiKeys.file in the configuration',
+      );
+    }
+    if (entry === undefined) {
+      throw new OverrideInputError(
+        'pattern',
+        `pattern must name a key of the API key file, got no key named "${name}"`,
+      );
+    }
+    if (entry.tenant === undefined || entry.client === undefined) {
+      throw new OverrideInputError(
+        'pattern',
+        `pattern apikey-name:${name} needs tenant and client on that key (its bucket key is tenant:<t>:client:<c>)`,
+      );
+    }
+    const pattern = `tenant:${escapeKeyPart(entry.tenant)}:client:${escapeKeyPart(entry.client)}`;
+    return Object.freeze({ ...rule, pattern, id: overrideId(pattern, rule.policy, rule.tier) });
   }
 
   #audit(change: OverrideChange, message: string): void {
