@@ -217,12 +217,16 @@ describe('dashboard', () => {
     const policies = await text('#policies');
     for (const p of ['/api/risk/simulation/*', 'enterprise', 'free', 'standard.hour'])
       expect(policies).toContain(p);
-    // Top limited keys: hashes only, never the keys themselves.
-    await page.waitForSelector('#top-keys-table tbody tr');
-    const keys = await text('#top-keys');
-    expect(keys).toMatch(/[0-9a-f]{16}/);
-    expect(keys).not.toContain('127.0.0.1');
-    expect(keys).not.toContain('globex');
+    // Top limited keys: what each key is (kind, tenant and client or address, tier, policy, last seen).
+    await page.waitForSelector('#top-keys-table tbody tr[data-key="tenant:globex:client:web"]');
+    const globex =
+      (await page.locator('#top-keys-table tr[data-key="tenant:globex:client:web"]').textContent()) ?? '';
+    for (const s of ['tenant-client', 'globex / web', 'standard', '/api/risk/simulation/*'])
+      expect(globex).toContain(s);
+    // Last seen: by the gateway's wall clock (fixed in tests) against the browser's.
+    expect(globex).toMatch(/\d+ (s|min) ago/);
+    const anonymous = (await page.locator('#top-keys-table tr[data-key="ip:127.0.0.1"]').textContent()) ?? '';
+    for (const s of ['address', '127.0.0.1', 'free']) expect(anonymous).toContain(s);
     // Store health: memory, tracked keys against the cap.
     const store = await text('#store');
     expect(store).toContain('memory');
@@ -247,7 +251,7 @@ describe('dashboard', () => {
       'combobox "View"',
       /img "All requests per second over the last \d+ minutes; last second: allowed \d+, limited \d+, exempt \d+"/,
       'table "Decisions per policy and tier over the last 60 seconds"',
-      'table "Keys denied most often, as hashes"',
+      'table "Keys denied most often"',
       'textbox "Key"',
       'button "Inspect"',
       'button "Reset key"',
@@ -392,6 +396,132 @@ describe('dashboard', () => {
       await server.close();
       await quota.close();
     }
+    expect(problems).toEqual([]);
+  });
+  it('lists overrides and blocks with moving countdowns, and removes one only after confirmation', async () => {
+    const headers = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
+    const put = (body: unknown) =>
+      send(agent, `${admin}/overrides`, { method: 'PUT', headers, body: JSON.stringify(body) });
+    const listed = async () =>
+      (await send(agent, `${admin}/overrides`, { headers })).json<{ overrides: { id: string }[] }>()
+        .overrides;
+    expect(
+      (await put({ pattern: 'tenant:acme', tier: 'enterprise', quota: 5000, window: 60, reason: 'launch' }))
+        .status,
+    ).toBe(200);
+    expect(
+      (await put({ pattern: 'ip:192.0.2.0/24', block: 429, ttlSeconds: 125, reason: 'scraper' })).status,
+    ).toBe(200);
+    const p = await context.newPage();
+    p.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
+    await p.goto(`${admin}/dashboard/`);
+    await p.fill('#token', TOKEN);
+    await p.click('button[type=submit]');
+    await p.waitForSelector('#overrides-table tbody tr');
+    const rows = await p.locator('#overrides-table tbody tr').allInnerTexts();
+    expect(rows).toHaveLength(2);
+    const limit = rows.find((r) => r.includes('tenant:acme')) ?? '';
+    for (const s of ['tier enterprise', '5000 / 60 s, burst 5000', 'no end', 'admin: launch'])
+      expect(limit).toContain(s);
+    const block = p.locator('#overrides-table tr[data-effect=block]');
+    expect(await block.textContent()).toContain('Block 429');
+    const cell = block.locator('td.countdown');
+    const first = (await cell.textContent()) ?? '';
+    expect(first).toMatch(/^2 min 0[0-5] s$/);
+    // The countdown moves on the browser's clock, without a fetch (polled, never slept).
+    await p.waitForFunction(
+      (prev) =>
+        document.querySelector('#overrides-table tr[data-effect=block] td.countdown')?.textContent !== prev,
+      first,
+      { timeout: 5000 },
+    );
+    // Dismissing the confirmation removes nothing.
+    p.once('dialog', (d) => void d.dismiss());
+    await block.locator('button').click();
+    expect(await listed()).toHaveLength(2);
+    let asked = '';
+    p.once('dialog', (d) => {
+      asked = d.message();
+      void d.accept();
+    });
+    await block.locator('button').click();
+    await p.waitForFunction(() => document.querySelectorAll('#overrides-table tbody tr').length === 1);
+    expect(asked).toContain('ip:192.0.2.0/24');
+    expect((await listed()).map((o) => o.id)).toEqual(['tenant:acme tier=enterprise']);
+    const history = (await send(agent, `${admin}/overrides/history`, { headers })).json<{
+      changes: { action: string; reason: string; who: string }[];
+    }>().changes;
+    expect(history.at(-1)).toMatchObject({
+      action: 'remove',
+      who: 'admin',
+      reason: 'removed from the dashboard',
+    });
+    await p.screenshot({ path: join(ARTIFACTS, 'overrides-laptop.png'), fullPage: true });
+    await p.close();
+    expect(problems).toEqual([]);
+  });
+  it('acts on a top limited key: inspect, reset, override and block, each change asked first', async () => {
+    const headers = { authorization: `Bearer ${TOKEN}` };
+    // The rules on this key (an earlier test left one on another).
+    const rules = async () =>
+      (await send(agent, `${admin}/overrides`, { headers }))
+        .json<{ overrides: { pattern: string; effect: string; quota?: number }[] }>()
+        .overrides.filter((r) => r.pattern === 'tenant:globex:client:web');
+    // The main page forgot its token in an earlier test: a page of its own.
+    const page = await context.newPage();
+    page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
+    await page.goto(`${admin}/dashboard/`);
+    await page.fill('#token', TOKEN);
+    await page.click('button[type=submit]');
+    const text = async (selector: string) => (await page.locator(selector).textContent()) ?? '';
+    const row = page.locator('#top-keys-table tr[data-key="tenant:globex:client:web"]');
+    await row.waitFor();
+    await row.locator('button[data-action=inspect]').click();
+    await page.waitForFunction(() =>
+      document.getElementById('inspect-status')?.textContent?.includes('tenant:globex:client:web'),
+    );
+    expect(await text('#inspect-result')).toContain('/api/risk/simulation/*');
+    // A dismissed confirmation changes nothing; an accepted one resets.
+    page.once('dialog', (d) => void d.dismiss());
+    await row.locator('button[data-action=reset]').click();
+    expect(await text('#inspect-status')).not.toContain('was reset');
+    page.once('dialog', (d) => void d.accept());
+    await row.locator('button[data-action=reset]').click();
+    await page.waitForFunction(() =>
+      document.getElementById('inspect-status')?.textContent?.includes('was reset'),
+    );
+    // Override: the prompt asks for the rate (cancelling sets nothing).
+    page.once('dialog', (d) => void d.dismiss());
+    await row.locator('button[data-action=override]').click();
+    expect(await rules()).toEqual([]);
+    page.once('dialog', (d) => {
+      expect(d.type()).toBe('prompt');
+      void d.accept('1200');
+    });
+    await row.locator('button[data-action=override]').click();
+    await page.waitForFunction(() =>
+      document.getElementById('inspect-status')?.textContent?.includes('Override set'),
+    );
+    expect(await rules()).toMatchObject([
+      { pattern: 'tenant:globex:client:web', effect: 'limit', quota: 1200 },
+    ]);
+    page.once('dialog', (d) => void d.accept());
+    await row.locator('button[data-action=block]').click();
+    await page.waitForFunction(() =>
+      document.getElementById('inspect-status')?.textContent?.includes('is blocked'),
+    );
+    // One rule per key and scope: the block replaces the override.
+    expect(await rules()).toMatchObject([{ pattern: 'tenant:globex:client:web', effect: 'block' }]);
+    // The panel of overrides and blocks shows the block at its next read.
+    await page.waitForFunction(
+      () => document.querySelectorAll('#overrides-table tr[data-effect=block]').length === 1,
+      undefined,
+      {
+        timeout: 10_000,
+      },
+    );
+    await page.screenshot({ path: join(ARTIFACTS, 'key-actions-laptop.png'), fullPage: true });
+    await page.close();
     expect(problems).toEqual([]);
   });
 });

@@ -127,6 +127,31 @@ const requestLines = (lines: string[]) =>
     .filter((l) => l.msg === 'request');
 
 describe('sluice serve --threads', () => {
+  it('holds a block set through the admin API on every thread (the shared overrides buffer)', async () => {
+    const file = join(tmp.dir, 'threads-block.yaml');
+    const adminPort = await freePort();
+    const token = 'b'.repeat(32);
+    writeFileSync(file, `${CONFIG}admin: { port: ${adminPort}, token: "${token}" }\n`);
+    const p = serveTwoThreads(threadedNode(), file);
+    const first = JSON.parse(await p.waitFor(/sluice gateway listening/)) as { url: string };
+    await p.waitFor(/"thread":1.*sluice gateway listening/);
+    const admin = client();
+    const set = await send(admin, `http://127.0.0.1:${adminPort}/overrides`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ pattern: 'ip:127.0.0.1', block: 403, reason: 'threads' }),
+    });
+    await admin.close();
+    expect(set.status).toBe(200);
+    const codes = await burst(first.url, 20);
+    expect(codes).toEqual(Array(20).fill(403));
+    await p.waitFor(/"msg":"request"/);
+    const answered = requestLines(p.lines).filter((l) => l.status === 403);
+    expect(new Set(answered.map((l) => l.thread))).toEqual(new Set([0, 1]));
+    p.child.kill('SIGTERM');
+    expect(await p.exited).toBe(0);
+  });
+
   it('serves one port from two threads over one shared store: exactly the burst is admitted', async () => {
     const file = join(tmp.dir, 'threads.yaml');
     // A fixed admin port: a second thread opening it too would fail with EADDRINUSE.

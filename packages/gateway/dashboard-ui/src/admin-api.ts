@@ -1,3 +1,4 @@
+import type { ListedOverride } from '../../src/admission/override-control.js';
 import type { GatewayConfig } from '../../src/config/gateway-config.js';
 import type { BucketView } from '../../src/server/admin-server.js';
 
@@ -42,6 +43,24 @@ export class AdminApi {
     await this.#call('DELETE', `/keys/${encodeURIComponent(key)}`);
   }
 
+  /** The overrides and blocks in force (`GET /overrides`). */
+  async overrides(): Promise<readonly ListedOverride[]> {
+    return (await this.#json<{ overrides: ListedOverride[] }>('GET', '/overrides')).overrides;
+  }
+
+  /** Removes a rule (`DELETE /overrides?id=...`), with the reason for the audit log. */
+  async removeOverride(id: string, reason: string): Promise<void> {
+    await this.#call(
+      'DELETE',
+      `/overrides?id=${encodeURIComponent(id)}&reason=${encodeURIComponent(reason)}`,
+    );
+  }
+
+  /** Sets an override or a block (`PUT /overrides`); the body as the admin API documents it. */
+  async setOverride(body: Record<string, unknown>): Promise<void> {
+    await this.#call('PUT', '/overrides', JSON.stringify(body));
+  }
+
   /** The headers of an authorized call, for the event stream. */
   headers(): Record<string, string> {
     return { authorization: `Bearer ${this.#token}` };
@@ -52,8 +71,15 @@ export class AdminApi {
     return (await r.json()) as T;
   }
 
-  async #call(method: string, path: string): Promise<Response> {
-    const r = await fetch(path, { method, headers: this.headers(), cache: 'no-store' });
+  async #call(method: string, path: string, body?: string): Promise<Response> {
+    const headers =
+      body === undefined ? this.headers() : { ...this.headers(), 'content-type': 'application/json' };
+    const r = await fetch(path, {
+      method,
+      headers,
+      cache: 'no-store',
+      ...(body === undefined ? {} : { body }),
+    });
     if (r.status === 401) throw new UnauthorizedError();
     if (!r.ok) {
       let detail = `${r.status} ${r.statusText}`;

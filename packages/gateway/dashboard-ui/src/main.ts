@@ -6,7 +6,15 @@ import { renderConfig } from './config-view.js';
 import { byId, fill, h } from './dom.js';
 import { openEventStream, type StreamState } from './event-stream.js';
 import { clock, count, orNone, percent, rate } from './format.js';
-import { renderInspection, renderPolicies, renderStore, renderTenants, renderTopKeys } from './panels.js';
+import { renderOverrides, tickCountdowns } from './overrides-panel.js';
+import {
+  type KeyActions,
+  renderInspection,
+  renderPolicies,
+  renderStore,
+  renderTenants,
+  renderTopKeys,
+} from './panels.js';
 import { RateChart } from './rate-chart.js';
 import { RateModel, type View } from './rate-model.js';
 
@@ -41,7 +49,50 @@ function setConnection(state: StreamState | 'locked', detail?: string): void {
   connection.title = detail ?? '';
 }
 
+/** How often the overrides panel reads the list again; countdowns move every second in between. */
+const OVERRIDES_REFRESH_MS = 5000;
+let overridesTimer: ReturnType<typeof setInterval> | undefined;
+let overridesTick = 0;
+
+async function refreshOverrides(): Promise<void> {
+  const a = api;
+  if (a === undefined) return;
+  const host = byId('overrides');
+  try {
+    const rules = await a.overrides();
+    renderOverrides(host, rules, Date.now(), (rule) => {
+      const what = rule.effect === 'block' ? 'block' : 'override';
+      if (
+        !window.confirm(
+          `Remove the ${what} on ${rule.pattern}? Its requests get the configured limits again.`,
+        )
+      )
+        return;
+      a.removeOverride(rule.id, 'removed from the dashboard').then(refreshOverrides, (e: Error) => {
+        byId('overrides-error').textContent = e.message;
+      });
+    });
+    byId('overrides-error').textContent = '';
+  } catch (e) {
+    if (e instanceof UnauthorizedError) lock('The admin token was refused.');
+    else byId('overrides-error').textContent = (e as Error).message;
+  }
+}
+
+function startOverrides(): void {
+  clearInterval(overridesTimer);
+  overridesTick = 0;
+  void refreshOverrides();
+  overridesTimer = setInterval(() => {
+    overridesTick++;
+    const ended = tickCountdowns(byId('overrides'), Date.now());
+    if (ended || overridesTick % (OVERRIDES_REFRESH_MS / 1000) === 0) void refreshOverrides();
+  }, 1000);
+}
+
 function lock(message = ''): void {
+  clearInterval(overridesTimer);
+  overridesTimer = undefined;
   stopStream?.();
   stopStream = undefined;
   api = undefined;
@@ -76,6 +127,7 @@ async function unlock(token: string): Promise<void> {
   byId<HTMLInputElement>('token').value = '';
   byId('token-error').textContent = '';
   showConfig(config);
+  startOverrides();
   chart ??= new RateChart(byId('chart'), REQUEST_LABELS);
   stopStream = openEventStream('/dashboard/events', candidate.headers(), {
     snapshot: onSnapshot,
@@ -190,7 +242,7 @@ function refresh(): void {
         ? `${count(s.trackedKeys)} keys${s.maxTrackedKeys !== undefined ? ` of ${count(s.maxTrackedKeys)}` : ''}`
         : 'healthy';
     renderStore(byId('store'), byId('store-badge'), s, model.storeTotals(MINUTE));
-    renderTopKeys(byId('top-keys'), status.topLimitedKeys);
+    renderTopKeys(byId('top-keys'), status.topLimitedKeys, KEY_ACTIONS);
     renderTenants(byId('top-tenants'), status.topTenants);
   }
 }
@@ -205,6 +257,49 @@ function parseView(value: string): View {
   if (value.startsWith('tier:')) return { kind: 'tier', tier: value.slice(5) };
   if (value.startsWith('policy:')) return { kind: 'policy', policy: value.slice(7) };
   return { kind: 'all' };
+}
+
+/** What the top limited keys' rows do; every change asks first and reports in the inspect panel's line. */
+const KEY_ACTIONS: KeyActions = {
+  inspect: (key) => {
+    byId<HTMLInputElement>('key').value = key;
+    void inspect(false);
+  },
+  reset: (key) => {
+    if (!window.confirm(`Reset ${key}? Every bucket of the key starts full again.`)) return;
+    byId<HTMLInputElement>('key').value = key;
+    void inspect(true);
+  },
+  override: (key) => {
+    const answer = window.prompt(`Requests per minute for ${key} for the next hour (burst the same):`, '600');
+    if (answer === null) return;
+    const quota = Number(answer);
+    void keyChange(key, {
+      pattern: key,
+      quota,
+      window: 60,
+      ttlSeconds: 3600,
+      reason: 'set from the dashboard',
+    });
+  },
+  block: (key) => {
+    if (!window.confirm(`Block ${key} for one hour? Its requests get 429 with Retry-After until then.`))
+      return;
+    void keyChange(key, { pattern: key, block: 429, ttlSeconds: 3600, reason: 'blocked from the dashboard' });
+  },
+};
+
+async function keyChange(key: string, body: Record<string, unknown>): Promise<void> {
+  const line = byId('inspect-status');
+  try {
+    await api?.setOverride(body);
+    line.className = 'status-line tone-ok';
+    line.textContent = body.block === undefined ? `Override set for ${key}.` : `Key ${key} is blocked.`;
+    void refreshOverrides();
+  } catch (e) {
+    line.className = 'status-line tone-danger';
+    line.textContent = (e as Error).message;
+  }
 }
 
 async function inspect(reset: boolean): Promise<void> {

@@ -85,8 +85,32 @@ export function renderStore(
   fill(dl, ...items.flatMap(([k, v]) => [h('dt', {}, k), h('dd', {}, v)]));
 }
 
-/** The top limited keys, with bars relative to the first. */
-export function renderTopKeys(host: HTMLElement, insight: DashboardStatus['topLimitedKeys']): void {
+/** What an operator can do from a row of the top limited keys (each asks for confirmation where it changes state). */
+export interface KeyActions {
+  inspect(key: string): void;
+  reset(key: string): void;
+  override(key: string): void;
+  block(key: string): void;
+}
+
+/** Seconds or minutes since `ms`, for the last-seen column. */
+function ago(ms: number | undefined, now: number): string {
+  if (ms === undefined) return '';
+  const s = Math.max(0, Math.round((now - ms) / 1000));
+  return s < 60 ? `${s} s ago` : `${Math.floor(s / 60)} min ago`;
+}
+
+/**
+ * The top limited keys, with bars relative to the first: what each key is (kind, tenant and client or address,
+ * tier, the policy that limited it, last seen) when this gateway limited it lately, else its keyed hash; and,
+ * with `actions`, buttons to inspect, reset, override or block it.
+ */
+export function renderTopKeys(
+  host: HTMLElement,
+  insight: DashboardStatus['topLimitedKeys'],
+  actions?: KeyActions,
+  now = Date.now(),
+): void {
   if (!insight.available) {
     fill(host, h('p', { class: 'empty' }, insight.reason));
     return;
@@ -96,6 +120,15 @@ export function renderTopKeys(host: HTMLElement, insight: DashboardStatus['topLi
     return;
   }
   const max = Math.max(...insight.items.map((i) => i.count));
+  const button = (label: string, key: string, run: (key: string) => void) => {
+    const b = h(
+      'button',
+      { type: 'button', class: 'ghost small', 'data-action': label.toLowerCase() },
+      label,
+    );
+    b.addEventListener('click', () => run(key));
+    return b;
+  };
   fill(
     host,
     h(
@@ -104,17 +137,25 @@ export function renderTopKeys(host: HTMLElement, insight: DashboardStatus['topLi
       h(
         'table',
         { id: 'top-keys-table' },
-        h('caption', { class: 'sr-only' }, 'Keys denied most often, as hashes'),
+        h('caption', { class: 'sr-only' }, 'Keys denied most often'),
         h(
           'thead',
           {},
           h(
             'tr',
             {},
-            h('th', { scope: 'col' }, 'Key hash'),
+            h('th', { scope: 'col' }, 'Key'),
+            h('th', { scope: 'col' }, 'Tier'),
             h('th', { scope: 'col' }, 'Policy'),
             h('th', { scope: 'col', class: 'num' }, 'Denials'),
-            h('th', { scope: 'col', class: 'opt' }, h('span', { class: 'sr-only' }, 'Share')),
+            h('th', { scope: 'col', class: 'opt' }, 'Last seen'),
+            // With actions the bar gives way to the buttons: the count says the same.
+            actions === undefined
+              ? h('th', { scope: 'col', class: 'opt' }, h('span', { class: 'sr-only' }, 'Share'))
+              : null,
+            actions === undefined
+              ? null
+              : h('th', { scope: 'col' }, h('span', { class: 'sr-only' }, 'Actions')),
           ),
         ),
         h(
@@ -123,11 +164,35 @@ export function renderTopKeys(host: HTMLElement, insight: DashboardStatus['topLi
           ...insight.items.map((k) =>
             h(
               'tr',
-              {},
-              h('td', { class: 'mono hash' }, k.hash),
+              { 'data-key': k.key },
+              k.key === undefined
+                ? h('td', { class: 'mono hash' }, k.hash)
+                : h(
+                    'td',
+                    {},
+                    h('span', { class: 'badge' }, k.kind ?? ''),
+                    ' ',
+                    h('span', { class: 'mono' }, k.who ?? ''),
+                  ),
+              h('td', {}, k.tier ?? ''),
               h('td', { class: 'mono' }, k.policy),
               h('td', { class: 'num' }, count(k.count)),
-              h('td', { class: 'bar-cell opt' }, bar(max === 0 ? 0 : k.count / max, 'danger')),
+              h('td', { class: 'opt' }, ago(k.lastSeenMs, now)),
+              actions === undefined
+                ? h('td', { class: 'bar-cell opt' }, bar(max === 0 ? 0 : k.count / max, 'danger'))
+                : null,
+              actions === undefined || k.key === undefined
+                ? actions === undefined
+                  ? null
+                  : h('td', {})
+                : h(
+                    'td',
+                    { class: 'actions' },
+                    button('Inspect', k.key, actions.inspect),
+                    button('Reset', k.key, actions.reset),
+                    button('Override', k.key, actions.override),
+                    button('Block', k.key, actions.block),
+                  ),
             ),
           ),
         ),

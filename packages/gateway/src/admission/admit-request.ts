@@ -6,6 +6,7 @@ import type { PrometheusMetrics } from 'sluice/prometheus';
 import type { Logger } from '../log/create-logger.js';
 import type { TenantQuota } from '../quota/tenant-quota.js';
 import type { GatewayRequest } from './identify-caller.js';
+import type { Penalties } from './penalties.js';
 import type { Runtime } from './runtime.js';
 
 /** Why a request is exempt from limiting; a closed set, used as the metric label `reason`. */
@@ -31,6 +32,8 @@ export interface AdmissionHost {
   readonly logger: Logger;
   /** Tenant quota tracking, when configured: every admitted request of a tenant is recorded. */
   readonly quota?: TenantQuota | undefined;
+  /** Automatic blocks (`penalty:`): every `rate_limited` denial is counted against its key. */
+  readonly penalties?: Penalties | undefined;
 }
 
 /** One request to admit, from the gateway's own listener or as another proxy describes it. */
@@ -85,7 +88,7 @@ export type Admission =
   | {
       readonly kind: 'deny';
       /** 400 refused target, 401 invalid credentials, 429 limited, 503 store unavailable. */
-      readonly status: 400 | 401 | 429 | 503;
+      readonly status: 400 | 401 | 403 | 429 | 503;
       readonly outcome: string;
       /** The rate-limit and problem headers (content type, cache control, nosniff, request id). */
       readonly headers: readonly HeaderPair[];
@@ -156,9 +159,10 @@ function admitted(host: AdmissionHost, rt: Runtime, req: GatewayRequest, v: Verd
       key,
     };
   }
+  if (v.outcome === 'limited') host.penalties?.limited(key);
   return {
     kind: 'deny',
-    status: v.status as 400 | 401 | 429 | 503,
+    status: v.status as 400 | 401 | 403 | 429 | 503,
     outcome: v.outcome,
     headers: v.headers,
     body: v.body as string,

@@ -9,6 +9,8 @@ export interface GatewayProblem {
   readonly detail: string;
   /** A stable code for programs and logs, for example `upstream_unreachable`. */
   readonly code: string;
+  /** The request field at fault, for a refused admin request (`pattern`, `quota`, ...). */
+  readonly field?: string;
 }
 
 /** The problems of the gateway, by code: one place for their wording. */
@@ -55,6 +57,25 @@ export const Problems = Object.freeze({
     detail,
     code: 'bad_request',
   }),
+  invalidOverride: (field: string, detail: string): GatewayProblem => ({
+    status: 400,
+    title: 'Invalid Override',
+    detail,
+    code: 'invalid_override',
+    field,
+  }),
+  overridesFull: (detail: string): GatewayProblem => ({
+    status: 507,
+    title: 'Insufficient Storage',
+    detail,
+    code: 'overrides_full',
+  }),
+  overridesUnavailable: (detail: string): GatewayProblem => ({
+    status: 503,
+    title: 'Service Unavailable',
+    detail,
+    code: 'overrides_unavailable',
+  }),
 });
 
 /** The JSON body of a gateway problem. */
@@ -67,6 +88,7 @@ export function problemBody(p: GatewayProblem, instance: string, requestId = '')
     instance,
     code: p.code,
   };
+  if (p.field !== undefined) body.field = p.field;
   if (requestId !== '') body.requestId = requestId;
   return JSON.stringify(body);
 }

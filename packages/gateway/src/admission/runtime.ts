@@ -1,4 +1,4 @@
-import type { Clock, RateLimitStore } from 'sluice';
+import type { Clock, OverrideStore, RateLimitStore } from 'sluice';
 import {
   type ClientIpResolver,
   createClientIpResolver,
@@ -35,6 +35,8 @@ export interface RuntimeEvents {
    * an access log line. Never set by the gateway, whose requests are identified by their credentials.
    */
   readonly recordedIdentity?: (r: GatewayRequest) => CallerIdentity | undefined;
+  /** Run-time overrides and blocks (the store's), applied by every runtime across reloads. */
+  readonly overrides?: OverrideStore;
 }
 
 /**
@@ -103,6 +105,7 @@ export class Runtime {
       ...(onStoreError === undefined ? {} : { onStoreError }),
       ...(this.events.now === undefined ? {} : { wallClock: this.events.now }),
       ...(this.events.queueMetrics === undefined ? {} : { queueMetrics: this.events.queueMetrics }),
+      ...(this.events.overrides === undefined ? {} : { overrides: this.events.overrides }),
     });
     const u = config.upstream;
     if (u.url === undefined) this.proxy = undefined;

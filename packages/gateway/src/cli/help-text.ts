@@ -9,6 +9,8 @@ Usage:
   sluice replay --config FILE [--against OTHER.yaml] [--json] [--html FILE] LOG...
   sluice recommend [--config FILE] [--spare SHARE] [--json] LOG...
   sluice hash-key KEY
+  sluice override set|list|rm|history ...   (sluice override --help)
+  sluice block set|list|rm ...
   sluice --help | --version
 
 Commands:
@@ -44,6 +46,10 @@ Commands:
              max), and limits that would have limited at most --spare of the clients (default
              0.01) and never the p99 client, printed as a configuration file that validate
              accepts, then confirmed by a replay of the logs under it (printed at the end).
+  hash-key   Print the SHA-256 of an API key, for the hash field of the API key file.
+  override   Give a key, tenant, prefix or address range other limits (or none) at run time, for a
+             while, through a running gateway's admin API (SLUICE_ADMIN_URL, SLUICE_ADMIN_TOKEN).
+  block      Refuse a key, tenant, prefix or address range with 403, or 429 until the block ends.
 
 Options:
   -c, --config FILE     Configuration file (YAML); \${ENV} and \${ENV:-default} are substituted.

@@ -13,6 +13,7 @@ import { ThreadedGateway } from '../gateway/thread-main.js';
 import { defaultThreads, THREADS_UNSUPPORTED_MESSAGE, threadsSupported } from '../gateway/threads-support.js';
 import { hashApiKey } from '../identity/api-key-file.js';
 import { HELP_TEXT } from './help-text.js';
+import { overrideCommand } from './override-command.js';
 import { recommendCommand } from './recommend-command.js';
 import { replayCommand } from './replay-command.js';
 import { rulesCommand } from './rules-command.js';
@@ -27,6 +28,8 @@ export interface CliIo {
   readonly onSignal: OnSignal;
   /** What `-` reads in the log commands; default the process's standard input. */
   readonly stdin?: Readable;
+  /** The environment the override and block commands read; default `process.env`. */
+  readonly env?: Readonly<Record<string, string | undefined>>;
 }
 
 const defaultIo: CliIo = {
@@ -49,6 +52,10 @@ export async function main(argv: readonly string[], io: CliIo = defaultIo): Prom
   // The log commands have options of their own (several logs, repeated --field): they parse their arguments.
   if (argv[0] === 'replay') return replayCommand(argv.slice(1), io);
   if (argv[0] === 'recommend') return recommendCommand(argv.slice(1), io);
+  // These talk to a running gateway and take their own options.
+  if (argv[0] === 'override' || argv[0] === 'block') {
+    return overrideCommand(argv[0], argv.slice(1), { out: io.out, err: io.err, env: io.env ?? process.env });
+  }
   let parsed: ReturnType<typeof parse>;
   try {
     parsed = parse(argv);
@@ -116,7 +123,18 @@ export async function main(argv: readonly string[], io: CliIo = defaultIo): Prom
 }
 
 /** The commands, for "did you mean" hints; `main` dispatches on the same names. */
-const COMMANDS = ['serve', 'validate', 'demo', 'rules', 'replay', 'recommend', 'hash-key', 'help'] as const;
+const COMMANDS = [
+  'serve',
+  'validate',
+  'demo',
+  'rules',
+  'replay',
+  'recommend',
+  'hash-key',
+  'override',
+  'block',
+  'help',
+] as const;
 
 const OPTIONS = {
   config: { type: 'string', short: 'c' },

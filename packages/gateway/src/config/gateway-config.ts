@@ -177,7 +177,15 @@ export interface GatewayConfig {
   readonly problems: { readonly typeBase: string | undefined };
   readonly keys: { readonly prefix: string };
   readonly metrics: { readonly enabled: boolean; readonly prefix: string };
-  readonly admin: { readonly host: string; readonly port: number; readonly token: string } | undefined;
+  readonly admin:
+    | {
+        readonly host: string;
+        readonly port: number;
+        readonly token: string;
+        /** Who the token stands for in the audit log of overrides (`admin.token_name`, default `admin`). */
+        readonly tokenName: string;
+      }
+    | undefined;
   readonly logging: { readonly level: string };
   readonly reload: { readonly watch: boolean };
   /** The HTTP decision API (NGINX `auth_request`), or `undefined` when off. */
@@ -188,6 +196,24 @@ export interface GatewayConfig {
   readonly quota: QuotaConfig | undefined;
   /** Browser origins allowed cross-origin, with the fields they may read, or `undefined` when off. */
   readonly cors: CorsConfig | undefined;
+  /** Automatic blocks of keys limited again and again (`penalty:`), or `undefined` when off. */
+  readonly penalty: PenaltyConfig | undefined;
+}
+
+/** The `penalty:` section, resolved: durations in milliseconds. */
+export interface PenaltyConfig {
+  /** Denials that trigger a block. */
+  readonly after: number;
+  /** The window denials are counted in. */
+  readonly withinMs: number;
+  /** The first block's length. */
+  readonly blockMs: number;
+  /** The ceiling of the doubling. */
+  readonly maxBlockMs: number;
+  /** A key with no block for this long starts again at `blockMs`. */
+  readonly forgetAfterMs: number;
+  /** The status while blocked. */
+  readonly status: 403 | 429;
 }
 
 /** The bucket failed credentials count against when `ratelimit.rl.public_auth` is not configured. */

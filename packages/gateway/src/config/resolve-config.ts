@@ -15,6 +15,7 @@ import {
   DEFAULT_PUBLIC_AUTH,
   type EndpointRule,
   type GatewayConfig,
+  type PenaltyConfig,
   type RedisConfig,
   type TierConfig,
 } from './gateway-config.js';
@@ -352,13 +353,19 @@ export function resolveConfig(
     admin:
       admin === undefined
         ? undefined
-        : { host: admin.host ?? '127.0.0.1', port: admin.port ?? 9091, token: admin.token },
+        : {
+            host: admin.host ?? '127.0.0.1',
+            port: admin.port ?? 9091,
+            token: admin.token,
+            tokenName: admin.token_name ?? 'admin',
+          },
     logging: { level: raw.logging?.level ?? 'info' },
     reload: { watch: raw.reload?.watch !== false },
     decision: decision.config,
     envoy: envoy.config,
     quota: quota.config,
     cors: cors.config,
+    penalty: resolvePenalty(raw.penalty as Raw | undefined, issues),
   });
   return { config: issues.length === 0 ? config : undefined, issues };
 }
@@ -379,6 +386,26 @@ function policyNameIssue(name: string, path: ConfigPath, issues: SemanticIssue[]
 
 function storeTypeOf(store: Raw): 'memory' | 'redis' {
   return (store.type ?? 'memory') as 'memory' | 'redis';
+}
+
+function resolvePenalty(p: Raw | undefined, issues: SemanticIssue[]): PenaltyConfig | undefined {
+  if (p === undefined) return undefined;
+  const blockMs = durationMs(p.block) ?? 0;
+  const withinMs = durationMs(p.within) ?? 0;
+  const maxBlockMs = durationMs(p.maxBlock) ?? blockMs * 24;
+  if (blockMs < 1000) issues.push({ path: ['penalty', 'block'], message: 'must be at least 1s' });
+  if (withinMs < 1000) issues.push({ path: ['penalty', 'within'], message: 'must be at least 1s' });
+  if (maxBlockMs < blockMs) {
+    issues.push({ path: ['penalty', 'maxBlock'], message: `must be at least penalty.block (${p.block})` });
+  }
+  return Object.freeze({
+    after: p.after as number,
+    withinMs,
+    blockMs,
+    maxBlockMs,
+    forgetAfterMs: durationMs(p.forgetAfter) ?? 86_400_000,
+    status: (p.status ?? 429) as 403 | 429,
+  });
 }
 
 function patternIssue(compile: () => unknown, path: ConfigPath, issues: SemanticIssue[]): void {

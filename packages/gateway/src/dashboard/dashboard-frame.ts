@@ -63,6 +63,16 @@ export interface LimitedKeyView {
   readonly hash: string;
   readonly policy: string;
   readonly count: number;
+  /** The identity key (without the prefix), when the serving thread limited it lately. */
+  readonly key?: string;
+  /** Its kind: `tenant-client`, `tenant-user`, `api-key`, `address`... */
+  readonly kind?: string;
+  /** Tenant and client, address or the rest of the key. */
+  readonly who?: string;
+  /** The tier of the request last limited. */
+  readonly tier?: string;
+  /** When it was last limited, epoch milliseconds. */
+  readonly lastSeenMs?: number;
 }
 
 /** One tenant's usage of its quota over the quota window. */

@@ -50,6 +50,8 @@ export interface DashboardOptions {
   readonly topLimitedKeys?: TopKeysSource;
   /** Tenant quota tracking; the panel says it is not configured without it. */
   readonly quota?: QuotaSource;
+  /** What each limited key is (kind, tenant and client or address, tier, last seen), joined by hash. */
+  readonly keyFacts?: { of(hash: string): Omit<LimitedKeyView, 'hash' | 'count'> | undefined };
   /** Milliseconds between two updates of every open stream. Integer from 100 to 60,000; default 1,000. */
   readonly intervalMs?: number;
   /** Open event streams at most; more get 503. Integer from 1 to 1,000; default 32. */
@@ -97,6 +99,7 @@ export class Dashboard {
   readonly #source: DashboardSource;
   readonly #assets: DashboardAssets;
   readonly #topKeys: TopKeysSource | undefined;
+  readonly #keyFacts: DashboardOptions['keyFacts'];
   readonly #quota: QuotaSource | undefined;
   readonly #intervalMs: number;
   readonly #maxStreams: number;
@@ -119,6 +122,7 @@ export class Dashboard {
       'rates',
       'topLimitedKeys',
       'quota',
+      'keyFacts',
       'intervalMs',
       'maxStreams',
       'topN',
@@ -130,6 +134,7 @@ export class Dashboard {
     this.rates = o.rates;
     this.#topKeys = o.topLimitedKeys;
     this.#quota = o.quota;
+    this.#keyFacts = o.keyFacts;
     this.#intervalMs = integerOption('intervalMs', o.intervalMs, 100, 60_000, 1000);
     this.#maxStreams = integerOption('maxStreams', o.maxStreams, 1, 1000, 32);
     this.#topN = integerOption('topN', o.topN, 1, 100, 10);
@@ -303,7 +308,21 @@ export class Dashboard {
     if (this.#topKeys === undefined) {
       return { available: false, reason: 'The gateway does not track limited keys.' };
     }
-    const items = this.#topKeys.top(this.#topN).map(({ hash, policy, count }) => ({ hash, policy, count }));
+    const items = this.#topKeys.top(this.#topN).map(({ hash, policy, count }) => {
+      const f = this.#keyFacts?.of(hash);
+      return f === undefined
+        ? { hash, policy, count }
+        : {
+            hash,
+            count,
+            key: f.key,
+            kind: f.kind,
+            who: f.who,
+            tier: f.tier,
+            policy: f.policy ?? policy,
+            lastSeenMs: f.lastSeenMs,
+          };
+    });
     return { available: true, items };
   }
 

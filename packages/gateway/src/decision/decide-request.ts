@@ -17,7 +17,7 @@ export type RequestFacts = Omit<AdmissionRequest, 'socket'>;
 /** The answer to give the proxy. */
 export interface DecisionAnswer {
   /** 200 allow (or exempt), 401 invalid credentials, 429 limited, 503 store down with failure mode closed. */
-  readonly status: 200 | 400 | 401 | 429 | 503;
+  readonly status: 200 | 400 | 401 | 403 | 429 | 503;
   /** What happened, for logs: `allowed`, `limited`, `exempt_endpoint`, `public_auth_limited`... */
   readonly outcome: string;
   /** Headers for the proxy to copy onto its response. */

@@ -49,7 +49,7 @@ export async function runDemo(
   // the browser page, served by the upstream's origin, can read the rate-limit headers of the gateway's origin.
   const config = Object.freeze({
     ...base,
-    admin: Object.freeze({ host, port: 0, token }),
+    admin: Object.freeze({ host, port: 0, token, tokenName: 'demo' }),
     cors: resolveCorsConfig({ allowedOrigins: [upstream.url] }, base.server.requestIdHeader).config,
     logging: Object.freeze({ level: 'warn' }),
   });

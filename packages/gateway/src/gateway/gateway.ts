@@ -1,10 +1,13 @@
 import { EventEmitter } from 'node:events';
+import promClient from 'prom-client';
 import type { Clock, RateLimitStore } from 'sluice';
 import type { PrometheusMetrics } from 'sluice/prometheus';
 import { TopLimitedKeys, wallClock } from 'sluice/quota';
 import { RedisStore } from 'sluice/redis';
 import { sharedTimeClock } from 'sluice/shared';
 import { EXEMPT_REASONS } from '../admission/admit-request.js';
+import { OverrideControl } from '../admission/override-control.js';
+import { Penalties } from '../admission/penalties.js';
 import { Runtime } from '../admission/runtime.js';
 import { configWarnings } from '../config/config-warnings.js';
 import type { GatewayConfig } from '../config/gateway-config.js';
@@ -16,6 +19,7 @@ import {
   ThreadPeers,
   TOP_SHIPPED,
 } from '../dashboard/index.js';
+import { LimitedKeyFacts } from '../dashboard/limited-key-facts.js';
 import { createLogger, type Logger } from '../log/create-logger.js';
 import { logConfigWarnings } from '../log/log-config-warnings.js';
 import { TappedMetrics } from '../metrics/tapped-metrics.js';
@@ -104,6 +108,12 @@ export class Gateway extends EventEmitter {
   readonly quota: TenantQuota | undefined;
   readonly logger: Logger;
   readonly store: RateLimitStore;
+  /** Run-time overrides and blocks: validated, stored beside the buckets, audited. */
+  readonly overrides: OverrideControl;
+  /** What each limited key is, for the dashboard's top list (this thread's denials). */
+  readonly limitedKeyFacts: LimitedKeyFacts;
+  /** Automatic blocks of keys limited again and again (`penalty:`); idle without the section. */
+  readonly penalties: Penalties;
   readonly #opened: OpenedStore;
   readonly #reloads: ReloadController;
   readonly #proxy: ProxyServer;
@@ -122,7 +132,7 @@ export class Gateway extends EventEmitter {
     const now = options.now ?? Date.now;
     this.logger = options.logger ?? createLogger(config.logging.level);
     this.#everyThreadListens = options.thread === undefined;
-    this.#opened = options.thread?.store ?? createStore(config, options.clock, options.thread?.threads);
+    this.#opened = options.thread?.store ?? createStore(config, options.clock, options.thread?.threads, now);
     this.store = this.#opened.store;
     this.#reloads = new ReloadController({
       // Reloaded runtimes keep these events: the wall clock of reset times, and a log line per store failure.
@@ -135,6 +145,7 @@ export class Gateway extends EventEmitter {
           recordQueueWait: (policy, seconds, result) => this.metrics.recordQueueWait(policy, seconds, result),
         },
         onStoreError: (e) => this.logger.error({ err: e }, 'rate-limit store failed'),
+        overrides: this.#opened.overrideStore,
       }),
       store: this.store,
       logger: this.logger,
@@ -143,6 +154,12 @@ export class Gateway extends EventEmitter {
       env: options.env,
       onReload: (result) => this.emit('reload', result),
     });
+    this.overrides = new OverrideControl(
+      this.#opened.overrideStore,
+      () => this.#reloads.runtime,
+      this.logger,
+      now,
+    );
     const clock = options.clock === undefined ? {} : { clock: options.clock };
     const thread = options.thread;
     this.#thread = thread;
@@ -164,10 +181,36 @@ export class Gateway extends EventEmitter {
     });
     this.peers = thread?.collectsFeeds ? new ThreadPeers(this.rates) : undefined;
     this.topLimitedKeys = this.peers?.topKeys(this.#limitedKeys) ?? this.#limitedKeys;
-    this.metrics = new TappedMetrics([this.rates, this.#limitedKeys], {
+    this.limitedKeyFacts = new LimitedKeyFacts((k) => this.#limitedKeys.hashKey(k), config.keys.prefix, now);
+    this.metrics = new TappedMetrics([this.rates, this.#limitedKeys, this.limitedKeyFacts], {
       prefix: config.metrics.prefix,
       exemptReasons: [...EXEMPT_REASONS],
     });
+    const penaltyBlocks = new promClient.Counter({
+      name: `${config.metrics.prefix}_penalty_blocks_total`,
+      help: 'Automatic blocks set by penalty: (keys limited too often), by the status they answer with.',
+      labelNames: ['status'],
+      registers: [this.metrics.registry],
+    });
+    this.penalties = new Penalties(
+      this.overrides,
+      () => this.#reloads.runtime.config.penalty,
+      now,
+      this.logger,
+      (b) => {
+        penaltyBlocks.inc({ status: String(b.status) });
+        this.logger.warn(
+          {
+            penalty: true,
+            key: b.key,
+            durationSeconds: b.durationMs / 1000,
+            level: b.level,
+            status: b.status,
+          },
+          'key blocked by penalty',
+        );
+      },
+    );
     this.scrape = options.thread?.scrape ?? (() => this.metrics.registry.metrics());
     this.#unobserveStore = observeStore(this.metrics, this.store, this.logger);
     this.quota = TenantQuota.open({

@@ -96,6 +96,7 @@ export const SETTINGS: { readonly [K in keyof GatewayConfig]-?: Applies | Fields
     },
     // Read per request from the configuration in effect: a reload changes the origins at once.
     cors: RELOAD,
+    penalty: RELOAD,
   });
 
 /**

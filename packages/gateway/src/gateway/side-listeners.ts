@@ -1,5 +1,6 @@
 import type { GatewayConfig } from '../config/gateway-config.js';
 import { Dashboard, type DashboardSource, type RateWindow, type TopKeysSource } from '../dashboard/index.js';
+import type { LimitedKeyFacts } from '../dashboard/limited-key-facts.js';
 import type { DecisionHost } from '../decision/decide-request.js';
 import { DecisionServer } from '../decision/decision-server.js';
 import { EnvoyRateLimitServer } from '../envoy/grpc-server.js';
@@ -13,6 +14,8 @@ export type SideListenerHost = DecisionHost &
     readonly rates: RateWindow;
     /** The keys denied most often, over every thread. */
     readonly topLimitedKeys: TopKeysSource;
+    /** What each limited key is, joined to the top list by hash. */
+    readonly limitedKeyFacts?: LimitedKeyFacts;
   };
 
 /**
@@ -52,8 +55,10 @@ export class SideListeners {
             new Dashboard(host, {
               rates: host.rates,
               topLimitedKeys: host.topLimitedKeys,
+              ...(host.limitedKeyFacts === undefined ? {} : { keyFacts: host.limitedKeyFacts }),
               ...(quota === undefined ? {} : { quota }),
             }),
+            config.admin.tokenName,
           );
   }
 

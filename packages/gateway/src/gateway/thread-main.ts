@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Worker } from 'node:worker_threads';
 import { MemoryQuotaStore, type QuotaStore } from 'sluice/quota';
-import { SharedStore } from 'sluice/shared';
+import { SharedOverrides, SharedStore } from 'sluice/shared';
 import type { GatewayConfig } from '../config/gateway-config.js';
 import type { ConfigOverrides } from '../config/load-config.js';
 import type { ThreadFeed } from '../dashboard/index.js';
@@ -55,6 +55,8 @@ export interface ThreadWorkerData {
   readonly overrides: ConfigOverrides;
   /** The `SharedStore` table with the memory store; `undefined` with Redis. */
   readonly table: SharedArrayBuffer | undefined;
+  /** The `SharedOverrides` buffer with the memory store; `undefined` with Redis (overrides live there). */
+  readonly overrideBuffer: SharedArrayBuffer | undefined;
   /** How many threads serve. */
   readonly threads: number;
   /** The secret of limited keys' hashes, the same in every thread. */
@@ -132,6 +134,8 @@ export class ThreadedGateway {
   readonly #workers: Worker[];
   readonly #exited = new WeakSet<Worker>();
   readonly #store: SharedStore | undefined;
+  /** Overrides and blocks every thread applies, with the memory store (Redis keeps its own). */
+  readonly #overrides: SharedOverrides | undefined;
   readonly #prefix: string;
   readonly #threads: number;
   /** One secret for every thread's limited-key hashes, so that the first thread merges their lists by hash. */
@@ -148,6 +152,7 @@ export class ThreadedGateway {
   #closing: Promise<void> | undefined;
 
   private constructor(store: SharedStore | undefined, prefix: string, threads: number) {
+    this.#overrides = store === undefined ? undefined : new SharedOverrides();
     this.#store = store;
     this.#prefix = prefix;
     this.#threads = threads;
@@ -242,6 +247,7 @@ export class ThreadedGateway {
       file,
       overrides,
       table: this.#store?.table,
+      overrideBuffer: this.#overrides?.buffer,
       threads: this.#threads,
       hashSecret: this.#hashSecret,
     };

@@ -3,7 +3,7 @@
  * gateway on the shared port with the shared table, and follows the main thread's reload and close messages.
  */
 import { type MessagePort, parentPort, workerData } from 'node:worker_threads';
-import { SharedStore } from 'sluice/shared';
+import { SharedOverrides, SharedStore } from 'sluice/shared';
 import { loadConfigOrThrow } from '../config/load-config.js';
 import { redactUrls } from '../config/redact.js';
 import type { ThreadFeed } from '../dashboard/index.js';
@@ -72,7 +72,14 @@ async function start(): Promise<Gateway | undefined> {
         ...(quotaStore === undefined ? {} : { quotaStore }),
         ...(store === undefined
           ? {}
-          : { store: { store, close: async () => store.close(), ready: async () => true } }),
+          : {
+              store: {
+                store,
+                overrideStore: new SharedOverrides({ buffer: data.overrideBuffer as SharedArrayBuffer }),
+                close: async () => store.close(),
+                ready: async () => true,
+              },
+            }),
       },
     });
     post({ type: 'listening', url: gateway.url });

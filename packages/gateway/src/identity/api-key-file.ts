@@ -82,6 +82,12 @@ export class ApiKeyFile {
     }
   }
 
+  /** The entry named `name` (the `name` field), for operator tools; `undefined` when none has it. */
+  named(name: string): ApiKeyEntry | undefined {
+    for (const e of this.#byHash.values()) if (e.name === name) return e;
+    return undefined;
+  }
+
   /** Number of keys. */
   get size(): number {
     return this.#byHash.size;

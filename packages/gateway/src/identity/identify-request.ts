@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { GatewayConfig } from '../config/gateway-config.js';
-import { ApiKeyFile } from './api-key-file.js';
+import { type ApiKeyEntry, ApiKeyFile } from './api-key-file.js';
 import { ANONYMOUS, type Identity } from './identity.js';
 import { JwtVerifier } from './jwt-verifier.js';
 
@@ -40,6 +40,15 @@ export class RequestIdentifier {
     this.#apiKeys = id.apiKeys === undefined ? undefined : new ApiKeyFile(id.apiKeys.file);
     this.#apiKeyHeader = id.apiKeys?.header;
     this.#headers = id.headers;
+  }
+
+  /**
+   * The API key file's entry named `name`, for override patterns (`apikey-name:<name>`).
+   *
+   * @returns the entry, `undefined` when none has the name, `null` when no API key file is configured.
+   */
+  apiKeyNamed(name: string): ApiKeyEntry | undefined | null {
+    return this.#apiKeys === undefined ? null : this.#apiKeys.named(name);
   }
 
   /** The header names of identity headers, to strip from requests of untrusted peers. */

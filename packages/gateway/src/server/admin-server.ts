@@ -1,10 +1,12 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { OverrideControl } from '../admission/override-control.js';
 import { Problems, sendProblem } from '../admission/problem-response.js';
 import type { GatewayConfig } from '../config/gateway-config.js';
 import { redactConfig } from '../config/redact.js';
 import type { TenantQuota } from '../quota/tenant-quota.js';
+import { serveOverrides } from './override-routes.js';
 
 /** One bucket of a key, as the admin API shows it. */
 export interface BucketView {
@@ -36,6 +38,8 @@ export interface AdminTarget {
   resetKey(key: string): Promise<void>;
   /** Tenant quota tracking, when configured. */
   readonly quota?: TenantQuota | undefined;
+  /** Run-time overrides and blocks (`/overrides`, `/blocks`). */
+  readonly overrides?: OverrideControl;
   /** The keys denied most often, as keyed hashes. */
   readonly topLimitedKeys?: {
     top(n: number): readonly { readonly hash: string; readonly policy: string; readonly count: number }[];
@@ -63,18 +67,22 @@ const TOP_MAX = 1000;
 export class AdminServer {
   readonly #server: Server;
   readonly #token: Buffer;
+  readonly #tokenName: string;
 
   /**
    * @param target - the gateway.
    * @param token - the bearer token.
    * @param dashboard - the live dashboard to serve, when wanted.
+   * @param tokenName - who the token stands for in the audit log of overrides.
    */
   constructor(
     readonly target: AdminTarget,
     token: string,
     readonly dashboard?: AdminPages,
+    tokenName = 'admin',
   ) {
     this.#token = digest(token);
+    this.#tokenName = tokenName;
     this.#server = createServer((req, res) => void this.#handle(req, res));
   }
 
@@ -135,6 +143,13 @@ export class AdminServer {
       return;
     }
     try {
+      const overrides = this.target.overrides;
+      if (
+        overrides !== undefined &&
+        (await serveOverrides(req, res, url, overrides, this.#tokenName, send))
+      ) {
+        return;
+      }
       if (url.pathname === '/config' && req.method === 'GET') {
         send(200, redactConfig(this.target.config));
         return;
@@ -200,6 +215,11 @@ export class AdminServer {
           'GET /quota/tenants/<tenant>',
           'GET /quota/top?n=10',
           'GET /limited-keys/top?n=10',
+          'GET /overrides',
+          'PUT /overrides',
+          'DELETE /overrides?id=<id>&reason=<why>',
+          'GET /overrides/history',
+          'GET /blocks',
         ],
       });
     } catch (e) {

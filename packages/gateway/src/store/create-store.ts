@@ -1,13 +1,18 @@
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
-import type { Clock, RateLimitStore } from 'sluice';
-import { MemoryStore } from 'sluice/memory';
-import { RedisStore, reconnectBackoff } from 'sluice/redis';
+import type { Clock, OverrideStore, RateLimitStore } from 'sluice';
+import { MemoryOverrides, MemoryStore } from 'sluice/memory';
+import { RedisOverrides, RedisStore, reconnectBackoff } from 'sluice/redis';
 import type { GatewayConfig } from '../config/gateway-config.js';
 import { untilFirstConnection } from './first-connection.js';
 
 /** A store and how to release what was opened for it. */
 export interface OpenedStore {
   readonly store: RateLimitStore;
+  /**
+   * Where run-time overrides and blocks live, beside the buckets: in process with the memory store, in the
+   * shared buffer with threads, in Redis (every gateway on it) with Redis.
+   */
+  readonly overrideStore: OverrideStore;
   /** The Redis connection of a Redis store, shared with quota tracking; `undefined` for memory. */
   readonly redis?: Redis | Cluster;
   /** Closes the store and the Redis connection the gateway opened. */
@@ -57,15 +62,22 @@ export function redisClientOptions(): RedisOptions {
  * @param clock - the time source for the memory store (a `ManualClock` in tests); Redis uses its server clock.
  * @param threads - threads of this process that each open a store (`sluice serve --threads`): with Redis, each
  * thread's local failure mode is a share of the node's, so `local` divides by `nodeCount x threads`.
+ * @param now - the wall clock overrides expire by (epoch milliseconds).
  */
-export function createStore(config: GatewayConfig, clock?: Clock, threads = 1): OpenedStore {
+export function createStore(
+  config: GatewayConfig,
+  clock?: Clock,
+  threads = 1,
+  now: () => number = Date.now,
+): OpenedStore {
   if (config.store.type === 'memory') {
     const store = new MemoryStore({
       maxTrackedKeys: config.maxTrackedKeys,
       sweepIntervalMs: config.sweepIntervalMs,
       ...(clock === undefined ? {} : { clock }),
     });
-    return { store, close: async () => store.close(), ready: async () => true };
+    const overrideStore = new MemoryOverrides(now);
+    return { store, overrideStore, close: async () => store.close(), ready: async () => true };
   }
   const r = config.store.redis;
   if (r === undefined) throw new Error('store.type redis without connection settings');
@@ -107,10 +119,17 @@ export function createStore(config: GatewayConfig, clock?: Clock, threads = 1): 
     timeoutMs: config.store.timeoutMs,
     nodeCount: config.store.nodeCount * threads,
   });
+  const overrideStore = new RedisOverrides({
+    client,
+    prefix: config.keys.prefix === '' ? 'rl:' : config.keys.prefix,
+    wallClock: now,
+  });
   return {
     store,
+    overrideStore,
     redis: client,
     close: async () => {
+      overrideStore.close();
       await store.close();
       client.disconnect();
     },

@@ -31,6 +31,8 @@ export const ErrorCode = {
   TooManyPolicies: 'ERR_TOO_MANY_POLICIES',
   /** An entry point needs an optional peer package that is not installed; the message names the install command. */
   MissingPeer: 'ERR_MISSING_PEER',
+  /** The shared table's room for overrides is used up; remove rules or start with a larger `overrideBytes`. */
+  OverridesFull: 'ERR_OVERRIDES_FULL',
 } as const;
 
 /** One of the values of {@link ErrorCode}. */

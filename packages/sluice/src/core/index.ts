@@ -23,7 +23,26 @@ export {
   stringOption,
 } from './options.js';
 export {
+  checkOverridePattern,
+  describeEffect,
+  describeOverride,
+  liveOverrides,
+  OVERRIDE_HISTORY_LIMIT,
+  type OverrideChange,
+  type OverrideEffect,
+  type OverrideInput,
+  type OverrideRule,
+  type OverrideSnapshot,
+  type OverrideStore,
+  overrideId,
+  parseOverride,
+  readStoredOverride,
+  withChange,
+  withOverride,
+} from './override.js';
+export {
   definePolicy,
+  overridePolicy,
   type Policy,
   type PolicyOptions,
   type QueueOptions,

@@ -77,6 +77,11 @@ export interface Policy {
   readonly debtUnits: number;
   /** Elapsed time beyond which any bucket of this policy is full; caps the product elapsed x quota below 2^53. */
   readonly fillMs: number;
+  /**
+   * The name stores that key buckets by name (Redis) use instead of `name`: set only by {@link overridePolicy},
+   * so an overridden policy keeps its name in headers and bodies while its buckets stay apart from the base's.
+   */
+  readonly bucketName?: string;
 }
 
 const KNOWN = ['name', 'quota', 'window', 'burst', 'shadow', 'queue', 'refill'];
@@ -165,4 +170,37 @@ function sizeOption(option: string, value: unknown, implied: number | undefined,
     throw invalidOption(option, `equal to ${from} (${implied}) or left out`, value);
   }
   return implied;
+}
+
+/** Override sizes for one base policy, by `quota/window/burst`: equal overrides share one policy object. */
+const overrides = new WeakMap<Policy, Map<string, Policy>>();
+
+/**
+ * A policy with the name of `base` and other sizes, for run-time overrides. Its buckets are its own (the memory
+ * and shared stores tell policies apart by object or definition, Redis by `bucketName`), so an override starts
+ * from a full bucket and the base's buckets are untouched when it ends. The override does not queue (a queue is
+ * a property of the configured policy). Equal sizes give the same object, so stores meet few distinct policies.
+ *
+ * @param base - the configured policy.
+ * @param sizes - the override's quota, window and burst (validated like {@link definePolicy}).
+ * @returns the frozen policy.
+ * @throws SluiceError `ERR_INVALID_OPTION` for invalid sizes.
+ */
+export function overridePolicy(
+  base: Policy,
+  sizes: { readonly quota: number; readonly window: number; readonly burst: number },
+): Policy {
+  const id = `${sizes.quota}/${sizes.window}/${sizes.burst}`;
+  let byId = overrides.get(base);
+  if (byId === undefined) {
+    byId = new Map();
+    overrides.set(base, byId);
+  }
+  let p = byId.get(id);
+  if (p === undefined) {
+    const defined = definePolicy({ name: base.name, shadow: base.shadow, ...sizes }, 'override');
+    p = Object.freeze({ ...defined, bucketName: `${base.name}~${id}` });
+    byId.set(id, p);
+  }
+  return p;
 }

@@ -4,6 +4,7 @@ import {
   invalidOption,
   Limiter,
   type MaybePromise,
+  type OverrideStore,
   objectOption,
   type Policy,
   rejectUnknownKeys,
@@ -103,6 +104,11 @@ export interface HttpLimiterOptions<R extends HttpRequestInfo = HttpRequestInfo>
   readonly maxKeyLength?: number;
   /** Wall clock in epoch milliseconds for `X-RateLimit-Reset` and the problem's `reset`; default `Date.now`. */
   readonly wallClock?: () => number;
+  /**
+   * Run-time overrides and blocks (`MemoryOverrides`, `SharedOverrides`, `RedisOverrides`): other sizes, no limit,
+   * or a 403/429 refusal for matching keys, tenants, prefixes or address ranges. Absent: none, at no cost.
+   */
+  readonly overrides?: OverrideStore;
   /** The failed-credentials rule; absent turns it off. */
   readonly publicAuth?: PublicAuthOptions<R>;
   /** How request targets are made canonical before matching; see {@link TargetOptions}. */
@@ -135,6 +141,7 @@ export interface ResolvedHttpLimiterOptions<R extends HttpRequestInfo> {
   readonly keyPrefix: string;
   readonly maxKeyLength: number;
   readonly wallClock: () => number;
+  readonly overrides: OverrideStore | undefined;
   readonly clientIp: ClientIpResolver;
   readonly exemptEndpoints: readonly EndpointPattern[];
   readonly exemptWhen: ExemptOptions<R>['when'];
@@ -162,6 +169,7 @@ const KNOWN = [
   'keyPrefix',
   'maxKeyLength',
   'wallClock',
+  'overrides',
   'publicAuth',
   'target',
   'identify',
@@ -208,6 +216,7 @@ export function resolveHttpLimiterOptions<R extends HttpRequestInfo>(
     keyPrefix: o.keyPrefix === undefined || o.keyPrefix === '' ? '' : stringOption('keyPrefix', o.keyPrefix),
     maxKeyLength: integerOption('maxKeyLength', o.maxKeyLength, 32, 4096, 200),
     wallClock,
+    overrides: overridesOption(o.overrides),
     clientIp: createClientIpResolver({
       trustedProxies: o.trustedProxies as readonly string[] | undefined,
       proxyHeader: o.proxyHeader as ProxyHeader | undefined,
@@ -233,6 +242,19 @@ export function resolveHttpLimiterOptions<R extends HttpRequestInfo>(
             'setQueueLength' | 'recordQueueWait'
           >),
   });
+}
+
+function overridesOption(value: unknown): OverrideStore | undefined {
+  if (value === undefined) return undefined;
+  const v = value as Partial<OverrideStore> | null;
+  if (typeof v !== 'object' || v === null || typeof v.snapshot !== 'function') {
+    throw invalidOption(
+      'overrides',
+      'an OverrideStore (MemoryOverrides, SharedOverrides or RedisOverrides)',
+      value,
+    );
+  }
+  return v as OverrideStore;
 }
 
 function resolveExempt<R extends HttpRequestInfo>(value: unknown) {

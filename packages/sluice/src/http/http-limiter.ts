@@ -7,6 +7,7 @@ import {
   type Policy,
   SluiceError,
 } from '../core/index.js';
+import { OverrideApplier } from './apply-overrides.js';
 import type { ClientIpResolver } from './client-ip.js';
 import { disconnectSignal } from './disconnect-signal.js';
 import type { HeaderMode } from './header-mode.js';
@@ -124,6 +125,7 @@ export function createHttpLimiter<R extends HttpRequestInfo = HttpRequestInfo>(
           names: NO_NAMES,
           denied: 'public_auth_limited',
         };
+  const overrides = o.overrides === undefined ? undefined : new OverrideApplier(o.overrides, o.keyPrefix);
   const authKey = (ip: string | undefined) => plans.bucketKey(ipKey(ip));
   const clientIpOf = (req: R): string | undefined =>
     req.clientIp ?? o.clientIp(req.remoteAddress, req.headers);
@@ -157,14 +159,30 @@ export function createHttpLimiter<R extends HttpRequestInfo = HttpRequestInfo>(
     ) {
       return writer.exempt('tier', identity);
     }
-    const plan = plans.match(req, identity);
+    let plan = plans.match(req, identity);
     if (plan === undefined) return writer.exempt('no_rule', identity);
-    const checks = plans.checks(req, plan, ip, identity);
+    let checks = plans.checks(req, plan, ip, identity);
     const key = plans.unprefixed(checks[0].key);
     const cost = req.cost ?? (typeof plan.cost === 'function' ? plan.cost(req) : plan.cost);
+    let overridden = false;
+    const index = overrides?.current();
+    if (index !== undefined) {
+      const r = (overrides as OverrideApplier).apply(index, plan, checks, tierOf(identity), ip, o.wallClock);
+      if (r !== undefined) {
+        if (r.kind === 'block') return writer.blocked(req, r.entry.rule, key, identity, ip, o.wallClock());
+        if (r.checks.length === 0) return writer.exempt('override', identity);
+        plan = r.plan;
+        checks = r.checks;
+        overridden = true;
+      }
+    }
     let d: MaybePromise<Decision>;
     try {
-      d = limiter.decide(checks, cost);
+      // Override policies are not the limiter's own: the store decides them directly, after the same cost check.
+      d =
+        overridden && Number.isSafeInteger(cost) && cost >= 1
+          ? limiter.store.decide(checks, cost)
+          : limiter.decide(checks, cost);
     } catch (e) {
       if (e instanceof SluiceError && e.code === ErrorCode.InvalidCost) throw e;
       return storeFailed(req, ip, plan, key, e);
@@ -175,12 +193,14 @@ export function createHttpLimiter<R extends HttpRequestInfo = HttpRequestInfo>(
         ? waitInQueue(req, ip, plan, checks, key, identity, cost)
         : writer.decided(req, plan, key, identity, d, ip);
     }
+    const decided = plan;
+    const decidedChecks = checks;
     return d.then(
       (r) =>
-        plan.queue !== undefined && mayWait(r)
-          ? waitInQueue(req, ip, plan, checks, key, identity, cost)
-          : writer.decided(req, plan, key, identity, r, ip),
-      (e: unknown) => storeFailed(req, ip, plan, key, e),
+        decided.queue !== undefined && mayWait(r)
+          ? waitInQueue(req, ip, decided, decidedChecks, key, identity, cost)
+          : writer.decided(req, decided, key, identity, r, ip),
+      (e: unknown) => storeFailed(req, ip, decided, key, e),
     );
   };
 
@@ -292,6 +312,12 @@ export function createHttpLimiter<R extends HttpRequestInfo = HttpRequestInfo>(
       return plan === undefined ? [] : plans.checks(req, plan, clientIpOf(req));
     },
   });
+}
+
+/** The caller's tier when it is a non-empty string. */
+function tierOf(identity: Identity | undefined): string | undefined {
+  const t = identity?.tier;
+  return typeof t === 'string' && t !== '' ? t : undefined;
 }
 
 /** A denial that waiting can turn into an admission (a cost above the burst never can). */

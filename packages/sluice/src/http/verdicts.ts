@@ -1,4 +1,4 @@
-import type { Decision, Policy } from '../core/index.js';
+import type { Decision, OverrideRule, Policy } from '../core/index.js';
 import { correlationIdOf } from './correlation-id.js';
 import type { CredentialFailure, ResolvedHttpLimiterOptions } from './http-limiter-options.js';
 import { type HttpProblem, httpProblemBody } from './http-problem.js';
@@ -150,6 +150,36 @@ export class VerdictWriter {
       code: 'queue_abandoned',
     };
     return { ...this.#problem(req, p, 'queue_abandoned', EMPTY, undefined, ip), rules, key, identity };
+  }
+
+  /**
+   * A request refused by a run-time block: 403 or 429 as the block says, with `Retry-After` counting down to its
+   * end when it has one. The body names no rule and no reason (those are the operator's), only when to return.
+   */
+  blocked(
+    req: HttpRequestInfo,
+    rule: OverrideRule,
+    key: string,
+    identity: Identity | undefined,
+    ip: string | undefined,
+    nowMs: number,
+  ): Verdict {
+    const status = rule.status === 403 ? 403 : 429;
+    const until = rule.expiresAt;
+    const p: HttpProblem = {
+      status,
+      title: status === 403 ? 'Forbidden' : 'Too Many Requests',
+      detail:
+        until === undefined
+          ? 'Requests of this client are blocked.'
+          : `Requests of this client are blocked until ${new Date(until).toISOString()}.`,
+      code: 'blocked',
+    };
+    const extra: HeaderPair[] =
+      until === undefined
+        ? []
+        : [[HeaderName.RetryAfter, String(Math.max(1, Math.ceil((until - nowMs) / 1000)))]];
+    return { ...this.#problem(req, p, 'blocked', extra, undefined, ip), key, identity };
   }
 
   /** A request target that cannot be matched safely: 400, decided by nothing. */

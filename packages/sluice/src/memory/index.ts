@@ -1,4 +1,5 @@
 export { BucketTable } from './bucket-table.js';
+export { MemoryOverrides } from './memory-overrides.js';
 export {
   MemoryStore,
   type MemoryStoreOptions,

@@ -12,6 +12,7 @@ export type { FailureMode } from './failure-mode.js';
 export { type HashTagFunction, KeyLayout } from './key-layout.js';
 export { SCRIPT, SCRIPT_SHA } from './lua-script.js';
 export { type ReconnectBackoffOptions, reconnectBackoff } from './reconnect-backoff.js';
+export { RedisOverrides, type RedisOverridesOptions } from './redis-overrides.js';
 export { RedisStore } from './redis-store.js';
 export {
   type RedisStoreOptions,

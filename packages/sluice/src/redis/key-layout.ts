@@ -54,7 +54,7 @@ export class KeyLayout {
           policy.name,
         );
       }
-      head = `${this.prefix}${policy.name}:${policyVersion(policy)}:{`;
+      head = `${this.prefix}${policy.bucketName ?? policy.name}:${policyVersion(policy)}:{`;
       this.#heads.set(policy, head);
     }
     if (this.hashTag === undefined) return `${head}${key}}`;

@@ -1,3 +1,4 @@
+export { DEFAULT_OVERRIDE_BYTES, SharedOverrides } from './shared-overrides.js';
 export { SharedStore, type SharedStoreStats } from './shared-store.js';
 export {
   type ResolvedSharedStoreOptions,

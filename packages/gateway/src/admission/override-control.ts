@@ -1,0 +1,183 @@
+import {
+  describeOverride,
+  liveOverrides,
+  type OverrideChange,
+  type OverrideRule,
+  type OverrideStore,
+  overrideId,
+  parseOverride,
+  SluiceError,
+} from 'sluice';
+import { escapeKeyPart, overridePattern } from 'sluice/http';
+import type { Logger } from '../log/create-logger.js';
+import type { Runtime } from './runtime.js';
+
+/** Bad input for an override, naming the field: the admin API answers it as a 400 problem. */
+export class OverrideInputError extends Error {
+  /**
+   * @param field - the request field at fault (`pattern`, `policy`, `quota`, `expiresAt`, ...).
+   * @param message - what was expected and what was given.
+   */
+  constructor(
+    readonly field: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'OverrideInputError';
+  }
+}
+
+/** The pattern prefix that names an API key of the key file instead of a bucket key. */
+const API_KEY_NAME = 'apikey-name:';
+
+/** A rule as the admin API lists it: with the seconds left until it ends. */
+export type ListedOverride = OverrideRule & { readonly expiresInSeconds?: number };
+
+/**
+ * The operator's side of run-time overrides and blocks: validates a change against the configuration in force
+ * (known policies and tiers), writes it to the store with its history entry, and logs it as one JSON line
+ * (`audit: "override"`, who, what, when, why).
+ */
+export class OverrideControl {
+  readonly #store: OverrideStore;
+  readonly #runtime: () => Runtime;
+  readonly #logger: Logger;
+  readonly #now: () => number;
+
+  /**
+   * @param store - where the rules live.
+   * @param runtime - the configuration in force (read at each change, so a reload's policies count).
+   * @param logger - where audit lines go.
+   * @param now - epoch milliseconds.
+   */
+  constructor(store: OverrideStore, runtime: () => Runtime, logger: Logger, now: () => number) {
+    this.#store = store;
+    this.#runtime = runtime;
+    this.#logger = logger;
+    this.#now = now;
+  }
+
+  /** The store's kind (`memory`, `shared`, `redis`). */
+  get kind(): string {
+    return this.#store.kind;
+  }
+
+  /**
+   * Sets (adds or replaces) a rule.
+   *
+   * @param body - the request body (see `parseOverride` in `sluice`).
+   * @param who - the admin token's name, or `penalty`.
+   * @returns the rule as stored.
+   * @throws OverrideInputError for bad input; SluiceError `ERR_STORE_UNAVAILABLE`, `ERR_OVERRIDES_FULL` from the
+   * store.
+   */
+  async set(body: unknown, who: string): Promise<OverrideRule> {
+    const now = this.#now();
+    const rule = this.#validated(body, now, who);
+    const change: OverrideChange = { action: 'set', id: rule.id, rule, who, at: now, reason: rule.reason };
+    await this.#store.set(rule, change);
+    this.#audit(change, `override set: ${describeOverride(rule)}`);
+    return rule;
+  }
+
+  /**
+   * Removes a rule.
+   *
+   * @returns the removed rule, or `undefined` when none had the id.
+   */
+  async remove(id: string, who: string, reason: string): Promise<OverrideRule | undefined> {
+    const change: OverrideChange = { action: 'remove', id, who, at: this.#now(), reason };
+    const gone = await this.#store.remove(id, change);
+    if (gone !== undefined) this.#audit({ ...change, rule: gone }, `override removed: ${id}`);
+    return gone;
+  }
+
+  /** The rules in force, with the seconds left on each that ends. */
+  list(): ListedOverride[] {
+    const now = this.#now();
+    return liveOverrides(this.#store.snapshot().rules, now).map((r) =>
+      r.expiresAt === undefined ? r : { ...r, expiresInSeconds: Math.ceil((r.expiresAt - now) / 1000) },
+    );
+  }
+
+  /** The last changes, oldest first. */
+  history(): Promise<readonly OverrideChange[]> {
+    return this.#store.history();
+  }
+
+  /** Reads the store again now (Redis), so a listing right after a change elsewhere is current. */
+  async refresh(): Promise<void> {
+    await this.#store.refresh();
+  }
+
+  #validated(body: unknown, now: number, who: string): OverrideRule {
+    let rule: OverrideRule;
+    try {
+      rule = parseOverride(body, now, who);
+      if (rule.pattern.startsWith(API_KEY_NAME)) rule = this.#byKeyName(rule);
+      overridePattern(rule.pattern);
+    } catch (e) {
+      if (e instanceof SluiceError) {
+        throw new OverrideInputError(String(e.details.option ?? 'body').replace(/^body\./, ''), e.message);
+      }
+      throw e;
+    }
+    if (rule.policy === undefined && rule.tier === undefined) return rule;
+    const plan = this.#runtime().plan;
+    if (rule.policy !== undefined && !plan.limiter.has(rule.policy)) {
+      const known = plan.limiter.policies.map((p) => p.name).join(', ');
+      throw new OverrideInputError(
+        'policy',
+        `policy must be a configured policy (${known}), got "${rule.policy}"`,
+      );
+    }
+    if (rule.tier !== undefined && plan.tier(rule.tier) === undefined) {
+      throw new OverrideInputError('tier', `tier must be a configured tier, got "${rule.tier}"`);
+    }
+    return rule;
+  }
+
+  /**
+   * An `apikey-name:<name>` pattern resolved to the bucket key of that API key's caller, `tenant:<t>:client:<c>`,
+   * once, when the rule is set (a later change of the key file does not move it).
+   */
+  #byKeyName(rule: OverrideRule): OverrideRule {
+    const name = rule.pattern.slice(API_KEY_NAME.length);
+    const entry = this.#runtime().identifier.apiKeyNamed(name);
+    if (entry === null) {
+      throw new OverrideInputError(
+        'pattern',
+        'pattern apikey-name:<name> needs identity.apiKeys.file in the configuration',
+      );
+    }
+    if (entry === undefined) {
+      throw new OverrideInputError(
+        'pattern',
+        `pattern must name a key of the API key file, got no key named "${name}"`,
+      );
+    }
+    if (entry.tenant === undefined || entry.client === undefined) {
+      throw new OverrideInputError(
+        'pattern',
+        `pattern apikey-name:${name} needs tenant and client on that key (its bucket key is tenant:<t>:client:<c>)`,
+      );
+    }
+    const pattern = `tenant:${escapeKeyPart(entry.tenant)}:client:${escapeKeyPart(entry.client)}`;
+    return Object.freeze({ ...rule, pattern, id: overrideId(pattern, rule.policy, rule.tier) });
+  }
+
+  #audit(change: OverrideChange, message: string): void {
+    this.#logger.info(
+      {
+        audit: 'override',
+        action: change.action,
+        id: change.id,
+        who: change.who,
+        at: new Date(change.at).toISOString(),
+        reason: change.reason,
+        rule: change.rule,
+      },
+      message,
+    );
+  }
+}

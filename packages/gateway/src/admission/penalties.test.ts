@@ -1,0 +1,98 @@
+import { Writable } from 'node:stream';
+import { MemoryOverrides } from 'sluice/memory';
+import { describe, expect, it } from 'vitest';
+import type { PenaltyConfig } from '../config/gateway-config.js';
+import { createLogger } from '../log/create-logger.js';
+import { OverrideControl } from './override-control.js';
+import { Penalties, type PenaltyBlock } from './penalties.js';
+import type { Runtime } from './runtime.js';
+
+const CONFIG: PenaltyConfig = Object.freeze({
+  after: 3,
+  withinMs: 10_000,
+  blockMs: 60_000,
+  maxBlockMs: 300_000,
+  forgetAfterMs: 3_600_000,
+  status: 429,
+});
+
+function setup(config: PenaltyConfig = CONFIG) {
+  let now = Date.UTC(2026, 0, 1);
+  const store = new MemoryOverrides(() => now);
+  const logger = createLogger('silent', new Writable({ write: (_c, _e, cb) => cb() }));
+  const control = new OverrideControl(
+    store,
+    () => undefined as unknown as Runtime,
+    logger,
+    () => now,
+  );
+  const blocks: PenaltyBlock[] = [];
+  const penalties = new Penalties(
+    control,
+    () => config,
+    () => now,
+    logger,
+    (b) => blocks.push(b),
+  );
+  /** Denies the key `n` times, returning the block set by the last denial, if any. */
+  const deny = (key: string, n: number) => {
+    let b: PenaltyBlock | undefined;
+    for (let i = 0; i < n; i++) b = penalties.limited(key);
+    return b;
+  };
+  return {
+    store,
+    blocks,
+    deny,
+    advance: (ms: number) => {
+      now += ms;
+    },
+  };
+}
+
+const minutes = (b: PenaltyBlock | undefined) => (b === undefined ? undefined : b.durationMs / 60_000);
+
+describe('penalty blocks', () => {
+  it('blocks a key limited `after` times within the window, through the override store', async () => {
+    const { deny, store, blocks, advance } = setup();
+    expect(deny('ip:192.0.2.1', 2)).toBeUndefined();
+    advance(10_000); // the window ends: the count starts again
+    expect(deny('ip:192.0.2.1', 2)).toBeUndefined();
+    const b = deny('ip:192.0.2.1', 1);
+    expect(b).toEqual({ key: 'ip:192.0.2.1', durationMs: 60_000, level: 0, status: 429 });
+    await new Promise((r) => setImmediate(r));
+    expect(store.snapshot().rules).toMatchObject([
+      { pattern: 'ip:192.0.2.1', effect: 'block', status: 429, author: 'penalty' },
+    ]);
+    expect(blocks).toHaveLength(1);
+    // Denials that race the block do not count.
+    expect(deny('ip:192.0.2.1', 5)).toBeUndefined();
+  });
+
+  it('doubles on each repeat up to the ceiling, and starts again after a quiet time', () => {
+    const { deny, advance } = setup();
+    const durations: (number | undefined)[] = [];
+    for (let i = 0; i < 5; i++) {
+      durations.push(minutes(deny('k', 3)));
+      advance(durations.at(-1)! * 60_000 + 1000); // the block ends, the key offends again
+    }
+    expect(durations).toEqual([1, 2, 4, 5, 5]);
+    advance(3_600_000); // an hour with no block: forgotten
+    expect(minutes(deny('k', 3))).toBe(1);
+  });
+
+  it('keeps keys apart and does nothing without a penalty section', () => {
+    const { deny } = setup();
+    expect(deny('a', 2)).toBeUndefined();
+    expect(deny('b', 2)).toBeUndefined();
+    expect(minutes(deny('a', 1))).toBe(1);
+    const off = new Penalties(
+      undefined as unknown as OverrideControl,
+      () => undefined,
+      () => 0,
+      createLogger('silent'),
+      () => undefined,
+    );
+    expect(off.limited('a')).toBeUndefined();
+  });
+});

@@ -1,0 +1,105 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { ErrorCode, SluiceError } from 'sluice';
+import { type OverrideControl, OverrideInputError } from '../admission/override-control.js';
+import { Problems, sendProblem } from '../admission/problem-response.js';
+
+/** The largest override request body read; a rule is a few hundred bytes. */
+const MAX_BODY = 16 * 1024;
+
+/** Sends a JSON answer. */
+export type SendJson = (status: number, body?: unknown, extra?: Record<string, string>) => void;
+
+/**
+ * The admin routes of run-time overrides and blocks:
+ * - `GET /overrides` (and `GET /blocks`, blocks only): the rules in force with the seconds left;
+ * - `PUT /overrides`: set one (JSON body: `pattern`, optional `policy` or `tier`, then `quota`/`window`/`burst`,
+ *   `unlimited: true` or `block: 403 | 429`, optional `ttlSeconds` or `expiresAt`, and `reason`);
+ * - `DELETE /overrides?id=<id>&reason=<why>`: remove one (404 when none has the id);
+ * - `GET /overrides/history`: the last 1,000 changes, oldest first.
+ *
+ * @returns false when the request is not for these routes.
+ */
+export async function serveOverrides(
+  req: IncomingMessage,
+  res: ServerResponse,
+  url: URL,
+  control: OverrideControl,
+  who: string,
+  send: SendJson,
+): Promise<boolean> {
+  const path = url.pathname;
+  if (path !== '/overrides' && path !== '/overrides/history' && path !== '/blocks') return false;
+  const instance = path;
+  try {
+    if (path === '/overrides/history' || path === '/blocks') {
+      if (req.method !== 'GET') {
+        send(405, { error: 'method_not_allowed' }, { allow: 'GET' });
+        return true;
+      }
+      await control.refresh();
+      if (path === '/blocks')
+        send(200, { store: control.kind, blocks: control.list().filter((r) => r.effect === 'block') });
+      else send(200, { changes: await control.history() });
+      return true;
+    }
+    if (req.method === 'GET') {
+      await control.refresh();
+      send(200, { store: control.kind, overrides: control.list() });
+      return true;
+    }
+    if (req.method === 'PUT') {
+      const body = await readJson(req);
+      send(200, { override: await control.set(body, who) });
+      return true;
+    }
+    if (req.method === 'DELETE') {
+      const id = url.searchParams.get('id');
+      if (id === null || id === '') {
+        sendProblem(
+          res,
+          Problems.invalidOverride('id', 'id must name the rule to remove (?id=<id>)'),
+          instance,
+          '',
+        );
+        return true;
+      }
+      const reason = url.searchParams.get('reason') ?? 'removed';
+      const gone = await control.remove(id, who, reason);
+      if (gone === undefined) send(404, { error: 'not_found', detail: `no override has the id "${id}"` });
+      else send(200, { removed: gone });
+      return true;
+    }
+    send(405, { error: 'method_not_allowed' }, { allow: 'GET, PUT, DELETE' });
+  } catch (e) {
+    if (e instanceof OverrideInputError) {
+      sendProblem(res, Problems.invalidOverride(e.field, e.message), instance, '');
+    } else if (e instanceof SluiceError && e.code === ErrorCode.OverridesFull) {
+      sendProblem(res, Problems.overridesFull(e.message), instance, '');
+    } else if (e instanceof SluiceError && e.code === ErrorCode.StoreUnavailable) {
+      sendProblem(res, Problems.overridesUnavailable(e.message), instance, '');
+    } else {
+      throw e;
+    }
+  }
+  return true;
+}
+
+/**
+ * The request body as JSON.
+ *
+ * @throws OverrideInputError naming `body` for a body that is too large or not JSON.
+ */
+async function readJson(req: IncomingMessage): Promise<unknown> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > MAX_BODY) throw new OverrideInputError('body', `body must be at most ${MAX_BODY} bytes`);
+    chunks.push(chunk);
+  }
+  try {
+    return JSON.parse(Buffer.concat(chunks).toString('utf8'));
+  } catch {
+    throw new OverrideInputError('body', 'body must be a JSON object');
+  }
+}

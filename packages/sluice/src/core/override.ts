@@ -1,0 +1,338 @@
+import { describeValue, integerOption, invalidOption, objectOption, rejectUnknownKeys } from './options.js';
+import type { MaybePromise } from './store.js';
+
+/**
+ * What an override does to the requests it matches: other sizes for a policy (`limit`), no limit at all
+ * (`unlimited`), or a refusal with 403 or 429 until it ends (`block`).
+ */
+export type OverrideEffect = 'limit' | 'unlimited' | 'block';
+
+/**
+ * One run-time override or block, as stored and as the admin API shows it. Plain JSON: every store keeps it as
+ * given, and each gateway compiles the current set into an index of its own.
+ *
+ * Patterns: an exact bucket key (`tenant:acme:client:web`, `ip:203.0.113.9`, `apikey:<hash>`), a tenant
+ * (`tenant:acme`: every key of that tenant), a prefix ending in `*` (`tenant:acme:client:*`) or an address range
+ * (`ip:10.0.0.0/8`, matched against the client IP).
+ */
+export interface OverrideRule {
+  /** Stable identity: the pattern and the scope; setting the same pattern and scope again replaces the rule. */
+  readonly id: string;
+  /** What it matches, as given. */
+  readonly pattern: string;
+  /** Only this policy's buckets; `undefined` for every policy (unless `tier` is set). */
+  readonly policy?: string;
+  /** Only requests of this tier; `undefined` for every tier. */
+  readonly tier?: string;
+  /** What it does. */
+  readonly effect: OverrideEffect;
+  /** For `limit`: tokens per window, integer >= 1. */
+  readonly quota?: number;
+  /** For `limit`: the bucket's capacity, integer >= 1 (default: the quota). */
+  readonly burst?: number;
+  /** For `limit`: the window in whole seconds, integer >= 1. */
+  readonly window?: number;
+  /** For `block`: the status the matched requests get (403, or 429 with Retry-After until the block ends). */
+  readonly status?: 403 | 429;
+  /** When the rule stops applying, in epoch milliseconds; `undefined` until removed. */
+  readonly expiresAt?: number;
+  /** Why, in the operator's words. */
+  readonly reason: string;
+  /** Who set it (the admin token's name, `penalty` for automatic blocks). */
+  readonly author: string;
+  /** When it was set, in epoch milliseconds. */
+  readonly createdAt: number;
+}
+
+/** One change to the overrides, as the audit log and `GET /overrides/history` keep it. */
+export interface OverrideChange {
+  /** `set` for a new or replaced rule, `remove` for a removal. */
+  readonly action: 'set' | 'remove';
+  /** The rule's id. */
+  readonly id: string;
+  /** The rule as set (for `set`), or as it was before a removal when known. */
+  readonly rule?: OverrideRule;
+  /** Who made the change. */
+  readonly who: string;
+  /** When, in epoch milliseconds. */
+  readonly at: number;
+  /** Why. */
+  readonly reason: string;
+}
+
+/**
+ * The rules a gateway applies, as one immutable value: a store hands out the same snapshot object until the
+ * rules change, so a decision compares one reference to know whether its compiled index is current.
+ */
+export interface OverrideSnapshot {
+  /** Grows with every change. */
+  readonly version: number;
+  /** The rules, expired ones included until a write prunes them (a decision checks `expiresAt` itself). */
+  readonly rules: readonly OverrideRule[];
+}
+
+/** The history kept per store: the most recent changes. */
+export const OVERRIDE_HISTORY_LIMIT = 1000;
+
+/**
+ * Where overrides live: beside the buckets, so that every gateway (Redis) or every thread (the shared table)
+ * sees a change. `snapshot()` is synchronous and cheap (a decision calls it); remote stores refresh it in the
+ * background.
+ */
+export interface OverrideStore {
+  /** `memory`, `shared` or `redis`. */
+  readonly kind: string;
+  /** The rules known here now. */
+  snapshot(): OverrideSnapshot;
+  /**
+   * Sets (adds or replaces) a rule and appends the change to the history, in one step.
+   *
+   * @throws SluiceError `ERR_STORE_UNAVAILABLE` when a remote store cannot be written, `ERR_OVERRIDES_FULL` when
+   * the rules no longer fit.
+   */
+  set(rule: OverrideRule, change: OverrideChange): Promise<void>;
+  /**
+   * Removes a rule and appends the change to the history.
+   *
+   * @returns the removed rule, or `undefined` when none had the id (nothing is recorded then).
+   */
+  remove(id: string, change: OverrideChange): Promise<OverrideRule | undefined>;
+  /** The most recent changes, oldest first, at most {@link OVERRIDE_HISTORY_LIMIT}. */
+  history(): Promise<readonly OverrideChange[]>;
+  /** Reads the current rules now (remote stores; a no-op in process). */
+  refresh(): MaybePromise<void>;
+  /** Stops background refreshes. */
+  close(): void;
+}
+
+/** What a caller gives to set a rule: {@link OverrideRule} without the fields the gateway fills in. */
+export interface OverrideInput {
+  readonly pattern?: unknown;
+  readonly policy?: unknown;
+  readonly tier?: unknown;
+  readonly quota?: unknown;
+  readonly burst?: unknown;
+  readonly window?: unknown;
+  readonly unlimited?: unknown;
+  readonly block?: unknown;
+  readonly expiresAt?: unknown;
+  readonly ttlSeconds?: unknown;
+  readonly reason?: unknown;
+}
+
+const INPUT_KEYS = [
+  'pattern',
+  'policy',
+  'tier',
+  'quota',
+  'burst',
+  'window',
+  'unlimited',
+  'block',
+  'expiresAt',
+  'ttlSeconds',
+  'reason',
+];
+
+/** Longest pattern, reason and author accepted: they are stored and shown, never unbounded. */
+const MAX_PATTERN = 512;
+const MAX_REASON = 500;
+const MAX_SCOPE = 200;
+
+/**
+ * The id of a rule: its pattern and scope. Two rules with the same id cannot coexist; setting one replaces the
+ * other, which is what an operator raising a customer's limit twice expects.
+ *
+ * @param pattern - the rule's pattern.
+ * @param policy - the policy scope, if any.
+ * @param tier - the tier scope, if any.
+ */
+export function overrideId(pattern: string, policy?: string, tier?: string): string {
+  if (policy !== undefined) return `${pattern} policy=${policy}`;
+  if (tier !== undefined) return `${pattern} tier=${tier}`;
+  return pattern;
+}
+
+/**
+ * Checks a pattern's shape: printable, bounded, a `*` only at the end after a non-empty prefix, and never a
+ * pattern that matches every key (`*`, `:*`). Address ranges (`ip:` with `/`) are checked by `sluice/http`.
+ *
+ * @throws SluiceError `ERR_INVALID_OPTION` naming `pattern`.
+ */
+export function checkOverridePattern(pattern: unknown): string {
+  if (typeof pattern !== 'string' || pattern.length === 0 || pattern.length > MAX_PATTERN) {
+    throw invalidOption('pattern', `a key pattern of 1 to ${MAX_PATTERN} characters`, pattern);
+  }
+  if (!/^[\x21-\x7e]+$/.test(pattern)) {
+    throw invalidOption('pattern', 'printable ASCII without spaces', pattern);
+  }
+  const star = pattern.indexOf('*');
+  if (star >= 0 && star !== pattern.length - 1) {
+    throw invalidOption('pattern', 'a key, a tenant or a prefix with "*" only at the end', pattern);
+  }
+  if (star >= 0 && /^[:*]*$/.test(pattern)) {
+    throw invalidOption('pattern', 'a pattern narrower than every key (a prefix before "*")', pattern);
+  }
+  return pattern;
+}
+
+function scope(option: string, value: unknown): string | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string' || value.length === 0 || value.length > MAX_SCOPE) {
+    throw invalidOption(option, `a name of 1 to ${MAX_SCOPE} characters`, value);
+  }
+  return value;
+}
+
+/**
+ * Validates what an operator asked for and builds the rule. Exactly one effect: sizes (`quota`, optional
+ * `burst`, `window`), `unlimited: true`, or `block: 403 | 429`. A 429 block needs an end, since its Retry-After
+ * says when to come back. Policy and tier names are checked against the configuration by the caller.
+ *
+ * @param input - the request body.
+ * @param nowMs - the wall clock in epoch milliseconds (expiries must be later).
+ * @param author - who sets it.
+ * @returns the frozen rule.
+ * @throws SluiceError `ERR_INVALID_OPTION` whose `details.option` names the field.
+ */
+export function parseOverride(input: unknown, nowMs: number, author: string): OverrideRule {
+  const o = objectOption('body', input) as OverrideInput;
+  rejectUnknownKeys('body', o, INPUT_KEYS);
+  const pattern = checkOverridePattern(o.pattern);
+  const policy = scope('policy', o.policy);
+  const tier = scope('tier', o.tier);
+  if (policy !== undefined && tier !== undefined) {
+    throw invalidOption(
+      'tier',
+      'absent when policy is given (a rule scopes to one policy or one tier)',
+      tier,
+    );
+  }
+  const sized = o.quota !== undefined || o.burst !== undefined || o.window !== undefined;
+  const effects = (sized ? 1 : 0) + (o.unlimited !== undefined ? 1 : 0) + (o.block !== undefined ? 1 : 0);
+  if (effects !== 1) {
+    throw invalidOption(
+      'quota',
+      'exactly one of: quota and window (with an optional burst), unlimited: true, block: 403 or 429',
+      effects === 0 ? undefined : 'several',
+    );
+  }
+  let expiresAt: number | undefined;
+  if (o.expiresAt !== undefined && o.ttlSeconds !== undefined) {
+    throw invalidOption('ttlSeconds', 'absent when expiresAt is given', o.ttlSeconds);
+  }
+  if (o.ttlSeconds !== undefined) {
+    expiresAt = nowMs + integerOption('ttlSeconds', o.ttlSeconds, 1, 366 * 86400) * 1000;
+  } else if (o.expiresAt !== undefined) {
+    const at = typeof o.expiresAt === 'string' ? Date.parse(o.expiresAt) : o.expiresAt;
+    if (typeof at !== 'number' || !Number.isFinite(at)) {
+      throw invalidOption('expiresAt', 'an ISO 8601 time or epoch milliseconds', o.expiresAt);
+    }
+    if (at <= nowMs) {
+      throw invalidOption(
+        'expiresAt',
+        `a time in the future (now is ${new Date(nowMs).toISOString()})`,
+        o.expiresAt,
+      );
+    }
+    expiresAt = Math.ceil(at);
+  }
+  if (typeof o.reason !== 'string' || o.reason.trim() === '' || o.reason.length > MAX_REASON) {
+    throw invalidOption('reason', `a non-empty text of at most ${MAX_REASON} characters`, o.reason);
+  }
+  const base = {
+    id: overrideId(pattern, policy, tier),
+    pattern,
+    ...(policy === undefined ? {} : { policy }),
+    ...(tier === undefined ? {} : { tier }),
+  };
+  const tail = {
+    ...(expiresAt === undefined ? {} : { expiresAt }),
+    reason: o.reason.trim(),
+    author,
+    createdAt: nowMs,
+  };
+  if (o.unlimited !== undefined) {
+    if (o.unlimited !== true) throw invalidOption('unlimited', 'true', o.unlimited);
+    return Object.freeze({ ...base, effect: 'unlimited' as const, ...tail });
+  }
+  if (o.block !== undefined) {
+    if (o.block !== 403 && o.block !== 429) throw invalidOption('block', '403 or 429', o.block);
+    if (o.block === 429 && expiresAt === undefined) {
+      throw invalidOption(
+        'expiresAt',
+        'set for a 429 block (its Retry-After counts down to the end)',
+        undefined,
+      );
+    }
+    return Object.freeze({ ...base, effect: 'block' as const, status: o.block, ...tail });
+  }
+  const quota = integerOption('quota', o.quota, 1, 1e9);
+  const window = integerOption('window', o.window, 1, 366 * 86400);
+  const burst = integerOption('burst', o.burst, 1, 1e9, quota);
+  return Object.freeze({ ...base, effect: 'limit' as const, quota, burst, window, ...tail });
+}
+
+/**
+ * Reads a stored rule back (from JSON a store kept), refusing anything malformed rather than applying it.
+ *
+ * @returns the rule, or `undefined` when the value is not a rule.
+ */
+export function readStoredOverride(value: unknown): OverrideRule | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const r = value as Record<string, unknown>;
+  if (typeof r.id !== 'string' || typeof r.pattern !== 'string') return undefined;
+  if (r.effect !== 'limit' && r.effect !== 'unlimited' && r.effect !== 'block') return undefined;
+  if (r.effect === 'limit' && !(isSize(r.quota) && isSize(r.burst) && isSize(r.window))) return undefined;
+  if (r.effect === 'block' && r.status !== 403 && r.status !== 429) return undefined;
+  if (r.expiresAt !== undefined && typeof r.expiresAt !== 'number') return undefined;
+  return Object.freeze(r as unknown as OverrideRule);
+}
+
+function isSize(v: unknown): boolean {
+  return typeof v === 'number' && Number.isInteger(v) && v >= 1;
+}
+
+/** The rules still in force at `nowMs` (for listings and for pruning on write). */
+export function liveOverrides(rules: readonly OverrideRule[], nowMs: number): OverrideRule[] {
+  return rules.filter((r) => r.expiresAt === undefined || r.expiresAt > nowMs);
+}
+
+/**
+ * The rules after setting `rule`: any rule with the same id replaced, expired rules dropped. Every store writes
+ * through here, so they prune alike.
+ */
+export function withOverride(
+  rules: readonly OverrideRule[],
+  rule: OverrideRule,
+  nowMs: number,
+): OverrideRule[] {
+  const out = liveOverrides(rules, nowMs).filter((r) => r.id !== rule.id);
+  out.push(rule);
+  return out;
+}
+
+/** The history after appending a change, keeping the last {@link OVERRIDE_HISTORY_LIMIT}. */
+export function withChange(history: readonly OverrideChange[], change: OverrideChange): OverrideChange[] {
+  const out =
+    history.length >= OVERRIDE_HISTORY_LIMIT
+      ? history.slice(history.length - OVERRIDE_HISTORY_LIMIT + 1)
+      : history.slice();
+  out.push(change);
+  return out;
+}
+
+/** What a rule does, in a few words: `block 429`, `unlimited`, `quota 600 burst 20 window 60s`. */
+export function describeEffect(
+  rule: Pick<OverrideRule, 'effect' | 'status' | 'quota' | 'burst' | 'window'>,
+): string {
+  if (rule.effect === 'block') return `block ${rule.status}`;
+  if (rule.effect === 'unlimited') return 'unlimited';
+  return `quota ${rule.quota} burst ${rule.burst} window ${rule.window}s`;
+}
+
+/** A short text of a rule for log lines and messages. */
+export function describeOverride(rule: OverrideRule): string {
+  const what = describeEffect(rule);
+  return `${rule.id}: ${what}${rule.expiresAt === undefined ? '' : ` until ${new Date(rule.expiresAt).toISOString()}`} (${describeValue(rule.reason)})`;
+}

@@ -1,0 +1,158 @@
+import { describe, expect, it } from 'vitest';
+import { Limiter, ManualClock, type OverrideInput, parseOverride } from '../core/index.js';
+import { MemoryOverrides, MemoryStore } from '../memory/index.js';
+import { createHttpLimiter } from './http-limiter.js';
+import type { HttpRequestInfo, Verdict } from './types.js';
+
+const T0 = Date.UTC(2026, 0, 1);
+
+function setup() {
+  const clock = new ManualClock(0);
+  let wall = T0;
+  const overrides = new MemoryOverrides(() => wall);
+  const limiter = new Limiter({
+    policies: [
+      { name: 'rl.read', quota: 60, window: 60, burst: 2 },
+      { name: 'rl.write', quota: 10, window: 60, burst: 1 },
+    ],
+    store: new MemoryStore({ clock, sweepIntervalMs: 0 }),
+  });
+  const http = createHttpLimiter({
+    limiter,
+    rules: [
+      { name: 'all', policies: ['rl.read'], key: 'caller' },
+      { name: 'writes', methods: ['POST'], policies: ['rl.write'], key: 'caller' },
+    ],
+    headers: 'both',
+    wallClock: () => wall,
+    overrides,
+  });
+  const set = (input: OverrideInput) =>
+    overrides.set(parseOverride(input, wall, 'ops'), {
+      action: 'set',
+      id: 'x',
+      who: 'ops',
+      at: wall,
+      reason: 'r',
+    });
+  const advance = (ms: number) => {
+    clock.advance(ms);
+    wall += ms;
+  };
+  return { http, set, advance, overrides };
+}
+
+const req = (r: Partial<HttpRequestInfo> = {}): HttpRequestInfo => ({
+  method: 'GET',
+  path: '/items',
+  headers: {},
+  remoteAddress: '203.0.113.7',
+  identity: { tenant: 'acme', client: 'web', tier: 'gold' },
+  ...r,
+});
+
+const sync = (v: unknown): Verdict => {
+  if (v instanceof Promise) throw new Error('expected a verdict in the same tick');
+  return v as Verdict;
+};
+const header = (v: Verdict, name: string) => v.headers.find(([n]) => n === name)?.[1];
+const statuses = (http: ReturnType<typeof setup>['http'], n: number, r = req()) =>
+  Array.from({ length: n }, () => sync(http.evaluate(r)).status);
+
+describe('run-time overrides in the HTTP limiter', () => {
+  it('applies an exact-key limit with its own numbers in the headers and the 429 body', async () => {
+    const { http, set } = setup();
+    expect(statuses(http, 3)).toEqual([200, 200, 429]);
+    await set({
+      pattern: 'tenant:acme:client:web',
+      policy: 'rl.read',
+      quota: 600,
+      window: 60,
+      burst: 4,
+      reason: 'x',
+    });
+    const first = sync(http.evaluate(req()));
+    expect(header(first, 'RateLimit-Policy')).toBe('"rl.read";q=600;w=60');
+    expect(header(first, 'X-RateLimit-Limit')).toBe('600');
+    expect(header(first, 'RateLimit')).toBe('"rl.read";r=3;t=1');
+    expect(statuses(http, 4)).toEqual([200, 200, 200, 429]);
+    const denied = sync(http.evaluate(req()));
+    expect(JSON.parse(denied.body as string)).toMatchObject({ 'violated-policies': ['rl.read'] });
+    expect(denied.body).toContain('bursts of up to 4');
+    // Another client of the tenant keeps the configured policy.
+    expect(
+      header(sync(http.evaluate(req({ identity: { tenant: 'acme', client: 'cli' } }))), 'RateLimit-Policy'),
+    ).toBe('"rl.read";q=60;w=60');
+  });
+
+  it('matches a tenant, a prefix and a tier scope; the narrowest rule wins', async () => {
+    const { http, set } = setup();
+    await set({ pattern: 'tenant:acme', quota: 100, window: 60, reason: 'tenant' });
+    await set({ pattern: 'tenant:acme:client:w*', quota: 200, window: 60, reason: 'prefix' });
+    await set({ pattern: 'tenant:other', tier: 'silver', quota: 300, window: 60, reason: 'tier' });
+    const policyOf = (identity: HttpRequestInfo['identity']) =>
+      header(sync(http.evaluate(req({ identity }))), 'RateLimit-Policy');
+    expect(policyOf({ tenant: 'acme', client: 'web' })).toBe('"rl.read";q=200;w=60');
+    expect(policyOf({ tenant: 'acme', client: 'cli' })).toBe('"rl.read";q=100;w=60');
+    expect(policyOf({ tenant: 'other', client: 'a', tier: 'gold' })).toBe('"rl.read";q=60;w=60');
+    expect(policyOf({ tenant: 'other', client: 'a', tier: 'silver' })).toBe('"rl.read";q=300;w=60');
+  });
+
+  it('leaves an unlimited policy out and exempts a request with nothing left', async () => {
+    const { http, set } = setup();
+    await set({ pattern: 'tenant:acme:client:web', policy: 'rl.write', unlimited: true, reason: 'x' });
+    const post = sync(http.evaluate(req({ method: 'POST' })));
+    expect(header(post, 'RateLimit-Policy')).toBe('"rl.read";q=60;w=60');
+    await set({ pattern: 'tenant:acme:client:web', unlimited: true, reason: 'x' });
+    expect(statuses(http, 5)).toEqual([200, 200, 200, 200, 200]);
+    expect(sync(http.evaluate(req())).outcome).toBe('exempt_override');
+  });
+
+  it('blocks with 429 and a Retry-After counting down to the end, then lets the key through', async () => {
+    const { http, set, advance } = setup();
+    await set({ pattern: 'tenant:acme', block: 429, ttlSeconds: 90, reason: 'abuse' });
+    const v = sync(http.evaluate(req()));
+    expect(v.status).toBe(429);
+    expect(v.outcome).toBe('blocked');
+    expect(header(v, 'Retry-After')).toBe('90');
+    expect(JSON.parse(v.body as string)).toMatchObject({ code: 'blocked', status: 429 });
+    expect(v.body).not.toContain('abuse');
+    advance(60_500);
+    expect(header(sync(http.evaluate(req())), 'Retry-After')).toBe('30');
+    advance(29_500);
+    expect(sync(http.evaluate(req())).status).toBe(200);
+  });
+
+  it('blocks an address range with 403, whatever the key', async () => {
+    const { http, set } = setup();
+    await set({ pattern: 'ip:203.0.113.0/24', block: 403, reason: 'scanner' });
+    const v = sync(http.evaluate(req({ identity: undefined })));
+    expect(v.status).toBe(403);
+    expect(header(v, 'Retry-After')).toBeUndefined();
+    expect(sync(http.evaluate(req())).status).toBe(403);
+    expect(sync(http.evaluate(req({ remoteAddress: '198.51.100.1' }))).status).toBe(200);
+  });
+
+  it('goes back to the configured policy and its own bucket when a limit ends', async () => {
+    const { http, set, advance } = setup();
+    await set({ pattern: 'tenant:acme:client:web', quota: 6000, window: 60, ttlSeconds: 10, reason: 'x' });
+    expect(statuses(http, 5)).toEqual([200, 200, 200, 200, 200]);
+    advance(10_000);
+    expect(header(sync(http.evaluate(req())), 'RateLimit-Policy')).toBe('"rl.read";q=60;w=60');
+  });
+
+  it('sees a removal at the next decision', async () => {
+    const { http, set, overrides } = setup();
+    await set({ pattern: 'tenant:acme', block: 403, reason: 'x' });
+    expect(sync(http.evaluate(req())).status).toBe(403);
+    await overrides.remove('tenant:acme', {
+      action: 'remove',
+      id: 'tenant:acme',
+      who: 'ops',
+      at: T0,
+      reason: 'ok',
+    });
+    expect(sync(http.evaluate(req())).status).toBe(200);
+    expect((await overrides.history()).map((c) => c.action)).toEqual(['set', 'remove']);
+  });
+});

@@ -1,0 +1,181 @@
+import {
+  ErrorCode,
+  integerOption,
+  invalidOption,
+  OVERRIDE_HISTORY_LIMIT,
+  type OverrideChange,
+  type OverrideRule,
+  type OverrideSnapshot,
+  type OverrideStore,
+  readStoredOverride,
+  SluiceError,
+} from '../core/index.js';
+import { type RedisScriptClient, toScriptClient } from './client-adapter.js';
+
+/** The current version, and the rules only when it differs from the one the caller holds. */
+const READ = `local v = redis.call('GET', KEYS[1]) or '0'
+if v == ARGV[1] then return {v} end
+return {v, redis.call('HGETALL', KEYS[2])}`;
+
+/** Sets a rule, drops the expired ids the caller names, bumps the version and appends the change. */
+const SET = `redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+for i = 5, #ARGV do redis.call('HDEL', KEYS[2], ARGV[i]) end
+local v = redis.call('INCR', KEYS[1])
+redis.call('RPUSH', KEYS[3], ARGV[3])
+redis.call('LTRIM', KEYS[3], -tonumber(ARGV[4]), -1)
+return v`;
+
+/** Removes a rule when present; the change records the rule as it was (spliced between ARGV[2] and ARGV[3]). */
+const REMOVE = `local old = redis.call('HGET', KEYS[2], ARGV[1])
+if not old then return false end
+redis.call('HDEL', KEYS[2], ARGV[1])
+redis.call('INCR', KEYS[1])
+redis.call('RPUSH', KEYS[3], ARGV[2] .. old .. ARGV[3])
+redis.call('LTRIM', KEYS[3], -tonumber(ARGV[4]), -1)
+return old`;
+
+const EMPTY: OverrideSnapshot = Object.freeze({ version: 0, rules: Object.freeze([]) });
+
+/** Options of {@link RedisOverrides}. */
+export interface RedisOverridesOptions {
+  /** The connection (what `RedisStore` takes: ioredis, node-redis or a `RedisScriptClient`). */
+  readonly client: unknown;
+  /** Key prefix, without braces; default `rl:`. */
+  readonly prefix?: string;
+  /**
+   * Milliseconds between version checks; every gateway applies a change within this plus one round trip.
+   * Integer from 50 to 1,000; default 250.
+   */
+  readonly refreshMs?: number;
+  /** Epoch milliseconds, for pruning expired rules on write; default `Date.now`. */
+  readonly wallClock?: () => number;
+}
+
+/**
+ * Overrides in Redis, shared by every gateway on it: a hash of rules (`<prefix>{overrides}:rules`), a version
+ * number and a list of the last changes, all under one hash tag so a Cluster keeps them in one slot. Each
+ * gateway caches the rules and checks the version every `refreshMs` (one small script call per gateway, never
+ * one per decision), reading the hash again only when the version moved. A check that fails keeps the rules it
+ * had, so an outage never drops an override or a block.
+ */
+export class RedisOverrides implements OverrideStore {
+  readonly kind = 'redis';
+  readonly #client: RedisScriptClient;
+  readonly #keys: string[];
+  readonly #now: () => number;
+  readonly #timer: ReturnType<typeof setInterval>;
+  #snapshot = EMPTY;
+  #refreshing: Promise<void> | undefined;
+
+  /** @throws SluiceError `ERR_INVALID_OPTION` for a bad client, prefix or interval. */
+  constructor(options: RedisOverridesOptions) {
+    this.#client = toScriptClient(options.client);
+    const prefix = options.prefix ?? 'rl:';
+    if (typeof prefix !== 'string' || /[{}]/.test(prefix)) {
+      throw invalidOption('prefix', 'a string without { or }', prefix);
+    }
+    const refreshMs = integerOption('refreshMs', options.refreshMs, 50, 1000, 250);
+    this.#now = options.wallClock ?? Date.now;
+    const base = `${prefix}{overrides}:`;
+    this.#keys = [`${base}version`, `${base}rules`, `${base}history`];
+    this.#timer = setInterval(() => void this.refresh(), refreshMs);
+    this.#timer.unref?.();
+    void this.refresh();
+  }
+
+  snapshot(): OverrideSnapshot {
+    return this.#snapshot;
+  }
+
+  /** Reads the version now, and the rules when it moved; resolves once done (errors keep the old rules). */
+  refresh(): Promise<void> {
+    this.#refreshing ??= this.#read().finally(() => {
+      this.#refreshing = undefined;
+    });
+    return this.#refreshing;
+  }
+
+  async set(rule: OverrideRule, change: OverrideChange): Promise<void> {
+    const now = this.#now();
+    const expired = this.#snapshot.rules
+      .filter((r) => r.expiresAt !== undefined && r.expiresAt <= now && r.id !== rule.id)
+      .map((r) => r.id);
+    await this.#call(SET, [
+      rule.id,
+      JSON.stringify(rule),
+      JSON.stringify(change),
+      String(OVERRIDE_HISTORY_LIMIT),
+      ...expired,
+    ]);
+    await this.#readAfterWrite();
+  }
+
+  async remove(id: string, change: OverrideChange): Promise<OverrideRule | undefined> {
+    const text = JSON.stringify(change);
+    const old = await this.#call(REMOVE, [
+      id,
+      `${text.slice(0, -1)},"rule":`,
+      '}',
+      String(OVERRIDE_HISTORY_LIMIT),
+    ]);
+    await this.#readAfterWrite();
+    return typeof old === 'string' ? readStoredOverride(safeParse(old)) : undefined;
+  }
+
+  async history(): Promise<readonly OverrideChange[]> {
+    const list = await this.#call(`return redis.call('LRANGE', KEYS[3], 0, -1)`, []);
+    if (!Array.isArray(list)) return [];
+    return list.map((s) => safeParse(String(s)) as OverrideChange).filter((c) => c !== undefined);
+  }
+
+  close(): void {
+    clearInterval(this.#timer);
+  }
+
+  /** A read that starts after the write: one in flight may have started before it. */
+  async #readAfterWrite(): Promise<void> {
+    await this.#refreshing;
+    await this.refresh();
+  }
+
+  async #read(): Promise<void> {
+    let reply: unknown;
+    try {
+      reply = await this.#client.eval(READ, this.#keys, [String(this.#snapshot.version)]);
+    } catch {
+      return;
+    }
+    if (!Array.isArray(reply) || reply.length < 2) return;
+    const version = Number(reply[0]);
+    const flat = reply[1] as unknown[];
+    const rules: OverrideRule[] = [];
+    for (let i = 1; i < flat.length; i += 2) {
+      const r = readStoredOverride(safeParse(String(flat[i])));
+      if (r !== undefined) rules.push(r);
+    }
+    // Reads never overlap (refresh() shares the one in flight), so any other version is the newer state, a lower
+    // one included (a Redis restarted from an older snapshot).
+    this.#snapshot = Object.freeze({ version, rules: Object.freeze(rules) });
+  }
+
+  async #call(script: string, args: string[]): Promise<unknown> {
+    try {
+      return await this.#client.eval(script, this.#keys, args);
+    } catch (e) {
+      throw new SluiceError(
+        ErrorCode.StoreUnavailable,
+        `the overrides in Redis could not be written or read: ${(e as Error).message}`,
+        {},
+        { cause: e },
+      );
+    }
+  }
+}
+
+function safeParse(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
