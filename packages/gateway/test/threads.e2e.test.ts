@@ -266,6 +266,43 @@ describe('sluice serve --threads', () => {
     expect(await p.exited).toBe(0);
   });
 
+  it("the dashboard's top limited keys say who each key is, whichever thread limited it", async () => {
+    const file = join(tmp.dir, 'threads-facts.yaml');
+    const adminPort = await freePort();
+    const token = 'f'.repeat(32);
+    writeFileSync(
+      file,
+      `${CONFIG.replace('server: { port: 1 }', 'server: { port: 1, trustedProxies: [loopback] }')}` +
+        `admin: { port: ${adminPort}, token: "${token}" }\nidentity: { headers: {} }\n`,
+    );
+    const p = serveTwoThreads(threadedNode(), file);
+    const first = JSON.parse(await p.waitFor(/sluice gateway listening/)) as { url: string };
+    await p.waitFor(/"thread":1.*sluice gateway listening/);
+    // Ten clients, each denied twice, on connections of their own: the kernel spreads them over both threads,
+    // so some clients are most likely limited by the second thread alone.
+    const clients = Array.from({ length: 10 }, (_, i) => `c${i}`);
+    for (const c of clients) await burst(first.url, BURST + 2, { 'x-tenant-id': 'acme', 'x-client-id': c });
+    const admin = client();
+    try {
+      const state = await until(
+        async () =>
+          (
+            await send(admin, `http://127.0.0.1:${adminPort}/dashboard/state`, {
+              headers: { authorization: `Bearer ${token}` },
+            })
+          ).json() as { status: { topLimitedKeys: { items?: { key?: string }[] } } },
+        (s) =>
+          (s.status.topLimitedKeys.items ?? []).filter((k) => k.key !== undefined).length === clients.length,
+      );
+      const keys = (state.status.topLimitedKeys.items ?? []).map((k) => k.key);
+      expect(keys.sort()).toEqual(clients.map((c) => `tenant:acme:client:${c}`).sort());
+    } finally {
+      await admin.close();
+    }
+    p.child.kill('SIGTERM');
+    expect(await p.exited).toBe(0);
+  });
+
   it('with Redis, each thread opens its own connection and Redis holds the limit over them', async () => {
     const file = join(tmp.dir, 'threads-redis.yaml');
     writeFileSync(file, `${CONFIG}store: { type: redis, url: "${redis.url}" }\n`);

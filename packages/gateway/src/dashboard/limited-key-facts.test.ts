@@ -50,3 +50,53 @@ describe('LimitedKeyFacts', () => {
     expect(f).toMatchObject({ tier: 'silver', lastSeenMs: 5000 });
   });
 });
+
+describe('LimitedKeyFacts across threads', () => {
+  it("ships the records of its top keys and merges another thread's, the newer record winning", async () => {
+    const clock = new ManualClock(0);
+    const policy = definePolicy({ name: 'p', quota: 1, window: 60, burst: 1 });
+    const limiter = new Limiter({
+      policies: [policy],
+      store: new MemoryStore({ clock, sweepIntervalMs: 0 }),
+    });
+    let now = 1_000;
+    const second = new LimitedKeyFacts(
+      (k) => `h(${k})`,
+      'rl:',
+      () => now,
+    );
+    const first = new LimitedKeyFacts(
+      (k) => `h(${k})`,
+      'rl:',
+      () => now,
+    );
+    for (let i = 0; i < 2; i++) {
+      second.recordDecision(await limiter.decide([{ policy, key: 'rl:ip:203.0.113.9' }]), {
+        tier: 'free',
+        rule: '',
+        store: 'memory',
+      });
+    }
+    const shipped = second.shipped([{ hash: 'h(rl:ip:203.0.113.9)' }, { hash: 'h(rl:unknown)' }]);
+    expect(shipped).toEqual([
+      {
+        hash: 'h(rl:ip:203.0.113.9)',
+        key: 'ip:203.0.113.9',
+        kind: 'address',
+        who: '203.0.113.9',
+        tier: 'free',
+        policy: 'p',
+        lastSeenMs: 1000,
+      },
+    ]);
+    expect(first.of('h(rl:ip:203.0.113.9)')).toBeUndefined();
+    first.merge(shipped);
+    expect(first.of('h(rl:ip:203.0.113.9)')).toMatchObject({ key: 'ip:203.0.113.9', tier: 'free' });
+    // An older record changes nothing; a newer one takes over tier, policy and time.
+    first.merge([{ ...shipped[0]!, tier: 'old', lastSeenMs: 500 }]);
+    expect(first.of('h(rl:ip:203.0.113.9)')?.tier).toBe('free');
+    now = 9_000;
+    first.merge([{ ...shipped[0]!, tier: 'gold', policy: 'q', lastSeenMs: 8_000 }]);
+    expect(first.of('h(rl:ip:203.0.113.9)')).toMatchObject({ tier: 'gold', policy: 'q', lastSeenMs: 8_000 });
+  });
+});

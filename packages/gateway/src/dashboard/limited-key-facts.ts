@@ -17,6 +17,9 @@ export interface LimitedKeyFact {
   lastSeenMs: number;
 }
 
+/** A record as one thread of `sluice serve --threads` ships it to the first thread, with the top list's hash. */
+export type SharedKeyFact = LimitedKeyFact & { readonly hash: string };
+
 /** Keys remembered; the least recently limited goes first. */
 const MAX_FACTS = 4096;
 
@@ -56,26 +59,63 @@ export class LimitedKeyFacts extends NoopMetrics {
     for (let i = 0; i < v.length; i++) this.#note(v[i].key, v[i].policy.name, tier);
   }
 
-  /** The record of the key listed under `hash`, if this process limited it lately. */
+  /** The record of the key listed under `hash`, if this process (or a thread that shipped it) limited it lately. */
   of(hash: string): LimitedKeyFact | undefined {
     return this.#byHash.get(hash);
+  }
+
+  /**
+   * The records of the keys of `rows` this thread knows, for its feed to the first thread of `sluice serve
+   * --threads`: the first thread lists every thread's limited keys by hash, and only the thread that limited a key
+   * knows who it is.
+   *
+   * @param rows - the top list this thread ships.
+   */
+  shipped(rows: readonly { readonly hash: string }[]): SharedKeyFact[] {
+    const out: SharedKeyFact[] = [];
+    for (const r of rows) {
+      const f = this.#byHash.get(r.hash);
+      if (f !== undefined) out.push({ ...f, hash: r.hash });
+    }
+    return out;
+  }
+
+  /**
+   * Takes the records another thread shipped (see {@link LimitedKeyFacts.shipped}): a key not known here is
+   * added (the table stays bounded), a known one takes the newer tier, policy and time.
+   */
+  merge(facts: readonly SharedKeyFact[]): void {
+    for (const g of facts) {
+      const f = this.#byHash.get(g.hash);
+      if (f === undefined) {
+        this.#add(this.#prefix + g.key, { ...g });
+      } else if (g.lastSeenMs > f.lastSeenMs) {
+        f.tier = g.tier;
+        f.policy = g.policy;
+        f.lastSeenMs = g.lastSeenMs;
+      }
+    }
+  }
+
+  #add(bucketKey: string, f: LimitedKeyFact & { readonly hash: string }): void {
+    if (this.#byKey.size >= MAX_FACTS) {
+      const [oldest, gone] = this.#byKey.entries().next().value as [string, { hash: string }];
+      this.#byKey.delete(oldest);
+      this.#byHash.delete(gone.hash);
+    }
+    this.#byKey.set(bucketKey, f);
+    this.#byHash.set(f.hash, f);
   }
 
   #note(bucketKey: string, policy: string, tier: string): void {
     let f = this.#byKey.get(bucketKey);
     if (f === undefined) {
-      if (this.#byKey.size >= MAX_FACTS) {
-        const [oldest, gone] = this.#byKey.entries().next().value as [string, { hash: string }];
-        this.#byKey.delete(oldest);
-        this.#byHash.delete(gone.hash);
-      }
       const key =
         this.#prefix !== '' && bucketKey.startsWith(this.#prefix)
           ? bucketKey.slice(this.#prefix.length)
           : bucketKey;
       f = { ...describeKey(key), key, tier, policy, lastSeenMs: 0, hash: this.#hashKey(bucketKey) };
-      this.#byKey.set(bucketKey, f);
-      this.#byHash.set(f.hash, f);
+      this.#add(bucketKey, f);
     }
     f.tier = tier;
     f.policy = policy;

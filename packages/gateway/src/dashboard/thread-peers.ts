@@ -1,3 +1,4 @@
+import type { SharedKeyFact } from './limited-key-facts.js';
 import type { RateShipment, RateWindow } from './rate-window.js';
 
 /** One row of a thread's top limited keys, as it travels between threads. */
@@ -20,6 +21,8 @@ export interface ThreadFeed {
   readonly top: readonly LimitedKeyRow[];
   /** Requests the thread is serving now. */
   readonly inflight: number;
+  /** Who the keys of `top` are, as far as this thread knows (it limited them). */
+  readonly facts?: readonly SharedKeyFact[];
 }
 
 /** The top limited keys as the dashboard and the admin API read them (`TopLimitedKeys` is one). */

@@ -375,10 +375,12 @@ export class Gateway extends EventEmitter {
 
   /** This thread's dashboard data for the first thread: what is new since the previous feed. */
   #feed(): ThreadFeed {
+    const top = this.#limitedKeys.top(TOP_SHIPPED);
     return {
       rates: this.rates.ship(),
-      top: this.#limitedKeys.top(TOP_SHIPPED),
+      top,
       inflight: this.#proxy.inflight,
+      facts: this.limitedKeyFacts.shipped(top),
     };
   }
 

@@ -120,7 +120,10 @@ port.on('message', (m: ToWorker) => {
     return;
   }
   if (m.type === 'feed') {
-    void started.then((g) => g?.peers?.receive(m.source, m.feed));
+    void started.then((g) => {
+      g?.peers?.receive(m.source, m.feed);
+      if (m.feed.facts !== undefined) g?.limitedKeyFacts.merge(m.feed.facts);
+    });
     return;
   }
   if (m.type === 'quota-result') {
