@@ -50,6 +50,37 @@ describe('access log times', () => {
     expect(any.parse(undefined)).toBeNaN();
   });
 
+  it('never takes a time for the second of the line before when any part differs (property)', () => {
+    // Per field, values that differ from one another in a single character, at every position of the time; each
+    // line changes one field of the line before, so consecutive times differ in as little as one character.
+    const two = ['10', '11', '20'];
+    const fields = [
+      two,
+      ['Jan', 'Jun', 'Jul', 'Mar', 'May'],
+      ['2000', '2001', '2010', '2100', '3000'],
+      two,
+      two,
+      two,
+      ['+0000', '-0100', '+0001', '+0010', '+0100', '+1000'],
+    ];
+    const text = (v: readonly number[]) => {
+      const [d, mon, y, h, m, sec, z] = v.map((x, i) => fields[i][x % fields[i].length]);
+      return `${d}/${mon}/${y}:${h}:${m}:${sec} ${z}`;
+    };
+    const change = fc.tuple(fc.nat(fields.length - 1), fc.nat(5));
+    fc.assert(
+      fc.property(fc.array(change, { minLength: 1, maxLength: 40 }), (changes) => {
+        const cached = new ClfTimeParser();
+        const v = fields.map(() => 0);
+        for (const [field, value] of changes) {
+          v[field] = value;
+          const t = text(v);
+          expect(cached.parse(t, 0), t).toBe(new ClfTimeParser().parse(t, 0));
+        }
+      }),
+    );
+  });
+
   it('agrees with Date for any time of any day (property)', () => {
     const p = new IsoTimeParser();
     fc.assert(

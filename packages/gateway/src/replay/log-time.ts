@@ -51,7 +51,8 @@ function zoneMs(s: string, at: number, end: number): number {
 export class ClfTimeParser {
   readonly #day = new Uint16Array(17);
   #dayMs = Number.NaN;
-  #second = '';
+  /** The 26 characters of the previous line's time; `#secondMs` is NaN until one was read. */
+  readonly #second = new Uint16Array(26);
   #secondMs = Number.NaN;
 
   /**
@@ -61,14 +62,23 @@ export class ClfTimeParser {
    */
   parse(s: string, at: number): number {
     if (s.length < at + 26) return Number.NaN;
-    // Most lines share their second with the line before: one native comparison of the whole time.
-    if (this.#second.length === 26 && s.startsWith(this.#second, at)) return this.#secondMs;
+    // Most lines share their second with the line before. Compared character by character from the seconds
+    // backwards (where consecutive times differ first): `startsWith` on a line cut from a larger chunk took a
+    // fifth of a microsecond.
+    if (!Number.isNaN(this.#secondMs) && this.#sameSecond(s, at)) return this.#secondMs;
     const t = this.#parse(s, at);
     if (!Number.isNaN(t)) {
-      this.#second = s.slice(at, at + 26);
+      for (let i = 0; i < 26; i++) this.#second[i] = s.charCodeAt(at + i);
       this.#secondMs = t;
     }
     return t;
+  }
+
+  #sameSecond(s: string, at: number): boolean {
+    const second = this.#second;
+    for (let i = 19; i >= 0; i--) if (s.charCodeAt(at + i) !== second[i]) return false;
+    for (let i = 20; i < 26; i++) if (s.charCodeAt(at + i) !== second[i]) return false;
+    return true;
   }
 
   #parse(s: string, at: number): number {

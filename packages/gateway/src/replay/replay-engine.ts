@@ -12,19 +12,24 @@ import { ReplayTally } from './replay-tally.js';
 
 const NO_HEADERS: IncomingHttpHeaders = Object.freeze({}) as IncomingHttpHeaders;
 
-/** A log line as the gateway's admission sees a request; the recorded caller travels with it. */
+/**
+ * A log line as the gateway's admission sees a request; the recorded caller travels with it. One instance is
+ * filled per line and reused while admission answers in the same tick (it keeps no reference to a request it has
+ * decided); a request that waits in a queue keeps its instance, and the engine takes a new one.
+ */
 class ReplayRequest implements GatewayRequest {
-  readonly method: string;
-  readonly path: string;
+  method = 'GET';
+  path = '/';
   readonly headers = NO_HEADERS;
   readonly remoteAddress: undefined = undefined;
-  readonly clientIp: string | undefined;
+  clientIp: string | undefined = undefined;
   readonly trustIdentityHeaders = false;
-  readonly cost: number;
+  cost = 1;
   readonly correlationId = 'replay';
-  readonly caller: CallerIdentity | undefined;
+  caller: CallerIdentity | undefined = undefined;
 
-  constructor(r: LogRecord, clientIp: string | undefined) {
+  /** Fills this request from a line; returns it. */
+  set(r: LogRecord, clientIp: string | undefined): this {
     this.method = r.method;
     this.path = r.target;
     this.clientIp = clientIp;
@@ -39,6 +44,7 @@ class ReplayRequest implements GatewayRequest {
           apiKeyHash: r.apiKeyHash,
         }
       : undefined;
+    return this;
   }
 }
 
@@ -72,6 +78,7 @@ export class ReplayEngine {
   lastMs = Number.NaN;
   #pending = new Set<Promise<unknown>>();
   #nextSweep = Number.NaN;
+  #request = new ReplayRequest();
 
   /**
    * @param config - the resolved configuration.
@@ -116,12 +123,14 @@ export class ReplayEngine {
       this.tally.record(v, 'exempt', t, line, log);
       return { outcome: 'exempt', verdict: v };
     }
-    const v = rt.http.evaluate(new ReplayRequest(r, ip));
+    const v = rt.http.evaluate(this.#request.set(r, ip));
     if (!isPromiseLike(v)) {
       const outcome = outcomeOf(v);
       this.tally.record(v, outcome, t, line, log);
       return { outcome, verdict: v };
     }
+    // The waiting request holds on to its instance.
+    this.#request = new ReplayRequest();
     const p = Promise.resolve(v).then((x) => {
       const outcome = outcomeOf(x);
       this.tally.record(x, outcome, t, line, log);

@@ -194,4 +194,40 @@ describe('sluice replay', () => {
     ]);
     expect(r.limitedKeys.map((k) => k.key).sort()).toEqual(['ip:192.0.2.9', 'tenant:acme:client:web']);
   });
+
+  it('decides each line with its own caller, address and path when callers alternate line by line', async () => {
+    const g = (key: string, tier: string, url: string) =>
+      JSON.stringify({
+        level: 30,
+        time: '2026-12-03T06:00:00.000Z',
+        service: 'sluice',
+        method: 'POST',
+        url,
+        status: 200,
+        outcome: 'proxied',
+        key,
+        tier,
+        msg: 'request',
+      });
+    const callers = [
+      ['tenant:acme:client:web', 'enterprise', '/api/risk/simulation/studio/x'],
+      ['ip:192.0.2.9', 'standard', '/api/items'],
+      ['ip:192.0.2.10', 'standard', '/system/airgap/seal'],
+    ] as const;
+    const lines = Array.from({ length: 12 }, (_, i) => {
+      const [key, tier, url] = callers[i % 3];
+      return g(key, tier, url);
+    });
+    const seen: [string | undefined, readonly string[] | undefined][] = [];
+    await runReplay({
+      config: { name: 'example', config: config() },
+      logs: [log('gw.log', lines.join('\n'))],
+      onDecision: (_r, d) => {
+        if (d instanceof Promise) throw new Error('no request of this log waits');
+        seen.push([d.verdict.key, d.verdict.rules]);
+      },
+    });
+    expect(seen.map(([key]) => key)).toEqual(Array.from({ length: 12 }, (_, i) => callers[i % 3][0]));
+    expect(seen.slice(0, 3).map(([, rules]) => rules?.length)).toEqual([3, 1, 2]);
+  });
 });

@@ -79,6 +79,28 @@ describe('429 problem', () => {
     });
   });
 
+  it('writes the problem of the moment of the denial, however late and often it is read', () => {
+    const { clock, http, run } = setup();
+    for (let i = 0; i < 3; i++) run({});
+    // A caller may reuse its request object (sluice replay does): the denial keeps the facts of its moment.
+    const req = {
+      method: 'GET',
+      path: '/api/items',
+      headers: { 'x-request-id': 'req-1' },
+      remoteAddress: '192.0.2.1',
+    };
+    const v = http.evaluate(req) as Verdict;
+    req.path = '/api/other';
+    req.headers = { 'x-request-id': 'req-2' };
+    clock.advance(30_000);
+    for (let i = 0; i < 4; i++) run({ path: '/api/other', headers: { 'x-request-id': 'req-2' } });
+    const body = JSON.parse(v.body as string);
+    expect(body).toMatchObject({ instance: '/api/items', reset: 1_700_000_001, correlation_id: 'req-1' });
+    expect(v.body).toBe(v.body);
+    expect({ ...v }.body).toBe(v.body);
+    expect(JSON.parse(JSON.stringify(v)).body).toBe(v.body);
+  });
+
   it('uses the configured problem type base URI (white label) and strips the query from instance', () => {
     const { run } = setup({ problemTypeBase: 'https://errors.example.com/problems' });
     for (let i = 0; i < 3; i++) run({});

@@ -3,17 +3,22 @@ import ipaddr from 'ipaddr.js';
 
 /*
  * Addresses are validated by node:net (strict: no octal, hex or short IPv4 forms, which ipaddr.js would accept)
- * and parsed by ipaddr.js for IPv6 parts and CIDR matching. Results are cached in a small map because a server
- * sees the same few peers (its proxies, its load balancer) on almost every request.
+ * and parsed by ipaddr.js for IPv6 parts and CIDR matching. Results are cached because a server sees the same
+ * peers again and again: its proxies on almost every request, and its returning clients.
  */
 
-const CACHE_LIMIT = 4096;
+/**
+ * Entries each address cache holds before it is cleared. Large enough for the returning clients of a busy server
+ * (at 4,096, a server or a log replay with 50,000 clients rebuilt most keys), small enough to stay a few
+ * megabytes per cache even for a flood of distinct addresses (docs/DECISIONS.md).
+ */
+export const ADDRESS_CACHE_LIMIT = 65_536;
 const normalized = new Map<string, string | null>();
 const keyed = new Map<string, string>();
 
 function remember<V>(map: Map<string, V>, k: string, v: V): V {
   // Clearing all at the cap is cheaper than LRU bookkeeping and bounds memory under a flood of distinct values.
-  if (map.size >= CACHE_LIMIT) map.clear();
+  if (map.size >= ADDRESS_CACHE_LIMIT) map.clear();
   map.set(k, v);
   return v;
 }

@@ -1,5 +1,5 @@
 import { invalidOption } from '../core/index.js';
-import { ipKeyOf } from './ip-address.js';
+import { ADDRESS_CACHE_LIMIT, ipKeyOf } from './ip-address.js';
 import { sha256Base64Url } from './key-hash.js';
 import type { HttpRequestInfo, Identity } from './types.js';
 
@@ -86,7 +86,7 @@ export function ipKey(clientIp: string | undefined): string {
     const k = ipKeyOf(clientIp);
     key = k === undefined ? 'ip:unknown' : `ip:${k}`;
     // Bounded like the address caches: cleared at the cap, so a flood of addresses cannot grow it.
-    if (ipKeys.size >= 4096) ipKeys.clear();
+    if (ipKeys.size >= ADDRESS_CACHE_LIMIT) ipKeys.clear();
     ipKeys.set(clientIp, key);
   }
   return key;

@@ -90,7 +90,7 @@ export class VerdictWriter {
     d: Decision,
     ip: string | undefined,
   ): Verdict {
-    const headers = this.#o.mode === 'none' ? [] : this.#rateLimitHeaders(facts, d);
+    const none = this.#o.mode === 'none';
     const rules = facts.names;
     if (d.allowed) {
       const outcome = d.reason === 'store_unavailable_open' ? 'store_unavailable_open' : 'allowed';
@@ -98,7 +98,8 @@ export class VerdictWriter {
         action: 'allow',
         status: 200,
         outcome,
-        headers,
+        // Without rate-limit headers an admission carries none: one shared empty list, nothing allocated.
+        headers: none ? EMPTY : this.#rateLimitHeaders(facts, d),
         decision: d,
         clientIp: ip,
         rules,
@@ -106,6 +107,7 @@ export class VerdictWriter {
         identity,
       };
     }
+    const headers = none ? [] : this.#rateLimitHeaders(facts, d);
     const correlationId = this.correlationId(req);
     headers.push([HeaderName.RetryAfter, String(Math.max(1, d.retryAfterSeconds))]);
     this.#denyHeaders(headers, correlationId);
