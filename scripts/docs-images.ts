@@ -12,15 +12,14 @@ import { chromium, type Page } from 'playwright-core';
 import { buildDashboard } from '../packages/gateway/dashboard-ui/build.js';
 import { buildDemoPage } from '../packages/gateway/demo-ui/build.js';
 import { runDemo } from '../packages/gateway/src/demo/run-demo.js';
-import { toolPath } from '../test/support/tools.js';
+import { CHROMIUM_ARGS, toolPath } from '../test/support/tools.js';
 import { replayReportImage } from './replay-image.js';
 
 const OUT = fileURLToPath(new URL('../docs/images/', import.meta.url));
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'];
 
 if (process.argv.slice(2).includes('replay')) {
   mkdirSync(OUT, { recursive: true });
-  const b = await chromium.launch({ executablePath: toolPath('chromium'), args: ARGS });
+  const b = await chromium.launch({ executablePath: toolPath('chromium'), args: [...CHROMIUM_ARGS] });
   try {
     console.log(`docs images: ${await replayReportImage(b, OUT)}`);
   } finally {
@@ -37,7 +36,7 @@ const demo = await runDemo({ port: 0, print: (l) => printed.push(l) });
 const token = /\(token (\S+)\)/.exec(printed.join('\n'))?.[1] as string;
 const pageUrl = /browser:\s+(\S+)/.exec(printed.join('\n'))?.[1] as string;
 const gw = demo.gateway.url;
-const browser = await chromium.launch({ executablePath: toolPath('chromium'), args: ARGS });
+const browser = await chromium.launch({ executablePath: toolPath('chromium'), args: [...CHROMIUM_ARGS] });
 
 /** Bounded load on loopback: a few hundred requests over the example's tiers and endpoint rules. */
 async function load(rounds: number): Promise<void> {

@@ -19,6 +19,22 @@ import {
 export type { SystemToolName } from '../../scripts/system-tools.mjs';
 
 /** Set by vitest.config.ts in the unit project, whose suites start no program. */
+/**
+ * The flags every suite starts headless Chromium with: no sandbox (tests run as root), no GPU, and none of the
+ * browser's own connections (background networking, QUIC, component updates, sync), which this machine's closed
+ * network refuses, many at a time.
+ */
+export const CHROMIUM_ARGS: readonly string[] = Object.freeze([
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+]);
+
 export const UNIT_PROJECT_VAR = 'SLUICE_TEST_PROJECT';
 
 /**

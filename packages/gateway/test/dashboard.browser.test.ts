@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
 import { MemoryQuotaStore, QuotaTracker } from 'sluice/quota';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { toolPath } from '../../../test/support/tools.js';
+import { CHROMIUM_ARGS, toolPath } from '../../../test/support/tools.js';
 import { buildDashboard } from '../dashboard-ui/build.js';
 import { Dashboard } from '../src/dashboard/index.js';
 import { AdminServer } from '../src/server/admin-server.js';
@@ -19,16 +19,6 @@ import {
 } from './support.js';
 
 const CHROMIUM = toolPath('chromium');
-const ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
 const ARTIFACTS = join(process.cwd(), 'test-artifacts', 'dashboard');
 const TOKEN = 'dashboard-admin-token-0123456789';
 const LAPTOP = { width: 1440, height: 900 };
@@ -84,7 +74,7 @@ beforeAll(async () => {
   context = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,
     headless: true,
-    args: ARGS,
+    args: [...CHROMIUM_ARGS],
     viewport: LAPTOP,
     colorScheme: 'dark',
   });

@@ -3,13 +3,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { toolPath } from '../../../test/support/tools.js';
+import { CHROMIUM_ARGS, toolPath } from '../../../test/support/tools.js';
 import { buildDemoPage } from '../demo-ui/build.js';
 import { runDemo } from '../src/demo/run-demo.js';
 import type { Gateway } from '../src/gateway/gateway.js';
 
 const CHROMIUM = toolPath('chromium');
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'];
 
 let assets: string;
 let profile: string;
@@ -28,7 +27,7 @@ beforeAll(async () => {
   context = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,
     headless: true,
-    args: ARGS,
+    args: [...CHROMIUM_ARGS],
     viewport: { width: 900, height: 600 },
   });
   page = context.pages()[0] ?? (await context.newPage());

@@ -6,7 +6,7 @@ import { pathToFileURL } from 'node:url';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateLog } from '../../../bench/replay/generate-log.js';
-import { toolPath } from '../../../test/support/tools.js';
+import { CHROMIUM_ARGS, toolPath } from '../../../test/support/tools.js';
 import { buildReplayPage } from '../replay-ui/build.js';
 import { loadConfigText } from '../src/config/load-config.js';
 import { replayReport } from '../src/replay/replay-report.js';
@@ -14,13 +14,6 @@ import { runReplay } from '../src/replay/replay-run.js';
 import { replayHtml } from '../src/replay/report-html.js';
 
 const CHROMIUM = toolPath('chromium');
-const ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--no-first-run',
-  '--disable-background-networking',
-];
 const ARTIFACTS = join(process.cwd(), 'test-artifacts', 'replay-report');
 const EXAMPLE = readFileSync(new URL('../examples/rate-limits.yaml', import.meta.url), 'utf8');
 
@@ -56,7 +49,7 @@ beforeAll(async () => {
   context = await chromium.launchPersistentContext(join(dir, 'profile'), {
     executablePath: CHROMIUM,
     headless: true,
-    args: ARGS,
+    args: [...CHROMIUM_ARGS],
     viewport: { width: 1280, height: 900 },
     colorScheme: 'dark',
   });

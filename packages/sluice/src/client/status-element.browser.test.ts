@@ -5,23 +5,13 @@ import { join } from 'node:path';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { toolPath } from '../../../../test/support/tools.js';
+import { CHROMIUM_ARGS, toolPath } from '../../../../test/support/tools.js';
 import { bundleForBrowser } from '../../test/client/bundle.js';
 import { type RateLimitServer, startRateLimitServer } from '../../test/client/rate-limit-server.js';
 import type { PolicyOptions } from '../core/index.js';
 import { ManualClock } from '../core/manual-clock.js';
 
 const CHROMIUM = toolPath('chromium');
-const ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
 const ARTIFACTS = join(process.cwd(), 'test-artifacts', 'client');
 
 const PAGE = `<!doctype html>
@@ -109,7 +99,7 @@ beforeAll(async () => {
   context = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,
     headless: true,
-    args: ARGS,
+    args: [...CHROMIUM_ARGS],
     viewport: { width: 720, height: 200 },
   });
   page = context.pages()[0] ?? (await context.newPage());
