@@ -15,28 +15,21 @@ import {
   DEFAULT_PUBLIC_AUTH,
   type EndpointRule,
   type GatewayConfig,
-  type PenaltyConfig,
   type RedisConfig,
   type TierConfig,
 } from './gateway-config.js';
 import { resolveQuotaConfig } from './quota-config.js';
-import { isReservedName, reservedNameMessage } from './reserved-names.js';
 import { connectionScopeIssues, resolveClasses } from './resolve-classes.js';
 import { resolveIdentity } from './resolve-identity.js';
+import { resolvePenalty } from './resolve-penalty.js';
 import { resolveQueue } from './resolve-queue.js';
 import { resolveRuleRefill } from './resolve-refill.js';
+import { exactRange, patternIssue, policyNameIssue } from './rule-issues.js';
+import type { SemanticIssue } from './semantic-issue.js';
 import { shadowIssues } from './shadow-issues.js';
 import { closestName } from './suggest.js';
 import { checkUrl, durationIn, STORE_TIMEOUT_MS, timerMs } from './value-ranges.js';
 import type { ConfigPath } from './violation.js';
-
-/** A problem found after the schema passed: a rule that spans several keys, or a name that must exist. */
-export interface SemanticIssue {
-  readonly path: ConfigPath;
-  readonly message: string;
-  /** Point at the key itself rather than its value (for a misplaced key). */
-  readonly atKey?: boolean;
-}
 
 // The raw shape after schema validation: only the types the schema guarantees, so every access is checked here.
 // biome-ignore lint/suspicious/noExplicitAny: schema-validated YAML data, read field by field below
@@ -370,71 +363,8 @@ export function resolveConfig(
   return { config: issues.length === 0 ? config : undefined, issues };
 }
 
-/**
- * A policy name is sent in rate-limit headers: the HTTP limiter refuses at construction what a header value
- * cannot carry unchanged, and a rule's name reaches it unchanged, so the same rule applies here with the line.
- */
-function policyNameIssue(name: string, path: ConfigPath, issues: SemanticIssue[]): void {
-  if (isReservedName(name)) issues.push({ path, message: reservedNameMessage(name) });
-  else if (!/^[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?$/.test(name)) {
-    issues.push({
-      path,
-      message: `must be printable ASCII without leading or trailing spaces (the policy name is sent in rate-limit headers), got ${JSON.stringify(name)}`,
-    });
-  }
-}
-
 function storeTypeOf(store: Raw): 'memory' | 'redis' {
   return (store.type ?? 'memory') as 'memory' | 'redis';
-}
-
-function resolvePenalty(p: Raw | undefined, issues: SemanticIssue[]): PenaltyConfig | undefined {
-  if (p === undefined) return undefined;
-  const blockMs = durationMs(p.block) ?? 0;
-  const withinMs = durationMs(p.within) ?? 0;
-  const maxBlockMs = durationMs(p.maxBlock) ?? blockMs * 24;
-  if (blockMs < 1000) issues.push({ path: ['penalty', 'block'], message: 'must be at least 1s' });
-  if (withinMs < 1000) issues.push({ path: ['penalty', 'within'], message: 'must be at least 1s' });
-  if (maxBlockMs < blockMs) {
-    issues.push({ path: ['penalty', 'maxBlock'], message: `must be at least penalty.block (${p.block})` });
-  }
-  return Object.freeze({
-    after: p.after as number,
-    withinMs,
-    blockMs,
-    maxBlockMs,
-    forgetAfterMs: durationMs(p.forgetAfter) ?? 86_400_000,
-    status: (p.status ?? 429) as 403 | 429,
-  });
-}
-
-function patternIssue(compile: () => unknown, path: ConfigPath, issues: SemanticIssue[]): void {
-  try {
-    compile();
-  } catch (e) {
-    const expected = (e as { details?: { expected?: string } }).details?.expected;
-    issues.push({ path, message: `must be ${expected ?? 'a valid path pattern'}` });
-  }
-}
-
-/**
- * The engine keeps tokens in integer units of 1 / (window x 1000) token, exact below 2^53 (D-001): a capacity
- * beyond that is refused here with its path, rather than by the engine at start.
- */
-function exactRange(
-  capacity: number | undefined,
-  windowSeconds: number,
-  path: ConfigPath,
-  issues: SemanticIssue[],
-): void {
-  if (capacity === undefined) return;
-  if (capacity * windowSeconds * 1000 > Number.MAX_SAFE_INTEGER) {
-    const max = Math.floor(Number.MAX_SAFE_INTEGER / (windowSeconds * 1000));
-    issues.push({
-      path,
-      message: `must be at most ${max} for a ${windowSeconds} s window (exact token arithmetic), got ${capacity}`,
-    });
-  }
 }
 
 function unknownName(kind: string, given: string, known: string[]): string {

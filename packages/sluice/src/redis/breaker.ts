@@ -137,3 +137,28 @@ export class Breaker {
     return Math.floor(this.#o.clock.now());
   }
 }
+
+function noop(): void {}
+
+/**
+ * The breaker's probe timer on the store's clock: an unref'd real timer, or the injected clock's `sleep` (a
+ * `ManualClock` in tests).
+ *
+ * @param clock - the store's injected clock, or `undefined` for real time.
+ * @returns the {@link ProbeTimer} a {@link Breaker} is built with.
+ */
+export function probeTimer(clock: Clock | undefined): ProbeTimer {
+  if (clock === undefined) {
+    return (ms, run) => {
+      const timer = setTimeout(run, ms);
+      // A store waiting for Redis to come back must not keep the process alive.
+      timer.unref?.();
+      return () => clearTimeout(timer);
+    };
+  }
+  return (ms, run) => {
+    const stop = new AbortController();
+    clock.sleep(ms, stop.signal).then(run, noop);
+    return () => stop.abort();
+  };
+}

@@ -11,7 +11,7 @@ import {
   SluiceError,
 } from '../core/index.js';
 import { BatchQueue, type Entry, OP_OF, type Op } from './batch-queue.js';
-import { Breaker, type ProbeTimer } from './breaker.js';
+import { Breaker, probeTimer } from './breaker.js';
 import { CallTimeouts, timeoutError } from './call-timeout.js';
 import type { RedisScriptClient } from './client-adapter.js';
 import { clusterSlot } from './cluster-slot.js';
@@ -385,20 +385,3 @@ export class RedisStore implements RateLimitStore {
 }
 
 function noop(): void {}
-
-/** The breaker's probe timer on the store's clock: an unref'd real timer, or the injected clock's `sleep`. */
-function probeTimer(clock: Clock | undefined): ProbeTimer {
-  if (clock === undefined) {
-    return (ms, run) => {
-      const timer = setTimeout(run, ms);
-      // A store waiting for Redis to come back must not keep the process alive.
-      timer.unref?.();
-      return () => clearTimeout(timer);
-    };
-  }
-  return (ms, run) => {
-    const stop = new AbortController();
-    clock.sleep(ms, stop.signal).then(run, noop);
-    return () => stop.abort();
-  };
-}
