@@ -1,10 +1,11 @@
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type BrowserContext, chromium, type Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
 import { MemoryQuotaStore, QuotaTracker } from 'sluice/quota';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CHROMIUM_ARGS, toolPath } from '../../../test/support/tools.js';
+import { toolPath } from '../../../test/support/tools.js';
+import { openWatchedPage } from '../../../test/support/watched-page.js';
 import { buildDashboard } from '../dashboard-ui/build.js';
 import { Dashboard } from '../src/dashboard/index.js';
 import { AdminServer } from '../src/server/admin-server.js';
@@ -57,8 +58,8 @@ let admin: string;
 let profile: string;
 let context: BrowserContext;
 let page: Page;
-const problems: string[] = [];
-const requested: string[] = [];
+let problems: string[] = [];
+let requested: string[] = [];
 
 beforeAll(async () => {
   await buildDashboard();
@@ -71,19 +72,7 @@ beforeAll(async () => {
   });
   admin = t.gateway.adminUrl as string;
   profile = await mkdtemp(join(tmpdir(), 'sluice-dashboard-chromium-'));
-  context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: [...CHROMIUM_ARGS],
-    viewport: LAPTOP,
-    colorScheme: 'dark',
-  });
-  page = context.pages()[0] ?? (await context.newPage());
-  page.on('console', (m) => {
-    if (m.type() === 'error' || m.type() === 'warning') problems.push(`${m.type()}: ${m.text()}`);
-  });
-  page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
-  page.on('request', (r) => requested.push(r.url()));
+  ({ context, page, problems, requested } = await openWatchedPage(CHROMIUM, profile, LAPTOP));
 }, 60_000);
 
 afterAll(async () => {

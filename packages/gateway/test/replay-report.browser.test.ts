@@ -3,10 +3,11 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { type BrowserContext, chromium, type Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateLog } from '../../../bench/replay/generate-log.js';
-import { CHROMIUM_ARGS, toolPath } from '../../../test/support/tools.js';
+import { toolPath } from '../../../test/support/tools.js';
+import { openWatchedPage } from '../../../test/support/watched-page.js';
 import { buildReplayPage } from '../replay-ui/build.js';
 import { loadConfigText } from '../src/config/load-config.js';
 import { replayReport } from '../src/replay/replay-report.js';
@@ -21,8 +22,8 @@ let dir: string;
 let context: BrowserContext;
 let page: Page;
 let html: string;
-const problems: string[] = [];
-const requested: string[] = [];
+let problems: string[] = [];
+let requested: string[] = [];
 
 const config = (text: string) => {
   const r = loadConfigText(text, 'x.yaml', { env: {} });
@@ -46,19 +47,10 @@ beforeAll(async () => {
   });
   html = replayHtml(replayReport(run));
   await writeFile(join(dir, 'report.html'), html);
-  context = await chromium.launchPersistentContext(join(dir, 'profile'), {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: [...CHROMIUM_ARGS],
-    viewport: { width: 1280, height: 900 },
-    colorScheme: 'dark',
-  });
-  page = context.pages()[0] ?? (await context.newPage());
-  page.on('console', (m) => {
-    if (m.type() === 'error' || m.type() === 'warning') problems.push(`${m.type()}: ${m.text()}`);
-  });
-  page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
-  page.on('request', (r) => requested.push(r.url()));
+  ({ context, page, problems, requested } = await openWatchedPage(CHROMIUM, join(dir, 'profile'), {
+    width: 1280,
+    height: 900,
+  }));
 }, 120_000);
 
 afterAll(async () => {
