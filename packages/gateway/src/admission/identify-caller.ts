@@ -65,10 +65,14 @@ export function callerIdentifier(
       ...(id.apiKeyHash === undefined ? {} : { apiKey: id.apiKeyHash }),
     };
   };
-  return (r) => {
-    const known = recorded?.(r);
-    if (known !== undefined) return toLibrary({ ok: true, identity: known });
+  const fromSources = (r: GatewayRequest): IdentifyResult | Promise<IdentifyResult> => {
     const result = identifier.identify(r.headers, identifier.credentials(r.headers), r.trustIdentityHeaders);
     return isPromiseLike(result) ? result.then(toLibrary) : toLibrary(result);
+  };
+  // The gateway's own requests never carry a recorded identity: its hook does not ask for one.
+  if (recorded === undefined) return fromSources;
+  return (r) => {
+    const known = recorded(r);
+    return known === undefined ? fromSources(r) : toLibrary({ ok: true, identity: known });
   };
 }
