@@ -7,15 +7,9 @@ import { type ConfigOverrides, loadConfigFile, loadConfigOrThrow } from '../conf
 import { redactUrls } from '../config/redact.js';
 import { MAX_THREADS } from '../config/value-ranges.js';
 import { formatViolations } from '../config/violation.js';
-import { runDemo } from '../demo/run-demo.js';
-import { Gateway } from '../gateway/gateway.js';
-import { ThreadedGateway } from '../gateway/thread-main.js';
 import { defaultThreads, THREADS_UNSUPPORTED_MESSAGE, threadsSupported } from '../gateway/threads-support.js';
 import { hashApiKey } from '../identity/api-key-file.js';
 import { HELP_TEXT } from './help-text.js';
-import { overrideCommand } from './override-command.js';
-import { recommendCommand } from './recommend-command.js';
-import { replayCommand } from './replay-command.js';
 import { rulesCommand } from './rules-command.js';
 import { type OnSignal, SignalRouter } from './signal-router.js';
 import { unknownCommandMessage, unknownOptionMessage } from './usage-hints.js';
@@ -50,10 +44,13 @@ const defaultIo: CliIo = {
  */
 export async function main(argv: readonly string[], io: CliIo = defaultIo): Promise<number> {
   // The log commands have options of their own (several logs, repeated --field): they parse their arguments.
-  if (argv[0] === 'replay') return replayCommand(argv.slice(1), io);
-  if (argv[0] === 'recommend') return recommendCommand(argv.slice(1), io);
+  // Each command loads what it runs: a replay of a log starts without the proxy, Redis and gRPC modules.
+  if (argv[0] === 'replay') return (await import('./replay-command.js')).replayCommand(argv.slice(1), io);
+  if (argv[0] === 'recommend')
+    return (await import('./recommend-command.js')).recommendCommand(argv.slice(1), io);
   // These talk to a running gateway and take their own options.
   if (argv[0] === 'override' || argv[0] === 'block') {
+    const { overrideCommand } = await import('./override-command.js');
     return overrideCommand(argv[0], argv.slice(1), { out: io.out, err: io.err, env: io.env ?? process.env });
   }
   let parsed: ReturnType<typeof parse>;
@@ -203,10 +200,12 @@ async function serve(
     const threads = asked ?? defaultThreads();
     if (threads > 1 && !threadsSupported()) io.err(`sluice: ${THREADS_UNSUPPORTED_MESSAGE}\n`);
     else if (threads > 1) {
+      const { ThreadedGateway } = await import('../gateway/thread-main.js');
       const { gateway: g } = await ThreadedGateway.start({ config, file, overrides, threads });
       return untilStopped(io, signals, { stop: () => g.close(), reload: () => g.reload(), ended: g.ended });
     }
     // The gateway starts every listener the file configures (proxy, admin, decision API, Envoy) and closes them.
+    const { Gateway } = await import('../gateway/gateway.js');
     const gateway = await Gateway.start({ config, configFile: file, overrides });
     return untilStopped(io, signals, { stop: () => gateway.close(), reload: () => void gateway.reload() });
   } catch (e) {
@@ -220,6 +219,7 @@ async function demo(host: string | undefined, port: number | undefined, io: CliI
   const signals = new SignalRouter(io.onSignal, ['SIGINT', 'SIGTERM']);
   let stop: () => Promise<void>;
   try {
+    const { runDemo } = await import('../demo/run-demo.js');
     ({ stop } = await runDemo({ host, port, print: (line) => io.out(`${line}\n`) }));
   } catch (e) {
     signals.off();
