@@ -114,7 +114,7 @@ export function createHttpLimiter<R extends HttpRequestInfo = HttpRequestInfo>(
 ): HttpLimiter<R> {
   const o = resolveHttpLimiterOptions<R>(options);
   const { limiter, authPolicy, canonical } = o;
-  const plans = new RulePlans(o.rules, o.keyPrefix, o.maxKeyLength);
+  const plans = new RulePlans(o.rules, o.keyPrefix, o.maxKeyLength, o.exemptEndpoints);
   const writer = new VerdictWriter(o as never);
   const authFacts: DecidedFacts | undefined =
     authPolicy === undefined
@@ -276,8 +276,13 @@ export function createHttpLimiter<R extends HttpRequestInfo = HttpRequestInfo>(
     if (typeof path !== 'string') return writer.badTarget(request, path);
     // A canonical target is the request as given: no copy on the common path.
     const req = path === request.path ? request : { ...request, path };
-    for (let i = 0; i < o.exemptEndpoints.length; i++) {
-      if (o.exemptEndpoints[i].match(req.method, req.path)) return writer.exempt('endpoint');
+    const exempt = o.exemptEndpoints;
+    if (exempt.length > 0) {
+      // The path is cut once for the exemptions and the rules.
+      const cut = plans.cut(req.path);
+      for (let i = 0; i < exempt.length; i++) {
+        if (exempt[i].matchSegments(req.method, cut)) return writer.exempt('endpoint');
+      }
     }
     const ip = clientIpOf(req);
     const reason = exemptReason(req, ip);

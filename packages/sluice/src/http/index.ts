@@ -18,6 +18,7 @@ export {
   compilePathPattern,
   type PathPattern,
   type PathPatternOptions,
+  PathSegments,
 } from './path-pattern.js';
 export { type WarnFunction, WarningCode } from './peer-warnings.js';
 export {

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { compileEndpoint, compilePathPattern } from './path-pattern.js';
+import { compileEndpoint, compilePathPattern, PathSegments } from './path-pattern.js';
 
 describe('path patterns', () => {
   it.each([
@@ -71,6 +71,66 @@ describe('path patterns', () => {
       }),
       { numRuns: 500 },
     );
+  });
+});
+
+describe('a path cut once for many patterns', () => {
+  // Paths with empty segments, doubled and trailing slashes, queries, case and no leading slash: every way a
+  // cut could drift from the walk of a single pattern.
+  const part = fc.constantFrom('a', 'B', 'api', 'x.y', '', '?q=1', '?', '/');
+  const pathOf = fc.tuple(fc.boolean(), fc.array(part, { maxLength: 7 })).map(([rooted, parts]) => {
+    const p = parts.join('/');
+    return rooted ? `/${p}` : p;
+  });
+  const patternOf = fc
+    .array(fc.constantFrom('a', 'b', 'api', 'x.y', '*', ':p'), { maxLength: 5 })
+    .map((parts) => `/${parts.join('/')}`)
+    .filter((source) => {
+      try {
+        compilePathPattern(source);
+        return true;
+      } catch {
+        return false;
+      }
+    });
+
+  it('answers as each pattern alone does, prefix included or not', () => {
+    fc.assert(
+      fc.property(fc.array(patternOf, { minLength: 1, maxLength: 4 }), pathOf, (sources, path) => {
+        const patterns = sources.flatMap((source) => [
+          compilePathPattern(source),
+          compilePathPattern(source, 'p', { includePrefix: false }),
+        ]);
+        // One cut, deep enough for the deepest pattern, reused after another path was cut.
+        const cut = new PathSegments(Math.max(...patterns.map((p) => p.depth)));
+        cut.cut('/zz/zz/zz/zz/zz/zz/zz/zz');
+        cut.cut(path);
+        for (const p of patterns) expect(p.matchSegments(cut), `${p.source} on ${path}`).toBe(p.match(path));
+      }),
+      { numRuns: 3000 },
+    );
+  });
+
+  it('handles the edges the walk handles', () => {
+    const cases: [string, string][] = [
+      ['/', '/'],
+      ['/', '/?x'],
+      ['/', '//'],
+      ['/*', '/'],
+      ['/*', '//'],
+      ['/a/*', '/a'],
+      ['/a/*', '/a/'],
+      ['/a/*', '/a//'],
+      ['/a/*', '/a//b'],
+      ['/a', 'a'],
+      ['/a/b', '/a/b/c'],
+    ];
+    for (const [source, path] of cases) {
+      for (const includePrefix of [true, false]) {
+        const p = compilePathPattern(source, 'p', { includePrefix });
+        expect(p.matchSegments(new PathSegments(p.depth).cut(path)), `${source} ${path}`).toBe(p.match(path));
+      }
+    }
   });
 });
 

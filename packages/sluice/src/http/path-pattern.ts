@@ -29,8 +29,17 @@ export interface PathPattern {
   readonly source: string;
   /** Names of `:name` captures, in order. */
   readonly params: readonly string[];
+  /** Segments in the pattern (`/api/*` has two): a {@link PathSegments} cut this deep serves it. */
+  readonly depth: number;
   /** True when the path (query and one trailing slash ignored) matches. */
   match(path: string): boolean;
+  /**
+   * {@link PathPattern.match} on a path already cut into segments: several patterns matched against one path
+   * share one cut (the rules of a limiter do).
+   *
+   * @param segments - the path, cut at least {@link PathPattern.depth} segments deep.
+   */
+  matchSegments(segments: PathSegments): boolean;
   /** The captured parameters of a path that {@link PathPattern.match}es; `undefined` when it does not. */
   capture(path: string): Record<string, string> | undefined;
 }
@@ -98,7 +107,9 @@ export function compilePathPattern(
   return Object.freeze({
     source,
     params: Object.freeze(params),
+    depth: frozen.length,
     match: (path: string) => walk(frozen, path, undefined, includePrefix),
+    matchSegments: (cut: PathSegments) => walkSegments(frozen, cut, includePrefix),
     capture(path: string) {
       const out: Record<string, string> = {};
       return walk(frozen, path, out, includePrefix) ? out : undefined;
@@ -148,6 +159,79 @@ function walk(
   return pos > end;
 }
 
+/**
+ * A path cut into segments once, so that many patterns match it without each searching it again: where the
+ * query starts, where the path ends without one trailing slash, and where each segment starts and ends. Reused
+ * from request to request (one per limiter), so cutting allocates nothing.
+ */
+export class PathSegments {
+  /** The path last cut. */
+  path = '';
+  /** False when the path does not start with `/` (no pattern matches it). */
+  rooted = false;
+  /** Where the query starts (the path's length without one). */
+  queryAt = 0;
+  /** Where the path ends, without the query and one trailing slash. */
+  end = 0;
+  /** Segment i spans `[starts[i], ends[i])`; filled while the path lasts, up to the depth. */
+  readonly starts: Int32Array;
+  readonly ends: Int32Array;
+  readonly #depth: number;
+
+  /** @param depth - the most segments a pattern to match has. */
+  constructor(depth: number) {
+    this.#depth = depth;
+    this.starts = new Int32Array(depth + 1);
+    this.ends = new Int32Array(depth + 1);
+  }
+
+  /** Cuts a path; returns this. */
+  cut(path: string): this {
+    this.path = path;
+    this.rooted = path.charCodeAt(0) === 47;
+    if (!this.rooted) return this;
+    const q = path.indexOf('?');
+    let end = q < 0 ? path.length : q;
+    this.queryAt = end;
+    if (end > 1 && path.charCodeAt(end - 1) === 47) end--;
+    this.end = end;
+    let pos = 1;
+    for (let i = 0; i <= this.#depth; i++) {
+      this.starts[i] = pos;
+      // Past the end: no pattern reads further (each stops at the first segment starting past the end).
+      if (pos > end) break;
+      let slash = path.indexOf('/', pos);
+      if (slash < 0 || slash > end) slash = end;
+      this.ends[i] = slash;
+      pos = slash + 1;
+    }
+    return this;
+  }
+}
+
+/** {@link walk} on a cut path, without captures: the same answers, segment by segment. */
+function walkSegments(segments: readonly Segment[], cut: PathSegments, includePrefix: boolean): boolean {
+  if (!cut.rooted) return false;
+  if (segments.length === 0) return cut.queryAt === 1;
+  const path = cut.path;
+  const end = cut.end;
+  const starts = cut.starts;
+  for (let i = 0; i < segments.length; i++) {
+    const seg = segments[i];
+    const pos = starts[i];
+    if (seg.kind === Kind.Rest) {
+      if (pos < end) return path.charCodeAt(pos) !== 47;
+      return includePrefix && (pos > end || end === 1);
+    }
+    if (pos > end) return false;
+    const len = cut.ends[i] - pos;
+    if (len === 0) return false;
+    if (seg.kind === Kind.Literal && (len !== seg.text.length || !equalsLower(path, pos, seg.text)))
+      return false;
+  }
+  return starts[segments.length] > end;
+}
+
 /** ASCII case-insensitive comparison of `path[pos..]` with a lower-case literal, without allocating. */
 function equalsLower(path: string, pos: number, lower: string): boolean {
   for (let i = 0; i < lower.length; i++) {
@@ -165,6 +249,8 @@ export interface EndpointPattern {
   readonly pattern: PathPattern;
   /** True when method and path match. */
   match(method: string, path: string): boolean;
+  /** {@link EndpointPattern.match} on a path already cut (see {@link PathPattern.matchSegments}). */
+  matchSegments(method: string, segments: PathSegments): boolean;
 }
 
 /**
@@ -194,6 +280,8 @@ export function endpoint(methods: readonly string[], pattern: PathPattern): Endp
     pattern,
     match: (method: string, path: string) =>
       (any || set.has(method) || set.has(method.toUpperCase())) && pattern.match(path),
+    matchSegments: (method: string, segments: PathSegments) =>
+      (any || set.has(method) || set.has(method.toUpperCase())) && pattern.matchSegments(segments),
   });
 }
 

@@ -1,6 +1,7 @@
 import type { Check, Policy } from '../core/index.js';
 import { boundKey } from './key-hash.js';
 import { ipKey } from './keys.js';
+import { type EndpointPattern, PathSegments } from './path-pattern.js';
 import { HeaderPlan, legacyPolicyName } from './rate-limit-headers.js';
 import type { CompiledRule } from './rules.js';
 import type { HttpRequestInfo, Identity } from './types.js';
@@ -42,44 +43,118 @@ export class RulePlans {
   readonly #plans = new Map<number | string, RulePlan>();
   readonly #prefix: string;
   readonly #maxKeyLength: number;
+  /*
+   * Up to 30 rules, the mask of matching rules is put together from precomputed parts rather than by asking each
+   * rule (a gateway has a rule per tier and per endpoint): rules without conditions always match; a rule with
+   * only tiers is found through its tiers; the path of a rule with only an endpoint is matched against one cut
+   * of the request path shared by all of them; any other rule is asked as it is.
+   */
+  #always = 0;
+  readonly #byTier = new Map<string, number>();
+  readonly #pathRules: { readonly bit: number; readonly rule: CompiledRule }[] = [];
+  readonly #otherRules: { readonly bit: number; readonly rule: CompiledRule }[] = [];
+  readonly #segments: PathSegments;
+  #lastMask = 0;
+  #lastPlan: RulePlan | undefined;
 
   /**
    * @param rules - the compiled rules, in configuration order.
    * @param keyPrefix - the prefix of every bucket key.
    * @param maxKeyLength - keys longer than this are hashed.
+   * @param alsoCut - other endpoints matched against the same cut of a request path (the exempt endpoints).
    */
-  constructor(rules: readonly CompiledRule[], keyPrefix: string, maxKeyLength: number) {
+  constructor(
+    rules: readonly CompiledRule[],
+    keyPrefix: string,
+    maxKeyLength: number,
+    alsoCut: readonly EndpointPattern[] = [],
+  ) {
     this.#rules = rules;
     this.#prefix = keyPrefix;
     this.#maxKeyLength = maxKeyLength;
+    let depth = 0;
+    for (const e of alsoCut) depth = Math.max(depth, e.pattern.depth);
+    if (rules.length > 30) {
+      this.#segments = new PathSegments(depth);
+      return;
+    }
+    rules.forEach((rule, i) => {
+      const bit = 1 << i;
+      const plain = rule.operations === undefined && rule.methods === undefined;
+      if (plain && rule.endpoint === undefined && rule.tiers === undefined) this.#always |= bit;
+      else if (plain && rule.endpoint === undefined && rule.tiers !== undefined) {
+        for (const t of rule.tiers) this.#byTier.set(t, (this.#byTier.get(t) ?? 0) | bit);
+      } else if (plain && rule.endpoint !== undefined && rule.tiers === undefined) {
+        this.#pathRules.push({ bit, rule });
+        depth = Math.max(depth, rule.endpoint.pattern.depth);
+      } else this.#otherRules.push({ bit, rule });
+    });
+    this.#segments = new PathSegments(depth);
+  }
+
+  /**
+   * A request path cut into segments, deep enough for the rules' endpoints and those given as `alsoCut`. One
+   * cut is kept and reused while the path stays the same (the exemptions and then the rules of one request).
+   */
+  cut(path: string): PathSegments {
+    const s = this.#segments;
+    return s.path === path ? s : s.cut(path);
   }
 
   /** The plan of the rules that match a request, or `undefined` when none does. */
   match(req: HttpRequestInfo, identity: Identity | undefined = req.identity): RulePlan | undefined {
     const rules = this.#rules;
     const onlyOps = req.operationRulesOnly === true;
+    if (rules.length <= 30 && !onlyOps) {
+      let mask = this.#always;
+      if (this.#byTier.size > 0) {
+        const tier = identity?.tier;
+        if (typeof tier === 'string') mask |= this.#byTier.get(tier) ?? 0;
+      }
+      const paths = this.#pathRules;
+      if (paths.length > 0) {
+        const cut = this.cut(req.path);
+        for (let i = 0; i < paths.length; i++) {
+          const p = paths[i];
+          if ((p.rule.endpoint as EndpointPattern).matchSegments(req.method, cut)) mask |= p.bit;
+        }
+      }
+      const others = this.#otherRules;
+      for (let i = 0; i < others.length; i++) {
+        if (others[i].rule.match(req, identity)) mask |= others[i].bit;
+      }
+      return this.#planOfMask(mask);
+    }
     if (rules.length <= 30) {
-      // The common case: the set of matching rules is a bit mask, and a known mask finds its plan without
-      // building a list.
+      // The operations-only pass (the gateway's checks of a request's operation class): each rule is asked.
       let mask = 0;
       for (let i = 0; i < rules.length; i++) {
-        if (onlyOps && rules[i].operations === undefined) continue;
+        if (rules[i].operations === undefined) continue;
         if (rules[i].match(req, identity)) mask |= 1 << i;
       }
-      if (mask === 0) return undefined;
-      return (
-        this.#plans.get(mask) ??
-        this.#plan(
-          rules.filter((_, i) => (mask & (1 << i)) !== 0),
-          mask,
-        )
-      );
+      return this.#planOfMask(mask);
     }
     const matched: CompiledRule[] = [];
     for (const r of rules)
       if (!(onlyOps && r.operations === undefined) && r.match(req, identity)) matched.push(r);
     if (matched.length === 0) return undefined;
     return this.#plan(matched, matched.map((r) => rules.indexOf(r)).join(','));
+  }
+
+  /** The plan of a set of matching rules given as a bit mask (a known mask finds its plan without a list). */
+  #planOfMask(mask: number): RulePlan | undefined {
+    if (mask === 0) return undefined;
+    // Consecutive requests mostly match the same rules.
+    if (mask === this.#lastMask) return this.#lastPlan;
+    const plan =
+      this.#plans.get(mask) ??
+      this.#plan(
+        this.#rules.filter((_, i) => (mask & (1 << i)) !== 0),
+        mask,
+      );
+    this.#lastMask = mask;
+    this.#lastPlan = plan;
+    return plan;
   }
 
   /**
