@@ -1,19 +1,26 @@
 import { ErrorCode, isFullAt, type Policy, SluiceError } from '../core/index.js';
 
 const NONE = -1;
-/** Policies one table can tell apart: a slot names its policy in 16 bits. */
+/** Policies one table can tell apart. */
 export const MAX_POLICIES = 65_535;
 
 /**
- * Bucket state as a struct of arrays: slot i holds `units[i]` at time `last[i]` for key `keys[i]` of policy
- * `policies[policyOf[i]]`. One Map per policy finds a key's slot, so keys of different policies never share a
- * bucket and no combined key string is built per decision. The arrays grow by doubling up to the cap and are
- * reused through a free list, so steady traffic allocates nothing.
+ * Bucket state as a struct of arrays: slot i holds `units[i]` at time `last[i]` for key `keys[i]` of the policy
+ * numbered `policyOf[i]`, and `next[i]` is the next slot of the same key (-1 for none). One Map finds a key's first slot and the key's other slots (one per policy that has a
+ * bucket for it) follow in a chain through `next`: a request checking two or three policies of the same key (a
+ * tier's minute and hour, an endpoint rule keyed by the same caller) looks the key up once, and a key's buckets
+ * come and go without a map write after its first. Keys of different policies never share a bucket and no
+ * combined key string is built per decision. The arrays grow by doubling up to the cap and are reused through a
+ * free list, so steady traffic allocates nothing.
  */
 export class BucketTable {
   units: Float64Array;
   last: Float64Array;
+  /** Per slot: the policy's number (16 bits; a pointer per slot would cost 6 bytes more per key). */
   policyOf: Uint16Array;
+  /** Per slot: the next slot of the same key, or -1; for a free slot, the next free slot. */
+  next: Int32Array;
+  /** Per slot: the key, or `undefined` for a free slot. */
   keys: (string | undefined)[];
   /** Slots ever used; slots below it are occupied or on the free list. */
   highWater = 0;
@@ -23,13 +30,12 @@ export class BucketTable {
   sweeps = 0;
   readonly #cap: number;
   readonly #sample: number;
-  /** Head of the free list; a free slot's `last` holds the next free slot, so the list costs no memory. */
+  /** Head of the free list; a free slot's next cell holds the next free slot, so the list costs no memory. */
   #freeHead = NONE;
-  #maps = new Map<Policy, Map<string, number>>();
+  /** A key's first slot. */
+  #heads = new Map<string, number>();
   #policyIndex = new Map<Policy, number>();
   #policies: Policy[] = [];
-  #lastPolicy: Policy | undefined;
-  #lastMap: Map<string, number> | undefined;
   #rng = 0x9e3779b9;
 
   constructor(cap: number, sample: number) {
@@ -39,21 +45,34 @@ export class BucketTable {
     this.units = new Float64Array(initial);
     this.last = new Float64Array(initial);
     this.policyOf = new Uint16Array(initial);
+    this.next = new Int32Array(initial);
     this.keys = new Array(initial);
   }
 
   /** The slot of `key` under `policy`, or -1. */
   find(policy: Policy, key: string): number {
-    let map: Map<string, number> | undefined;
-    if (policy === this.#lastPolicy) map = this.#lastMap;
-    else {
-      map = this.#maps.get(policy);
-      if (map === undefined) return NONE;
-      this.#lastPolicy = policy;
-      this.#lastMap = map;
-    }
-    const slot = (map as Map<string, number>).get(key);
-    return slot === undefined ? NONE : slot;
+    // Kept small: the memory store's single-check decision inlines it, and that decision is inlined into its
+    // callers only while the whole stays under V8's inlining budget.
+    const head = this.#heads.get(key);
+    return head === undefined ? NONE : this.findFrom(head, policy);
+  }
+
+  /**
+   * The first slot of a key's chain, or -1: a decision over several policies of one key looks it up once and
+   * finds each policy's slot with {@link BucketTable.findFrom}.
+   */
+  head(key: string): number {
+    const head = this.#heads.get(key);
+    return head === undefined ? NONE : head;
+  }
+
+  /** The slot of `policy` in the chain starting at `head` (from {@link BucketTable.head}), or -1. */
+  findFrom(head: number, policy: Policy): number {
+    // The policy is compared through its number (no map lookup per decision, and a short body that V8 inlines).
+    const policies = this.#policies;
+    let slot = head;
+    while (slot !== NONE && policies[this.policyOf[slot]] !== policy) slot = this.next[slot];
+    return slot;
   }
 
   /**
@@ -75,7 +94,6 @@ export class BucketTable {
     }
     const index = this.#policies.length;
     this.#policies.push(policy);
-    this.#maps.set(policy, new Map());
     this.#policyIndex.set(policy, index);
     return index;
   }
@@ -86,21 +104,29 @@ export class BucketTable {
    */
   insert(policy: Policy, key: string, now: number, pinned: Int32Array, pinnedCount: number): number {
     const index = this.ensurePolicy(policy);
-    const map = this.#maps.get(policy) as Map<string, number>;
     if (this.size >= this.#cap) this.#evict(now, pinned, pinnedCount);
     let slot: number;
     if (this.#freeHead !== NONE) {
       slot = this.#freeHead;
-      this.#freeHead = this.last[slot];
+      this.#freeHead = this.next[slot];
     } else {
       slot = this.highWater++;
-      if (slot >= this.units.length) this.#grow(slot + 1);
+      if (slot >= this.keys.length) this.#grow(slot + 1);
     }
+    const next = this.next;
     this.keys[slot] = key;
     this.policyOf[slot] = index;
     this.units[slot] = policy.capacityUnits;
     this.last[slot] = now;
-    map.set(key, slot);
+    const head = this.head(key);
+    if (head === NONE) {
+      next[slot] = NONE;
+      this.#heads.set(key, slot);
+    } else {
+      // Behind the first slot: the map keeps its entry.
+      next[slot] = next[head];
+      next[head] = slot;
+    }
     this.size++;
     return slot;
   }
@@ -117,8 +143,7 @@ export class BucketTable {
     let dropped = 0;
     for (let slot = from; slot < end; slot++) {
       if (this.keys[slot] === undefined) continue;
-      const policy = this.#policies[this.policyOf[slot]];
-      if (isFullAt(policy, this.units[slot], this.last[slot], now)) {
+      if (this.#isFull(slot, now)) {
         this.#release(slot);
         dropped++;
       }
@@ -129,7 +154,7 @@ export class BucketTable {
 
   /** Empties the table. */
   clear(): void {
-    for (const map of this.#maps.values()) map.clear();
+    this.#heads.clear();
     this.keys.fill(undefined);
     this.highWater = 0;
     this.size = 0;
@@ -147,14 +172,14 @@ export class BucketTable {
       const slot = this.#random() % this.highWater;
       if (this.keys[slot] === undefined || isPinned(slot, pinned, pinnedCount)) continue;
       taken++;
-      const policy = this.#policies[this.policyOf[slot]];
-      if (isFullAt(policy, this.units[slot], this.last[slot], now)) {
+      if (this.#isFull(slot, now)) {
         this.fullDropped++;
         this.#release(slot);
         return;
       }
-      if (this.last[slot] < oldest) {
-        oldest = this.last[slot];
+      const last = this.last[slot];
+      if (last < oldest) {
+        oldest = last;
         victim = slot;
       }
     }
@@ -172,20 +197,35 @@ export class BucketTable {
     this.#release(victim);
   }
 
+  #isFull(slot: number, now: number): boolean {
+    return isFullAt(this.#policies[this.policyOf[slot]], this.units[slot], this.last[slot], now);
+  }
+
   #release(slot: number): void {
+    const next = this.next;
     const key = this.keys[slot] as string;
-    this.#maps.get(this.#policies[this.policyOf[slot]])?.delete(key);
+    const head = this.head(key);
+    const after = next[slot];
+    if (head === slot) {
+      if (after === NONE) this.#heads.delete(key);
+      else this.#heads.set(key, after);
+    } else {
+      let p = head;
+      while (next[p] !== slot) p = next[p];
+      next[p] = after;
+    }
     this.keys[slot] = undefined;
-    this.last[slot] = this.#freeHead;
+    next[slot] = this.#freeHead;
     this.#freeHead = slot;
     this.size--;
   }
 
   #grow(atLeast: number): void {
     // Past the cap only when one decision pins every slot (more checks than the cap allows).
-    const next = Math.max(atLeast, Math.min(this.#cap, this.units.length * 2));
+    const next = Math.max(atLeast, Math.min(this.#cap, this.keys.length * 2));
     this.units = copyInto(new Float64Array(next), this.units);
     this.last = copyInto(new Float64Array(next), this.last);
+    this.next = copyInto(new Int32Array(next), this.next);
     this.policyOf = copyInto(new Uint16Array(next), this.policyOf);
     // A preallocated array costs one pointer per slot; growing it by push would leave up to half again spare.
     const keys: (string | undefined)[] = new Array(next);
@@ -209,7 +249,7 @@ function isPinned(slot: number, pinned: Int32Array, count: number): boolean {
   return false;
 }
 
-function copyInto<T extends Float64Array | Uint16Array>(target: T, source: T): T {
+function copyInto<T extends Float64Array | Uint16Array | Int32Array>(target: T, source: T): T {
   target.set(source as never);
   return target;
 }

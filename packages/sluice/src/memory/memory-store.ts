@@ -285,9 +285,17 @@ export class MemoryStore implements RateLimitStore {
     const slots = this.#slots;
     const t = this.#table;
     const now = this.#now();
+    // The checks of one decision mostly share a key (a tier's minute and hour, an endpoint rule keyed by the same
+    // caller): its chain of buckets is looked up once.
+    let chainKey: string | undefined;
+    let head = -1;
     for (let i = 0; i < n; i++) {
       const { policy, key } = checks[i];
-      const slot = t.find(policy, key);
+      if (i === 0 || key !== chainKey) {
+        chainKey = key;
+        head = t.head(key);
+      }
+      const slot = t.findFrom(head, policy);
       slots[i] = slot;
       if (slot < 0) {
         units[i] = policy.capacityUnits;
