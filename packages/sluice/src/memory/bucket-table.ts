@@ -1,16 +1,16 @@
 import { ErrorCode, isFullAt, type Policy, SluiceError } from '../core/index.js';
 
 const NONE = -1;
-/** Policies one table can tell apart. */
+/** Policies one table can tell apart: a slot names its policy in 16 bits. */
 export const MAX_POLICIES = 65_535;
 
 /**
  * Bucket state as a struct of arrays: slot i holds `units[i]` at time `last[i]` for key `keys[i]` of the policy
- * numbered `policyOf[i]`, and `next[i]` is the next slot of the same key (-1 for none). One Map finds a key's first slot and the key's other slots (one per policy that has a
- * bucket for it) follow in a chain through `next`: a request checking two or three policies of the same key (a
- * tier's minute and hour, an endpoint rule keyed by the same caller) looks the key up once, and a key's buckets
- * come and go without a map write after its first. Keys of different policies never share a bucket and no
- * combined key string is built per decision. The arrays grow by doubling up to the cap and are reused through a
+ * numbered `policyOf[i]`, and `next[i]` is the next slot of the same key (-1 for none). One Map finds a key's
+ * first slot and the key's other slots (one per policy that has a bucket for it) follow in that chain: a request
+ * checking two or three policies of the same key (a tier's minute and hour, an endpoint rule keyed by the same
+ * caller) looks the key up once, and a key's buckets come and go without a map write after its first. Keys of
+ * different policies never share a bucket and no combined key string is built per decision. The arrays grow by doubling up to the cap and are reused through a
  * free list, so steady traffic allocates nothing.
  */
 export class BucketTable {
@@ -30,7 +30,7 @@ export class BucketTable {
   sweeps = 0;
   readonly #cap: number;
   readonly #sample: number;
-  /** Head of the free list; a free slot's next cell holds the next free slot, so the list costs no memory. */
+  /** Head of the free list; a free slot's `next` holds the next free slot, so the list costs no memory. */
   #freeHead = NONE;
   /** A key's first slot. */
   #heads = new Map<string, number>();
