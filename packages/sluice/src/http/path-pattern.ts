@@ -104,15 +104,17 @@ export function compilePathPattern(
     });
   }
   const frozen = Object.freeze(segments);
+  // A pattern matched on its own cuts the path into its own reusable cut (matching is synchronous).
+  const own = new PathSegments(frozen.length);
   return Object.freeze({
     source,
     params: Object.freeze(params),
     depth: frozen.length,
-    match: (path: string) => walk(frozen, path, undefined, includePrefix),
-    matchSegments: (cut: PathSegments) => walkSegments(frozen, cut, includePrefix),
+    match: (path: string) => walk(frozen, own.cut(path), includePrefix, undefined),
+    matchSegments: (cut: PathSegments) => walk(frozen, cut, includePrefix, undefined),
     capture(path: string) {
       const out: Record<string, string> = {};
-      return walk(frozen, path, out, includePrefix) ? out : undefined;
+      return walk(frozen, own.cut(path), includePrefix, out) ? out : undefined;
     },
   });
 }
@@ -123,40 +125,6 @@ function trimPath(path: string): string {
   let end = q < 0 ? path.length : q;
   if (end > 1 && path.charCodeAt(end - 1) === 47) end--;
   return end === path.length ? path : path.slice(0, end);
-}
-
-function walk(
-  segments: readonly Segment[],
-  path: string,
-  out: Record<string, string> | undefined,
-  includePrefix: boolean,
-): boolean {
-  if (path.charCodeAt(0) !== 47) return false;
-  const q = path.indexOf('?');
-  let end = q < 0 ? path.length : q;
-  if (segments.length === 0) return end === 1;
-  if (end > 1 && path.charCodeAt(end - 1) === 47) end--;
-  let pos = 1; // after the leading '/'
-  for (let i = 0; i < segments.length; i++) {
-    const seg = segments[i];
-    if (seg.kind === Kind.Rest) {
-      // One or more segments remain, or (includePrefix) the path ends with the prefix: past its end, or the root.
-      if (pos < end) return path.charCodeAt(pos) !== 47;
-      return includePrefix && (pos > end || end === 1);
-    }
-    if (pos > end) return false;
-    let slash = path.indexOf('/', pos);
-    if (slash < 0 || slash > end) slash = end;
-    const len = slash - pos;
-    if (len === 0) return false;
-    if (seg.kind === Kind.Literal) {
-      if (len !== seg.text.length || !equalsLower(path, pos, seg.text)) return false;
-    } else if (seg.kind === Kind.Param && out !== undefined) {
-      out[seg.text] = path.slice(pos, slash);
-    }
-    pos = slash + 1;
-  }
-  return pos > end;
 }
 
 /**
@@ -209,8 +177,16 @@ export class PathSegments {
   }
 }
 
-/** {@link walk} on a cut path, without captures: the same answers, segment by segment. */
-function walkSegments(segments: readonly Segment[], cut: PathSegments, includePrefix: boolean): boolean {
+/**
+ * Matches a cut path against a pattern's segments, and fills `out` with the `:name` captures when given (only
+ * read when the whole path matches).
+ */
+function walk(
+  segments: readonly Segment[],
+  cut: PathSegments,
+  includePrefix: boolean,
+  out: Record<string, string> | undefined,
+): boolean {
   if (!cut.rooted) return false;
   if (segments.length === 0) return cut.queryAt === 1;
   const path = cut.path;
@@ -220,14 +196,18 @@ function walkSegments(segments: readonly Segment[], cut: PathSegments, includePr
     const seg = segments[i];
     const pos = starts[i];
     if (seg.kind === Kind.Rest) {
+      // One or more segments remain, or (includePrefix) the path ends with the prefix: past its end, or the root.
       if (pos < end) return path.charCodeAt(pos) !== 47;
       return includePrefix && (pos > end || end === 1);
     }
     if (pos > end) return false;
     const len = cut.ends[i] - pos;
     if (len === 0) return false;
-    if (seg.kind === Kind.Literal && (len !== seg.text.length || !equalsLower(path, pos, seg.text)))
-      return false;
+    if (seg.kind === Kind.Literal) {
+      if (len !== seg.text.length || !equalsLower(path, pos, seg.text)) return false;
+    } else if (seg.kind === Kind.Param && out !== undefined) {
+      out[seg.text] = path.slice(pos, cut.ends[i]);
+    }
   }
   return starts[segments.length] > end;
 }

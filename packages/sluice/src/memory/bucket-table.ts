@@ -51,10 +51,7 @@ export class BucketTable {
 
   /** The slot of `key` under `policy`, or -1. */
   find(policy: Policy, key: string): number {
-    // Kept small: the memory store's single-check decision inlines it, and that decision is inlined into its
-    // callers only while the whole stays under V8's inlining budget.
-    const head = this.#heads.get(key);
-    return head === undefined ? NONE : this.findFrom(head, policy);
+    return this.findFrom(this.head(key), policy);
   }
 
   /**
