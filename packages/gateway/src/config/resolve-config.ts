@@ -205,13 +205,13 @@ export function resolveConfig(
   (store.cluster?.nodes ?? []).forEach((node: string, i: number) => {
     checkUrl(node, ['store', 'cluster', 'nodes', i], issues);
   });
-  if (storeTypeOf(store) === 'redis' && /[{}]/.test(raw.keys?.prefix ?? '')) {
+  const storeType = storeTypeOf(store);
+  if (storeType === 'redis' && /[{}]/.test(raw.keys?.prefix ?? '')) {
     issues.push({
       path: ['keys', 'prefix'],
       message: `must not contain { or } on Redis, whose keys use them for the cluster hash tag, got ${JSON.stringify(raw.keys.prefix)}`,
     });
   }
-  const storeType = storeTypeOf(store);
   let redis: RedisConfig | undefined;
   const topologies = ['url', 'cluster', 'sentinel'].filter((k) => store[k] !== undefined);
   if (storeType === 'memory') {

@@ -20,7 +20,7 @@ export interface LimitedKeyFact {
 /** A record as one thread of `sluice serve --threads` ships it to the first thread, with the top list's hash. */
 export type SharedKeyFact = LimitedKeyFact & { readonly hash: string };
 
-/** Keys remembered; the least recently limited goes first. */
+/** Keys remembered; at the cap the key first recorded goes first. */
 const MAX_FACTS = 4096;
 
 /**

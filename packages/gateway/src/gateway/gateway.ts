@@ -120,7 +120,8 @@ export class Gateway extends EventEmitter {
   readonly #side: SideListeners;
   readonly #unobserveStore: () => void;
   readonly #limitedKeys: TopLimitedKeys;
-  readonly #thread: GatewayThread | undefined;
+  /** Asks the other threads of `sluice serve --threads` to forget a key (undefined without threads). */
+  readonly #forgetOnPeers: ((key: string) => Promise<void>) | undefined;
   #feedTimer: ReturnType<typeof setInterval> | undefined;
   #closing: Promise<void> | undefined;
   /** A thread of `sluice serve --threads` starts out not ready: the main thread says when every thread listens. */
@@ -162,7 +163,7 @@ export class Gateway extends EventEmitter {
     );
     const clock = options.clock === undefined ? {} : { clock: options.clock };
     const thread = options.thread;
-    this.#thread = thread;
+    this.#forgetOnPeers = thread?.forgetOnPeers;
     // Threads count their seconds on one clock, so that the first thread can add the others' seconds to its own.
     this.rates = new RateWindow(
       thread === undefined
@@ -350,7 +351,7 @@ export class Gateway extends EventEmitter {
     try {
       await plan.limiter.store.reset(plan.allChecks(key));
     } finally {
-      await this.#thread?.forgetOnPeers?.(key);
+      await this.#forgetOnPeers?.(key);
     }
     this.logger.info({ key }, 'key reset');
   }

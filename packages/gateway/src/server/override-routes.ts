@@ -36,10 +36,10 @@ export async function serveOverrides(
         send(405, { error: 'method_not_allowed' }, { allow: 'GET' });
         return true;
       }
-      await control.refresh();
-      if (path === '/blocks')
+      if (path === '/blocks') {
+        await control.refresh();
         send(200, { store: control.kind, blocks: control.list().filter((r) => r.effect === 'block') });
-      else send(200, { changes: await control.history() });
+      } else send(200, { changes: await control.history() });
       return true;
     }
     if (req.method === 'GET') {

@@ -112,16 +112,17 @@ export function createStore(
   // ioredis reports connection trouble as events; the store's failure mode decides what requests see, and
   // observeStore logs the switches.
   client.on('error', () => undefined);
+  const prefix = config.keys.prefix === '' ? 'rl:' : config.keys.prefix;
   const store = new RedisStore({
     client: untilFirstConnection(client, config.store.timeoutMs),
-    prefix: config.keys.prefix === '' ? 'rl:' : config.keys.prefix,
+    prefix,
     failureMode: config.store.failureMode,
     timeoutMs: config.store.timeoutMs,
     nodeCount: config.store.nodeCount * threads,
   });
   const overrideStore = new RedisOverrides({
     client,
-    prefix: config.keys.prefix === '' ? 'rl:' : config.keys.prefix,
+    prefix,
     wallClock: now,
   });
   return {

@@ -26,6 +26,7 @@ export {
   checkOverridePattern,
   describeEffect,
   describeOverride,
+  EMPTY_OVERRIDES,
   liveOverrides,
   OVERRIDE_HISTORY_LIMIT,
   type OverrideChange,

@@ -71,6 +71,9 @@ export interface OverrideSnapshot {
   readonly rules: readonly OverrideRule[];
 }
 
+/** The snapshot of a store that holds no rule yet (version 0). */
+export const EMPTY_OVERRIDES: OverrideSnapshot = Object.freeze({ version: 0, rules: Object.freeze([]) });
+
 /** The history kept per store: the most recent changes. */
 export const OVERRIDE_HISTORY_LIMIT = 1000;
 

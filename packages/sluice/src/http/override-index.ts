@@ -61,8 +61,6 @@ const MEMO_MAX = 8192;
  * a returning key costs one `Map` lookup and a short scan, whatever the number of rules.
  */
 export class OverrideIndex {
-  /** Rules indexed. */
-  readonly size: number;
   readonly #exact = new Map<string, CompiledOverride[]>();
   readonly #root: TrieNode = { children: undefined, entries: undefined };
   readonly #ranges: { readonly range: readonly IpRange[]; readonly entry: CompiledOverride }[] = [];
@@ -75,7 +73,6 @@ export class OverrideIndex {
    */
   constructor(rules: readonly OverrideRule[], keyPrefix = '') {
     let prefixes = false;
-    let n = 0;
     for (const rule of rules) {
       let p: OverridePatternKind;
       try {
@@ -83,7 +80,6 @@ export class OverrideIndex {
       } catch {
         continue;
       }
-      n++;
       const narrow = p.kind === 'exact' ? 1_000_000 : p.kind === 'prefix' ? p.value.length * 4 : 0;
       const entry = compile(rule, narrow + (rule.policy !== undefined ? 2 : rule.tier !== undefined ? 1 : 0));
       if (p.kind === 'range') {
@@ -98,7 +94,6 @@ export class OverrideIndex {
         this.#insert(keyPrefix + p.value, entry);
       }
     }
-    this.size = n;
     this.#hasPrefixes = prefixes;
     this.#ranges.sort((a, b) => b.entry.rank - a.entry.rank);
   }

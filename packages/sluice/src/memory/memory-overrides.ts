@@ -1,4 +1,5 @@
 import {
+  EMPTY_OVERRIDES,
   type OverrideChange,
   type OverrideRule,
   type OverrideSnapshot,
@@ -6,8 +7,6 @@ import {
   withChange,
   withOverride,
 } from '../core/index.js';
-
-const EMPTY: OverrideSnapshot = Object.freeze({ version: 0, rules: Object.freeze([]) });
 
 /**
  * Overrides of one process, beside a `MemoryStore`: every limiter holding this object sees a change at once.
@@ -21,7 +20,7 @@ const EMPTY: OverrideSnapshot = Object.freeze({ version: 0, rules: Object.freeze
  */
 export class MemoryOverrides implements OverrideStore {
   readonly kind = 'memory';
-  #snapshot = EMPTY;
+  #snapshot = EMPTY_OVERRIDES;
   #history: readonly OverrideChange[] = Object.freeze([]);
   readonly #now: () => number;
 

@@ -1,4 +1,5 @@
 import {
+  EMPTY_OVERRIDES,
   ErrorCode,
   integerOption,
   invalidOption,
@@ -34,8 +35,6 @@ redis.call('RPUSH', KEYS[3], ARGV[2] .. old .. ARGV[3])
 redis.call('LTRIM', KEYS[3], -tonumber(ARGV[4]), -1)
 return old`;
 
-const EMPTY: OverrideSnapshot = Object.freeze({ version: 0, rules: Object.freeze([]) });
-
 /** Options of {@link RedisOverrides}. */
 export interface RedisOverridesOptions {
   /** The connection (what `RedisStore` takes: ioredis, node-redis or a `RedisScriptClient`). */
@@ -64,7 +63,7 @@ export class RedisOverrides implements OverrideStore {
   readonly #keys: string[];
   readonly #now: () => number;
   readonly #timer: ReturnType<typeof setInterval>;
-  #snapshot = EMPTY;
+  #snapshot = EMPTY_OVERRIDES;
   #refreshing: Promise<void> | undefined;
 
   /** @throws SluiceError `ERR_INVALID_OPTION` for a bad client, prefix or interval. */

@@ -1,4 +1,5 @@
 import {
+  EMPTY_OVERRIDES,
   ErrorCode,
   integerOption,
   invalidOption,
@@ -29,7 +30,6 @@ interface Stored {
   readonly history: readonly OverrideChange[];
 }
 
-const EMPTY: OverrideSnapshot = Object.freeze({ version: 0, rules: Object.freeze([]) });
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
@@ -54,7 +54,7 @@ export class SharedOverrides implements OverrideStore {
   readonly #header: Int32Array;
   readonly #bytes: Uint8Array;
   readonly #now: () => number;
-  #snapshot = EMPTY;
+  #snapshot = EMPTY_OVERRIDES;
 
   /**
    * @param options - `buffer`: another instance's buffer to attach to; `bytes`: the room of a new buffer
