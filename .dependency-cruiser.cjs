@@ -24,10 +24,11 @@ const GATEWAY_LAYERS = [
 /** Imports allowed inside one layer: importer -> folders it may use. */
 const GATEWAY_PEERS = { quota: ['log'], server: ['proxy'], bin: ['cli'], cli: ['demo'] };
 /*
- * TEMPORARY: the runtime builds the upstream pool (proxy/, a layer above admission). Remove once the pool is
- * handed to the runtime from server/, or proxy/ moves below admission.
+ * TEMPORARY: the runtime holds the upstream pool and names its type (proxy/, a layer above admission); the
+ * gateway builds the pool and hands the builder over (RuntimeEvents.upstreamPool), so the import is type-only.
+ * Remove once the pool's shape is an interface of admission/, or proxy/ moves below admission.
  */
-const RUNTIME_BUILDS_POOL = {
+const RUNTIME_NAMES_POOL = {
   from: `${G}admission/runtime\\.ts$`,
   to: `${G}proxy/upstream-proxy\\.ts$`,
 };
@@ -45,7 +46,7 @@ function gatewayLayerRules() {
       ];
       if (forbidden.length === 0) continue;
       const to = { path: folders(forbidden) };
-      if (folder === 'admission') to.pathNot = RUNTIME_BUILDS_POOL.to;
+      if (folder === 'admission') to.pathNot = RUNTIME_NAMES_POOL.to;
       rules.push({
         name: `gateway-${folder}-layer`,
         comment: `gateway/src/${folder}/ imports only lower layers${GATEWAY_PEERS[folder] ? ` and ${GATEWAY_PEERS[folder].join(', ')}/` : ''} (config < identity, limits, quota, store, log, metrics < admission < server, proxy < decision, envoy, dashboard, replay < gateway < cli, demo, bin).`,
@@ -63,10 +64,18 @@ module.exports = {
     ...gatewayLayerRules(),
     {
       name: 'gateway-admission-pool-exception',
-      comment: "The tolerated upward import of admission (RUNTIME_BUILDS_POOL) is the runtime's alone.",
+      comment: "The tolerated upward import of admission (RUNTIME_NAMES_POOL) is the runtime's alone.",
       severity: 'error',
-      from: { path: `${G}admission/`, pathNot: RUNTIME_BUILDS_POOL.from },
+      from: { path: `${G}admission/`, pathNot: RUNTIME_NAMES_POOL.from },
       to: { path: `${G}proxy/` },
+    },
+    {
+      name: 'gateway-runtime-pool-type-only',
+      comment:
+        "The runtime only names the pool (RUNTIME_NAMES_POOL): loading the proxy, and with it the HTTP client, is the gateway's.",
+      severity: 'error',
+      from: { path: RUNTIME_NAMES_POOL.from },
+      to: { path: RUNTIME_NAMES_POOL.to, dependencyTypesNot: ['type-only'] },
     },
     {
       name: 'gateway-listeners-beside-proxy',

@@ -202,6 +202,23 @@ describe('a fresh clone and the packed packages', () => {
     await ok('npm', ['run', 'build'], clone, 6 * MINUTE);
     const out = await ok('npm', ['exec', '--no', '--', 'sluice', '--help'], clone, MINUTE);
     expect(out).toMatch(/sluice serve/);
+    // The build compiles the configuration schema ahead of time, for the schema it ships.
+    const loads = await ok(
+      'node',
+      [
+        '--input-type=module',
+        '-e',
+        [
+          "import { createRequire } from 'node:module';",
+          "import * as s from './packages/gateway/dist/config/schema.js';",
+          "const m = createRequire(process.cwd() + '/')('./packages/gateway/dist/config/' + s.PRECOMPILED_VALIDATOR_FILE);",
+          'console.log(typeof s.precompiledFor(m, s.schemaDigest(s.schemaText())));',
+        ].join('\n'),
+      ],
+      clone,
+      MINUTE,
+    );
+    expect(loads.trim()).toBe('function');
   });
 
   it('packs both packages with the license, a README and no tests', { timeout: 3 * MINUTE }, async () => {

@@ -44,4 +44,14 @@ describe('the penalty: section', () => {
       /^p\.yaml:9:\d+ penalty\.maxBlock: must be at least penalty\.block \(10m\)$/,
     );
   });
+
+  it('refuses blocks longer than a block can last (366 days), and caps the default ceiling there', () => {
+    const r = load(`${BASE}penalty:\n  after: 3\n  within: 1m\n  block: 9000h\n  maxBlock: 9001h\n`);
+    const text = r.ok ? '' : formatViolations('p.yaml', r.violations);
+    expect(text).toMatch(/^p\.yaml:8:\d+ penalty\.block: must be at most 8784h \(366 days\)/m);
+    expect(text).toMatch(/^p\.yaml:9:\d+ penalty\.maxBlock: must be at most 8784h \(366 days\)/m);
+    // 24 x 400h would be 400 days: the ceiling stops at the longest block there is.
+    const capped = load(`${BASE}penalty:\n  after: 3\n  within: 1m\n  block: 400h\n`);
+    expect(capped.ok && capped.config.penalty?.maxBlockMs).toBe(366 * 86_400_000);
+  });
 });

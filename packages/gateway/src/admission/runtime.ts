@@ -15,7 +15,7 @@ import type { GatewayConfig } from '../config/gateway-config.js';
 import { RequestIdentifier } from '../identity/identify-request.js';
 import type { Identity as CallerIdentity } from '../identity/identity.js';
 import { GatewayLimits } from '../limits/gateway-limits.js';
-import { UpstreamProxy } from '../proxy/upstream-proxy.js';
+import type { UpstreamProxy, UpstreamProxyOptions } from '../proxy/upstream-proxy.js';
 import { QuotaCategories } from '../quota/quota-categories.js';
 import { callerIdentifier, type GatewayRequest } from './identify-caller.js';
 import { MtlsSubjects } from './mtls-subjects.js';
@@ -37,6 +37,12 @@ export interface RuntimeEvents {
   readonly recordedIdentity?: (r: GatewayRequest) => CallerIdentity | undefined;
   /** Run-time overrides and blocks (the store's), applied by every runtime across reloads. */
   readonly overrides?: OverrideStore;
+  /**
+   * Builds the pool to `upstream.url`: the gateway passes the proxy's. Without it a runtime forwards nothing
+   * (its `proxy` stays `undefined`), so what only decides (`sluice replay`, validation) never loads the HTTP
+   * client.
+   */
+  readonly upstreamPool?: (options: UpstreamProxyOptions) => UpstreamProxy;
 }
 
 /**
@@ -108,11 +114,12 @@ export class Runtime {
       ...(this.events.overrides === undefined ? {} : { overrides: this.events.overrides }),
     });
     const u = config.upstream;
-    if (u.url === undefined) this.proxy = undefined;
+    const pool = this.events.upstreamPool;
+    if (u.url === undefined || pool === undefined) this.proxy = undefined;
     else if (previous?.proxy !== undefined && sameUpstream(previous.config, config))
       this.proxy = previous.proxy;
     else
-      this.proxy = new UpstreamProxy({
+      this.proxy = pool({
         url: u.url,
         connectTimeoutMs: u.connectTimeoutMs,
         responseTimeoutMs: u.responseTimeoutMs,

@@ -10,7 +10,6 @@ import { formatViolations } from '../config/violation.js';
 import { defaultThreads, THREADS_UNSUPPORTED_MESSAGE, threadsSupported } from '../gateway/threads-support.js';
 import { hashApiKey } from '../identity/api-key-file.js';
 import { HELP_TEXT } from './help-text.js';
-import { rulesCommand } from './rules-command.js';
 import { type OnSignal, SignalRouter } from './signal-router.js';
 import { unknownCommandMessage, unknownOptionMessage } from './usage-hints.js';
 
@@ -103,7 +102,8 @@ export async function main(argv: readonly string[], io: CliIo = defaultIo): Prom
     case 'demo':
       return demo(values.host, port, io);
     case 'rules':
-      return rulesCommand(values.config ?? positionals[1], io);
+      // The rules command loads the metrics library for its names: only when asked for.
+      return (await import('./rules-command.js')).rulesCommand(values.config ?? positionals[1], io);
     case 'hash-key': {
       const key = positionals[1];
       if (key === undefined || key === '') {

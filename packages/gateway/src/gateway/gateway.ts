@@ -23,6 +23,7 @@ import { LimitedKeyFacts } from '../dashboard/limited-key-facts.js';
 import { createLogger, type Logger } from '../log/create-logger.js';
 import { logConfigWarnings } from '../log/log-config-warnings.js';
 import { TappedMetrics } from '../metrics/tapped-metrics.js';
+import { UpstreamProxy } from '../proxy/upstream-proxy.js';
 import { TenantQuota } from '../quota/tenant-quota.js';
 import type { BucketView } from '../server/admin-server.js';
 import { ProxyServer } from '../server/proxy-server.js';
@@ -147,6 +148,7 @@ export class Gateway extends EventEmitter {
         },
         onStoreError: (e) => this.logger.error({ err: e }, 'rate-limit store failed'),
         overrides: this.#opened.overrideStore,
+        upstreamPool: (o) => new UpstreamProxy(o),
       }),
       store: this.store,
       logger: this.logger,

@@ -28,6 +28,7 @@ export {
   describeOverride,
   EMPTY_OVERRIDES,
   liveOverrides,
+  MAX_OVERRIDE_SECONDS,
   OVERRIDE_HISTORY_LIMIT,
   type OverrideChange,
   type OverrideEffect,

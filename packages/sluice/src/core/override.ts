@@ -78,6 +78,13 @@ export const EMPTY_OVERRIDES: OverrideSnapshot = Object.freeze({ version: 0, rul
 export const OVERRIDE_HISTORY_LIMIT = 1000;
 
 /**
+ * The longest an override lasts (`ttlSeconds`) and the longest window an override policy has: 366 days, in
+ * seconds. Whatever sets overrides on its own (the gateway's automatic blocks) keeps to it when its configuration
+ * is read, not when a block is due.
+ */
+export const MAX_OVERRIDE_SECONDS = 366 * 86400;
+
+/**
  * Where overrides live: beside the buckets, so that every gateway (Redis) or every thread (the shared table)
  * sees a change. `snapshot()` is synchronous and cheap (a decision calls it); remote stores refresh it in the
  * background.
@@ -225,7 +232,7 @@ export function parseOverride(input: unknown, nowMs: number, author: string): Ov
     throw invalidOption('ttlSeconds', 'absent when expiresAt is given', o.ttlSeconds);
   }
   if (o.ttlSeconds !== undefined) {
-    expiresAt = nowMs + integerOption('ttlSeconds', o.ttlSeconds, 1, 366 * 86400) * 1000;
+    expiresAt = nowMs + integerOption('ttlSeconds', o.ttlSeconds, 1, MAX_OVERRIDE_SECONDS) * 1000;
   } else if (o.expiresAt !== undefined) {
     const at = typeof o.expiresAt === 'string' ? Date.parse(o.expiresAt) : o.expiresAt;
     if (typeof at !== 'number' || !Number.isFinite(at)) {
@@ -271,7 +278,7 @@ export function parseOverride(input: unknown, nowMs: number, author: string): Ov
     return Object.freeze({ ...base, effect: 'block' as const, status: o.block, ...tail });
   }
   const quota = integerOption('quota', o.quota, 1, 1e9);
-  const window = integerOption('window', o.window, 1, 366 * 86400);
+  const window = integerOption('window', o.window, 1, MAX_OVERRIDE_SECONDS);
   const burst = integerOption('burst', o.burst, 1, 1e9, quota);
   return Object.freeze({ ...base, effect: 'limit' as const, quota, burst, window, ...tail });
 }

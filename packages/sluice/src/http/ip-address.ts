@@ -117,18 +117,36 @@ export function parseIpRange(text: string): IpRange | undefined {
   return Object.freeze({ kind: address.kind(), text, address, bits });
 }
 
+/** An address parsed once, to be tested against many ranges with {@link inRange}. */
+export type ParsedAddress = ipaddr.IPv4 | ipaddr.IPv6;
+
+/**
+ * Parses a canonical address (from {@link normalizeIp}) for range tests.
+ *
+ * @returns the parsed address, or `undefined` for a value that is not an IP address.
+ */
+export function parseAddress(ip: string): ParsedAddress | undefined {
+  const kind = isIP(ip);
+  return kind === 4 ? ipaddr.IPv4.parse(ip) : kind === 6 ? ipaddr.IPv6.parse(ip) : undefined;
+}
+
+/** True when a parsed address is in a range of its own family. */
+export function inRange(address: ParsedAddress, range: IpRange): boolean {
+  return (
+    range.kind === address.kind() && (address as ipaddr.IPv4).match(range.address as ipaddr.IPv4, range.bits)
+  );
+}
+
 /**
  * Tests a canonical address (from {@link normalizeIp}) against ranges.
  *
- * @param ip - a canonical address.
+ * @param ip - a canonical address; a value that is not one is in no range.
  * @param ranges - parsed ranges.
  */
 export function inRanges(ip: string, ranges: readonly IpRange[]): boolean {
   if (ranges.length === 0) return false;
-  const kind = isIP(ip) === 4 ? 'ipv4' : 'ipv6';
-  const parsed = kind === 'ipv4' ? ipaddr.IPv4.parse(ip) : ipaddr.IPv6.parse(ip);
-  for (const r of ranges) {
-    if (r.kind === kind && (parsed as ipaddr.IPv4).match(r.address as ipaddr.IPv4, r.bits)) return true;
-  }
+  const parsed = parseAddress(ip);
+  if (parsed === undefined) return false;
+  for (const r of ranges) if (inRange(parsed, r)) return true;
   return false;
 }

@@ -1,5 +1,5 @@
 import { invalidOption, type OverrideRule, overridePolicy, type Policy } from '../core/index.js';
-import { type IpRange, inRanges, parseIpRange } from './ip-address.js';
+import { type IpRange, inRange, parseAddress, parseIpRange } from './ip-address.js';
 
 /** One rule compiled for lookups. */
 export interface CompiledOverride {
@@ -52,19 +52,21 @@ export function overridePattern(pattern: string): OverridePatternKind {
 }
 
 const NONE: readonly CompiledOverride[] = Object.freeze([]);
-/** Keys whose candidates are remembered, cleared at the cap so a flood of keys cannot grow it. */
+/** Keys (and client IPs) whose candidates are remembered, cleared at the cap so a flood cannot grow it. */
 const MEMO_MAX = 8192;
 
 /**
  * The current rules compiled once per change: exact keys in a `Map`, prefixes in a character trie, address
- * ranges in a list. A key's candidates (every rule whose pattern matches it, narrowest first) are remembered, so
- * a returning key costs one `Map` lookup and a short scan, whatever the number of rules.
+ * ranges in a list. A key's candidates (every rule whose pattern matches it, narrowest first) are remembered, and
+ * so are the range rules a client IP falls in (the address is parsed once, not once per range and policy), so a
+ * returning key costs a `Map` lookup or two and a short scan, whatever the number of rules.
  */
 export class OverrideIndex {
   readonly #exact = new Map<string, CompiledOverride[]>();
   readonly #root: TrieNode = { children: undefined, entries: undefined };
-  readonly #ranges: { readonly range: readonly IpRange[]; readonly entry: CompiledOverride }[] = [];
+  readonly #ranges: { readonly range: IpRange; readonly entry: CompiledOverride }[] = [];
   readonly #memo = new Map<string, readonly CompiledOverride[]>();
+  readonly #byIp = new Map<string, readonly CompiledOverride[]>();
   readonly #hasPrefixes: boolean;
 
   /**
@@ -83,7 +85,7 @@ export class OverrideIndex {
       const narrow = p.kind === 'exact' ? 1_000_000 : p.kind === 'prefix' ? p.value.length * 4 : 0;
       const entry = compile(rule, narrow + (rule.policy !== undefined ? 2 : rule.tier !== undefined ? 1 : 0));
       if (p.kind === 'range') {
-        this.#ranges.push({ range: [p.range], entry });
+        this.#ranges.push({ range: p.range, entry });
       } else if (p.kind === 'exact') {
         const k = keyPrefix + p.value;
         const list = this.#exact.get(k);
@@ -128,12 +130,29 @@ export class OverrideIndex {
       const e = list[i];
       if (admits(e, policy, tier, nowMs)) return e;
     }
-    if (ip === undefined) return undefined;
-    for (let i = 0; i < ranges.length; i++) {
-      const r = ranges[i];
-      if (admits(r.entry, policy, tier, nowMs) && inRanges(ip, r.range)) return r.entry;
+    if (ip === undefined || ranges.length === 0) return undefined;
+    const inside = this.#rangesOf(ip);
+    for (let i = 0; i < inside.length; i++) {
+      const e = inside[i];
+      if (admits(e, policy, tier, nowMs)) return e;
     }
     return undefined;
+  }
+
+  /** The range rules an address is in, narrowest first. */
+  #rangesOf(ip: string): readonly CompiledOverride[] {
+    let list = this.#byIp.get(ip);
+    if (list === undefined) {
+      const address = parseAddress(ip);
+      const out: CompiledOverride[] = [];
+      if (address !== undefined) {
+        for (const r of this.#ranges) if (inRange(address, r.range)) out.push(r.entry);
+      }
+      list = out.length === 0 ? NONE : out;
+      if (this.#byIp.size >= MEMO_MAX) this.#byIp.clear();
+      this.#byIp.set(ip, list);
+    }
+    return list;
   }
 
   #candidates(key: string): readonly CompiledOverride[] {
