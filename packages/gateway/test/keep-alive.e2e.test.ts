@@ -175,6 +175,24 @@ describe('denials of uploads on the memory store', () => {
       await t.gateway.close();
     }
   });
+  it('answers a denied chunked upload that stops arriving, and closes, instead of waiting for its end', async () => {
+    const t = await gateway('stall', LIMITS);
+    const s = await OneSocket.open(t.gateway.url);
+    try {
+      expect((await s.request('GET', '/limited/e')).status).toBe(200);
+      // One chunk and never the last one: the denial may not wait on the client (only the drain time does).
+      const denied = await s.request('POST', '/limited/e', {
+        headers: { 'transfer-encoding': 'chunked', 'content-type': 'application/json' },
+        body: `${Buffer.byteLength(SMALL).toString(16)}\r\n${SMALL}\r\n`,
+      });
+      expect(denied.status).toBe(429);
+      expect(denied.headers.connection).toBe('close');
+      await s.ended;
+    } finally {
+      s.close();
+      await t.gateway.close();
+    }
+  });
 });
 
 describe('the gateway on Redis with the store down (failure mode closed)', () => {

@@ -1,5 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type RedisServer, startRedisServer } from '../../../test/support/redis-server.js';
 import { main } from '../src/cli/main.js';
@@ -162,6 +163,24 @@ describe('operator overrides through the admin API (memory store)', () => {
       body: '{',
     });
     expect(r.json()).toMatchObject({ status: 400, field: 'body' });
+  });
+
+  it.each([
+    ['declared', false],
+    ['chunked', true],
+  ])('answers a %s body over 16 KiB with its 400, which reaches the client', async (_kind, chunked) => {
+    const big = JSON.stringify({ pattern: 'ip:192.0.2.1', block: 403, reason: 'x'.repeat(256 * 1024) });
+    const r = await send(agent, `${running[0].gateway.adminUrl}/overrides`, {
+      method: 'PUT',
+      headers: { ...auth, 'content-type': 'application/json' },
+      body: chunked ? Readable.from([Buffer.from(big)]) : big,
+    });
+    expect(r.status).toBe(400);
+    expect(r.json()).toMatchObject({
+      status: 400,
+      field: 'body',
+      detail: 'body must be at most 16384 bytes',
+    });
   });
 });
 

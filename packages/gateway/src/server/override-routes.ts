@@ -48,7 +48,7 @@ export async function serveOverrides(
       return true;
     }
     if (req.method === 'PUT') {
-      const body = await readJson(req);
+      const body = await readJson(req, res);
       send(200, { override: await control.set(body, who) });
       return true;
     }
@@ -85,21 +85,50 @@ export async function serveOverrides(
 }
 
 /**
- * The request body as JSON.
+ * The request body as JSON. A body over {@link MAX_BODY} is refused without reading the rest: the answer closes
+ * the connection (Node reads and drops what the client still sends), but the request stream is not destroyed,
+ * which would cut the connection before the client reads why.
  *
+ * @param res - the answer, told to close the connection when the body is refused for its size.
  * @throws OverrideInputError naming `body` for a body that is too large or not JSON.
  */
-async function readJson(req: IncomingMessage): Promise<unknown> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > MAX_BODY) throw new OverrideInputError('body', `body must be at most ${MAX_BODY} bytes`);
-    chunks.push(chunk);
-  }
-  try {
-    return JSON.parse(Buffer.concat(chunks).toString('utf8'));
-  } catch {
-    throw new OverrideInputError('body', 'body must be a JSON object');
-  }
+function readJson(req: IncomingMessage, res: ServerResponse): Promise<unknown> {
+  const tooLarge = () => {
+    res.setHeader('connection', 'close');
+    return new OverrideInputError('body', `body must be at most ${MAX_BODY} bytes`);
+  };
+  if (Number(req.headers['content-length'] ?? 0) > MAX_BODY) return Promise.reject(tooLarge());
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const stop = () => {
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onError);
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= MAX_BODY) {
+        chunks.push(chunk);
+        return;
+      }
+      stop();
+      reject(tooLarge());
+    };
+    const onEnd = () => {
+      stop();
+      try {
+        resolve(JSON.parse(Buffer.concat(chunks).toString('utf8')));
+      } catch {
+        reject(new OverrideInputError('body', 'body must be a JSON object'));
+      }
+    };
+    const onError = (e: Error) => {
+      stop();
+      reject(e);
+    };
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('error', onError);
+  });
 }
