@@ -1,9 +1,11 @@
 /**
  * `sluice replay` and `sluice recommend` over a generated NGINX combined log of 1,000,000 lines (50,000 clients,
- * Zipf clients and paths, one hour) with the example configuration. Each pass runs in a fresh process
- * (bench/replay/replay-once.ts); the modes alternate round by round: `read` (cutting lines only), `parse`
- * (lines and the combined-format parser), `replay` (the whole replay: parse, admission, counts) and `recommend`
- * (measure, propose, and the confirming replays). Rates are lines per second of wall time and per second of the
+ * Zipf clients and paths, one hour) with the example configuration. Each pass runs in a fresh process; the modes
+ * alternate round by round: `read` (cutting lines only) and `parse` (lines and the combined-format parser), both
+ * in bench/replay/replay-once.ts, then `replay` and `recommend`, the built `sluice` command itself as users run
+ * it (`node packages/gateway/bin/sluice.js replay --json --config ... LOG`), start-up included, its usage
+ * reported at exit by a preloaded module (bench/replay/report-usage.mjs). The benchmark builds the tree first
+ * (`npm run build`, quick when nothing changed). Rates are lines per second of wall time and per second of the
  * process's CPU time (the fairer figure on a shared machine), medians with the range over rounds; ratios are of
  * medians within the run.
  *
@@ -24,6 +26,10 @@ const LINES = Number(process.env.BENCH_LINES ?? 1_000_000);
 const CLIENTS = Number(process.env.BENCH_CLIENTS ?? 50_000);
 const MODES = (process.env.BENCH_MODES ?? 'read,parse,replay,recommend').split(',');
 const once = fileURLToPath(new URL('./replay/replay-once.ts', import.meta.url));
+const usage = fileURLToPath(new URL('./replay/report-usage.mjs', import.meta.url));
+const root = fileURLToPath(new URL('..', import.meta.url));
+const sluice = join(root, 'packages/gateway/bin/sluice.js');
+const example = join(root, 'packages/gateway/examples/rate-limits.yaml');
 
 interface Pass {
   readonly lines: number;
@@ -42,10 +48,47 @@ if (!existsSync(log)) {
   await generateLog(log, LINES, CLIENTS, Math.max(3600, Math.round(LINES / 280)));
 }
 
+if (MODES.includes('replay') || MODES.includes('recommend')) {
+  const built = spawnSync('npm', ['run', '-s', 'build'], { cwd: root, encoding: 'utf8' });
+  if (built.status !== 0) throw new Error(`npm run build failed: ${built.stdout}${built.stderr}`);
+}
+
+/** One pass of the built command: its JSON report for the line count, its usage from the preloaded module. */
+function command(mode: 'replay' | 'recommend'): Pass {
+  const args =
+    mode === 'replay' ? ['replay', '--json', '--config', example, log] : ['recommend', '--json', log];
+  const r = spawnSync(process.execPath, ['--import', usage, sluice, ...args], {
+    encoding: 'utf8',
+    maxBuffer: 1 << 30,
+  });
+  if (r.status !== 0) throw new Error(`sluice ${mode} failed: ${r.stderr}`);
+  const marker = r.stderr.lastIndexOf('BENCH_USAGE ');
+  if (marker < 0) throw new Error(`sluice ${mode} reported no usage: ${r.stderr}`);
+  const u = JSON.parse(r.stderr.slice(marker + 12).trim()) as Pick<
+    Pass,
+    'seconds' | 'cpuSeconds' | 'maxRssMB'
+  >;
+  const report = JSON.parse(r.stdout) as {
+    logs?: { lines: number }[];
+    requests?: number;
+    confirmation?: { rounds: number };
+  };
+  // recommend counts every line once per replay it ran: the measure and each confirmation.
+  const lines =
+    mode === 'replay'
+      ? (report.logs?.[0]?.lines ?? 0)
+      : (report.requests ?? 0) * ((report.confirmation?.rounds ?? 0) + 1);
+  return { ...u, lines, linesPerSecond: lines / u.seconds, linesPerCpuSecond: lines / u.cpuSeconds };
+}
+
 const passes = new Map<string, Pass[]>(MODES.map((m) => [m, []]));
 for (let round = 0; round < ROUNDS; round++) {
   const order = round % 2 === 0 ? MODES : [...MODES].reverse();
   for (const mode of order) {
+    if (mode === 'replay' || mode === 'recommend') {
+      passes.get(mode)?.push(command(mode));
+      continue;
+    }
     const r = spawnSync(process.execPath, ['--import', 'tsx', once, mode, log], { encoding: 'utf8' });
     if (r.status !== 0) throw new Error(`${mode} failed: ${r.stderr}`);
     passes.get(mode)?.push(JSON.parse(r.stdout.trim().split('\n').pop() as string) as Pass);

@@ -37,6 +37,8 @@ export interface LimitedSample {
 export type MinuteRow = number[];
 
 const TOTAL = 5;
+/** Up to this many policies, a policy's index is found by comparing, not through the map. */
+const FEW_POLICIES = 16;
 const FIRST_LIMITED = 20;
 
 /**
@@ -55,9 +57,13 @@ export class ReplayTally {
   /** Limited requests of keys beyond the cap. */
   otherLimited = 0;
   readonly #policyIndex = new Map<Policy, number>();
+  /** The policies in the order of {@link ReplayTally.policies}. */
+  readonly #seen: Policy[] = [];
   readonly #keyCap: number;
   readonly #defaultTier: string;
   #minute = Number.NaN;
+  #lastTier: string | undefined;
+  #lastTierCounts: OutcomeCounts | undefined;
   #row: MinuteRow = [];
 
   /**
@@ -80,11 +86,14 @@ export class ReplayTally {
   record(v: Verdict, outcome: ReplayOutcome, timeMs: number, line: number, log: string): void {
     bump(this.totals, outcome);
     const tier = v.identity?.tier ?? this.#defaultTier;
-    let t = this.tiers.get(tier);
+    let t = tier === this.#lastTier ? this.#lastTierCounts : this.tiers.get(tier);
     if (t === undefined) {
       t = zeroCounts();
       this.tiers.set(tier, t);
     }
+    // Consecutive requests mostly come from one tier.
+    this.#lastTier = tier;
+    this.#lastTierCounts = t;
     bump(t, outcome);
     const row = this.#minuteRow(timeMs);
     row[
@@ -141,10 +150,16 @@ export class ReplayTally {
   }
 
   #indexOf(policy: Policy): number {
+    // A configuration has a handful of policies: comparing them is cheaper than hashing one, per outcome.
+    const seen = this.#seen;
+    if (seen.length <= FEW_POLICIES) {
+      for (let j = 0; j < seen.length; j++) if (seen[j] === policy) return j;
+    }
     let i = this.#policyIndex.get(policy);
     if (i === undefined) {
       i = this.policies.length;
       this.#policyIndex.set(policy, i);
+      seen.push(policy);
       this.policies.push({ policy: policy.name, ...zeroCounts(), limitedHere: 0, wouldLimit: 0 });
     }
     return i;

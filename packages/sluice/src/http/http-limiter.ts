@@ -164,7 +164,6 @@ export function createHttpLimiter<R extends HttpRequestInfo = HttpRequestInfo>(
     let checks = plans.checks(req, plan, ip, identity);
     const key = plans.unprefixed(checks[0].key);
     const cost = req.cost ?? (typeof plan.cost === 'function' ? plan.cost(req) : plan.cost);
-    let overridden = false;
     const index = overrides?.current();
     if (index !== undefined) {
       const r = (overrides as OverrideApplier).apply(index, plan, checks, tierOf(identity), ip, o.wallClock);
@@ -173,14 +172,15 @@ export function createHttpLimiter<R extends HttpRequestInfo = HttpRequestInfo>(
         if (r.checks.length === 0) return writer.exempt('override', identity);
         plan = r.plan;
         checks = r.checks;
-        overridden = true;
       }
     }
     let d: MaybePromise<Decision>;
     try {
-      // Override policies are not the limiter's own: the store decides them directly, after the same cost check.
+      // The rules' policies are the limiter's own (checked when the rules were compiled) and override policies
+      // are derived from them: with a valid cost the store decides directly, without the limiter's per-decision
+      // ownership test. An invalid cost goes through the limiter, which refuses it.
       d =
-        overridden && Number.isSafeInteger(cost) && cost >= 1
+        Number.isSafeInteger(cost) && cost >= 1
           ? limiter.store.decide(checks, cost)
           : limiter.decide(checks, cost);
     } catch (e) {

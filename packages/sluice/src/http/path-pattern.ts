@@ -255,13 +255,13 @@ export function endpoint(methods: readonly string[], pattern: PathPattern): Endp
   const set = new Set(methods);
   if (set.has('GET')) set.add('HEAD');
   const any = set.size === 0;
+  // The path first: most requests fail it at its first segment, before any method lookup.
   return Object.freeze({
     methods: Object.freeze([...set]),
     pattern,
-    match: (method: string, path: string) =>
-      (any || set.has(method) || set.has(method.toUpperCase())) && pattern.match(path),
+    match: (method: string, path: string) => pattern.match(path) && (any || hasMethod(set, method)),
     matchSegments: (method: string, segments: PathSegments) =>
-      (any || set.has(method) || set.has(method.toUpperCase())) && pattern.matchSegments(segments),
+      pattern.matchSegments(segments) && (any || hasMethod(set, method)),
   });
 }
 

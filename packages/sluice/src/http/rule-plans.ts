@@ -56,6 +56,8 @@ export class RulePlans {
   readonly #segments: PathSegments;
   #lastMask = 0;
   #lastPlan: RulePlan | undefined;
+  #lastTier: string | undefined;
+  #lastTierMask = 0;
 
   /**
    * @param rules - the compiled rules, in configuration order.
@@ -109,7 +111,14 @@ export class RulePlans {
       let mask = this.#always;
       if (this.#byTier.size > 0) {
         const tier = identity?.tier;
-        if (typeof tier === 'string') mask |= this.#byTier.get(tier) ?? 0;
+        if (typeof tier === 'string') {
+          // Consecutive requests mostly come from one tier.
+          if (tier !== this.#lastTier) {
+            this.#lastTier = tier;
+            this.#lastTierMask = this.#byTier.get(tier) ?? 0;
+          }
+          mask |= this.#lastTierMask;
+        }
       }
       const paths = this.#pathRules;
       if (paths.length > 0) {

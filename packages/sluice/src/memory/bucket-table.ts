@@ -1,6 +1,10 @@
 import { ErrorCode, isFullAt, type Policy, SluiceError } from '../core/index.js';
 
 const NONE = -1;
+/** The `insert` hint saying that the key's first slot is not known: `insert` looks it up. */
+const UNKNOWN_HEAD = -2;
+/** Up to this many policies, a policy's number is found by comparing, not through the map. */
+const FEW_POLICIES = 16;
 /** Policies one table can tell apart: a slot names its policy in 16 bits. */
 export const MAX_POLICIES = 65_535;
 
@@ -80,6 +84,11 @@ export class BucketTable {
    * configuration, not to be defined per request or per key.
    */
   ensurePolicy(policy: Policy): number {
+    // A table holds a handful of policies: comparing them is cheaper than hashing one.
+    const policies = this.#policies;
+    if (policies.length <= FEW_POLICIES) {
+      for (let i = 0; i < policies.length; i++) if (policies[i] === policy) return i;
+    }
     const known = this.#policyIndex.get(policy);
     if (known !== undefined) return known;
     if (this.#policies.length >= MAX_POLICIES) {
@@ -97,11 +106,25 @@ export class BucketTable {
 
   /**
    * Takes a slot for a new key, evicting one first when the table is at its cap. `pinned` lists the slots of
-   * the decision in progress, which must survive it.
+   * the decision in progress, which must survive it. `knownHead`, when given, is the key's first slot (or -1 for
+   * none) as the caller found it, with only inserts since; it is ignored when the table is at its cap, where this
+   * insert may evict (so a caller inserting several buckets never has to tell whether an earlier insert evicted).
    */
-  insert(policy: Policy, key: string, now: number, pinned: Int32Array, pinnedCount: number): number {
+  insert(
+    policy: Policy,
+    key: string,
+    now: number,
+    pinned: Int32Array,
+    pinnedCount: number,
+    knownHead: number = UNKNOWN_HEAD,
+  ): number {
     const index = this.ensurePolicy(policy);
-    if (this.size >= this.#cap) this.#evict(now, pinned, pinnedCount);
+    let head = knownHead;
+    if (this.size >= this.#cap) {
+      this.#evict(now, pinned, pinnedCount);
+      // The eviction may have taken the key's first slot, this time or at an earlier insert of the caller's.
+      head = UNKNOWN_HEAD;
+    }
     let slot: number;
     if (this.#freeHead !== NONE) {
       slot = this.#freeHead;
@@ -115,7 +138,7 @@ export class BucketTable {
     this.policyOf[slot] = index;
     this.units[slot] = policy.capacityUnits;
     this.last[slot] = now;
-    const head = this.head(key);
+    if (head === UNKNOWN_HEAD) head = this.head(key);
     if (head === NONE) {
       next[slot] = NONE;
       this.#heads.set(key, slot);

@@ -110,6 +110,26 @@ describe('bounded memory', () => {
     expect(s.size).toBeLessThanOrEqual(2);
   });
 
+  it("keeps a key its bucket when a decision over two keys evicts the other key's first bucket", () => {
+    const r = definePolicy({ name: 'rl.other', quota: 60, window: 60, burst: 2 });
+    const { store: s } = store({ maxTrackedKeys: 1 });
+    // b's first bucket (policy q) is the only one held; the next decision adds a's and b's buckets of p and r.
+    s.decide([{ policy: q, key: 'b' }], 1);
+    expect(
+      s.decide(
+        [
+          { policy: p, key: 'a' },
+          { policy: r, key: 'b' },
+        ],
+        1,
+      ).allowed,
+    ).toBe(true);
+    // Inserting a's bucket evicted b's first one: b's bucket of r chains on its own, with one token taken.
+    expect(s.decide([{ policy: r, key: 'b' }], 2).allowed).toBe(false);
+    expect(s.decide([{ policy: r, key: 'b' }], 1).allowed).toBe(true);
+    expect(s.decide([{ policy: p, key: 'a' }], 2).allowed).toBe(false);
+  });
+
   it('refund of a missing bucket is a no-op, and refund never exceeds burst', () => {
     const { store: s } = store();
     s.refund([{ policy: p, key: 'none' }], 1);

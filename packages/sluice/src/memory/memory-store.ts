@@ -105,6 +105,7 @@ export class MemoryStore implements RateLimitStore {
   #lasts = new Float64Array(4);
   #phases = new Float64Array(4);
   #slots = new Int32Array(4);
+  #heads = new Int32Array(4);
   #timer: ReturnType<typeof setInterval> | undefined;
   #sweeping = false;
   #closed = false;
@@ -278,11 +279,13 @@ export class MemoryStore implements RateLimitStore {
       this.#lasts = new Float64Array(n * 2);
       this.#phases = new Float64Array(n * 2);
       this.#slots = new Int32Array(n * 2);
+      this.#heads = new Int32Array(n * 2);
     }
     const units = this.#units;
     const lasts = this.#lasts;
     const phases = this.#phases;
     const slots = this.#slots;
+    const heads = this.#heads;
     const t = this.#table;
     const now = this.#now();
     // The checks of one decision mostly share a key (a tier's minute and hour, an endpoint rule keyed by the same
@@ -297,6 +300,7 @@ export class MemoryStore implements RateLimitStore {
       }
       const slot = t.findFrom(head, policy);
       slots[i] = slot;
+      heads[i] = head;
       if (slot < 0) {
         units[i] = policy.capacityUnits;
         lasts[i] = now;
@@ -311,14 +315,20 @@ export class MemoryStore implements RateLimitStore {
     }
     const decision = evaluate(checks, units, cost, mode, phases);
     if (mode === 'peek') return decision;
+    // The keys' first slots found above stay true while buckets are only added: an insert that may evict (the
+    // table at its cap) ignores the hint and looks the key up.
     for (let i = 0; i < n; i++) {
       const p = checks[i].policy;
       let slot = slots[i];
       if (slot < 0) {
         // A full bucket that stays full need not be stored: it decides like a missing one.
         if (units[i] >= p.capacityUnits) continue;
-        slot = t.insert(p, checks[i].key, now, slots, n);
+        const key = checks[i].key;
+        const hint = heads[i];
+        slot = t.insert(p, key, now, slots, n, hint);
         slots[i] = slot;
+        // A key's first bucket heads its chain: the key's later checks insert behind it.
+        if (hint === -1) for (let j = i + 1; j < n; j++) if (checks[j].key === key) heads[j] = slot;
       }
       t.units[slot] = units[i];
       t.last[slot] = lasts[i];
