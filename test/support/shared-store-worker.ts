@@ -14,9 +14,9 @@ import {
 } from '../../packages/sluice/src/core/index.js';
 import { SharedStore } from '../../packages/sluice/src/shared/index.js';
 
-/** A check as it crosses threads: the policy's definition and the key. */
+/** A check as it crosses threads: the policy's definition (and an override policy's bucket name) and the key. */
 export interface WireCheck {
-  readonly policy: PolicyOptions;
+  readonly policy: PolicyOptions & { readonly bucketName?: string };
   readonly key: string;
 }
 
@@ -63,11 +63,16 @@ const clock = new ManualClock(0);
 let store: SharedStore | undefined;
 const policies = new Map<string, Policy>();
 
-function policyOf(o: PolicyOptions): Policy {
+function policyOf(o: WireCheck['policy']): Policy {
   const id = JSON.stringify(o);
   let p = policies.get(id);
   if (p === undefined) {
-    p = definePolicy(o);
+    const { bucketName, ...options } = o;
+    // An override policy as overridePolicy builds it in each thread: the definition and its own bucket name.
+    p =
+      bucketName === undefined
+        ? definePolicy(options)
+        : Object.freeze({ ...definePolicy(options), bucketName });
     policies.set(id, p);
   }
   return p;

@@ -2,7 +2,8 @@ import type { Policy } from './policy.js';
 
 /**
  * Everything that makes two policies decide differently (name, quota, window, burst, shadow, queue, stepped
- * refill), as one string: equal strings decide alike. Stores that outlive one set of `Policy` objects (Redis,
+ * refill), as one string: equal strings decide alike. An override policy is named by its `bucketName`, so that it
+ * has buckets of its own even with the sizes of its base. Stores that outlive one set of `Policy` objects (Redis,
  * the shared thread table) file buckets by it, so that a policy whose limits change on reload starts full, as
  * the memory store's buckets (filed by policy object) do, while an unchanged one keeps its buckets.
  *
@@ -11,7 +12,7 @@ import type { Policy } from './policy.js';
  */
 export function policyFingerprint(p: Policy): string {
   const q = p.queue;
-  return `${p.name}\u0000${p.quota}\u0000${p.window}\u0000${p.burst}\u0000${p.shadow}\u0000${q?.limit ?? 0}\u0000${q?.maxWaitMs ?? 0}\u0000${p.stepMs}`;
+  return `${p.bucketName ?? p.name}\u0000${p.quota}\u0000${p.window}\u0000${p.burst}\u0000${p.shadow}\u0000${q?.limit ?? 0}\u0000${q?.maxWaitMs ?? 0}\u0000${p.stepMs}`;
 }
 
 /**

@@ -176,9 +176,10 @@ function sizeOption(option: string, value: unknown, implied: number | undefined,
 const overrides = new WeakMap<Policy, Map<string, Policy>>();
 
 /**
- * A policy with the name of `base` and other sizes, for run-time overrides. Its buckets are its own (the memory
- * and shared stores tell policies apart by object or definition, Redis by `bucketName`), so an override starts
- * from a full bucket and the base's buckets are untouched when it ends. The override does not queue (a queue is
+ * A policy with the name of `base` and other sizes, for run-time overrides. Its buckets are its own, even with
+ * the sizes of `base` (the memory store tells policies apart by object, the shared store and Redis by a
+ * definition that names the `bucketName`), so an override starts from a full bucket and the base's buckets are
+ * untouched when it ends. The override does not queue (a queue is
  * a property of the configured policy). Equal sizes give the same object, so stores meet few distinct policies.
  *
  * @param base - the configured policy.

@@ -215,8 +215,9 @@ class ThreadedStore implements RateLimitStore {
   close() {}
 }
 
-function optionsOf(p: Check['policy']): PolicyOptions {
+function optionsOf(p: Check['policy']): WireCheck['policy'] {
   return {
+    ...(p.bucketName === undefined ? {} : { bucketName: p.bucketName }),
     name: p.name,
     burst: p.burst,
     shadow: p.shadow,

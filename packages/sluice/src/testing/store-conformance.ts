@@ -5,6 +5,7 @@ import {
   type Decision,
   definePolicy,
   ManualClock,
+  overridePolicy,
   type Policy,
   type RateLimitStore,
 } from '../core/index.js';
@@ -150,6 +151,18 @@ export function storeConformance(name: string, make: StoreFactory, options: Conf
       const other = await store.decide([{ policy: write, key }], 1);
       expect(other.allowed).toBe(true);
       expect(other.outcomes[0].remaining).toBe(29);
+    });
+
+    it('gives an override policy buckets of its own, even with the sizes of its base', async () => {
+      const { store } = await setup();
+      const key = freshKey('override');
+      for (let i = 0; i < 3; i++) await store.decide([{ policy: odd, key }], 1);
+      expect((await store.decide([{ policy: odd, key }], 1)).allowed).toBe(false);
+      // An override starts full and leaves the base's buckets as they were when it ends.
+      const same = overridePolicy(odd, { quota: odd.quota, window: odd.window, burst: odd.burst });
+      const d = await store.decide([{ policy: same, key }], 1);
+      expect([d.allowed, d.outcomes[0].remaining]).toEqual([true, 2]);
+      expect((await store.decide([{ policy: odd, key }], 1)).allowed).toBe(false);
     });
 
     it('takes cost tokens and denies a cost above burst with its own reason', async () => {
