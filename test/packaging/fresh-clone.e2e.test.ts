@@ -210,9 +210,10 @@ describe('a fresh clone and the packed packages', () => {
         '-e',
         [
           "import { createRequire } from 'node:module';",
-          "import * as s from './packages/gateway/dist/config/schema.js';",
-          "const m = createRequire(process.cwd() + '/')('./packages/gateway/dist/config/' + s.PRECOMPILED_VALIDATOR_FILE);",
-          'console.log(typeof s.precompiledFor(m, s.schemaDigest(s.schemaText())));',
+          "import { schemaText } from './packages/gateway/dist/config/schema.js';",
+          "import * as v from './packages/gateway/dist/config/precompiled-validator.js';",
+          "const m = createRequire(process.cwd() + '/')('./packages/gateway/dist/config/' + v.PRECOMPILED_VALIDATOR_FILE);",
+          'console.log(typeof v.precompiledFor(m, v.validatorDigest(schemaText())));',
         ].join('\n'),
       ],
       clone,
@@ -244,6 +245,7 @@ describe('a fresh clone and the packed packages', () => {
     }
     expect(tarballs['@sluice/gateway'].files).toContain('bin/sluice.js');
     expect(tarballs['@sluice/gateway'].files).toContain('dist/bin/sluice.js');
+    expect(tarballs['@sluice/gateway'].files).toContain('dist/config/schema-validator.cjs');
     expect(tarballs.sluice.files).toContain('dist/core/index.js');
     expect(tarballs.sluice.files).toContain('dist/core/index.d.ts');
     const license = readFileSync(join(ROOT, 'LICENSE'), 'utf8');

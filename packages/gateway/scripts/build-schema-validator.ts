@@ -6,12 +6,15 @@
  */
 import { renameSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { PRECOMPILED_VALIDATOR_FILE, schemaText } from '../src/config/schema.js';
+import { PRECOMPILED_VALIDATOR_FILE } from '../src/config/precompiled-validator.js';
+import { schemaText } from '../src/config/schema.js';
 import { precompiledValidatorSource } from '../src/config/schema-precompile.js';
 
 const out =
   process.argv[2] ?? fileURLToPath(new URL(`../dist/config/${PRECOMPILED_VALIDATOR_FILE}`, import.meta.url));
-// Written beside and renamed into place: a command starting meanwhile never loads half a file.
-writeFileSync(`${out}.tmp`, precompiledValidatorSource(schemaText()));
-renameSync(`${out}.tmp`, out);
+// Written beside and renamed into place: a command starting meanwhile never loads half a file, and two builds at
+// once (a benchmark building beside a test) each rename their own.
+const tmp = `${out}.${process.pid}.tmp`;
+writeFileSync(tmp, precompiledValidatorSource(schemaText()));
+renameSync(tmp, out);
 console.log(`configuration validator: ${out}`);

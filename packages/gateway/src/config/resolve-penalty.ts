@@ -34,7 +34,7 @@ export function resolvePenalty(p: Raw | undefined, issues: SemanticIssue[]): Pen
     if (ms > LONGEST_MS) {
       issues.push({
         path: ['penalty', field],
-        message: `must be at most ${LONGEST_HOURS}h (366 days), got ${p[field]}`,
+        message: `must be at most ${LONGEST_HOURS}h (366 days), got ${typeof p[field] === 'number' ? `${p[field]} (seconds)` : p[field]}`,
       });
     }
   }

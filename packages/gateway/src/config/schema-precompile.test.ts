@@ -4,7 +4,8 @@ import type { ValidateFunction } from 'ajv';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { precompiledFor, schemaDigest, schemaErrors, schemaText } from './schema.js';
+import { precompiledFor, validatorDigest } from './precompiled-validator.js';
+import { schemaErrors, schemaText } from './schema.js';
 import { precompiledValidatorSource } from './schema-precompile.js';
 
 /** Runs a validator module's source as `require` would, resolving its runtime imports from this package. */
@@ -21,7 +22,7 @@ function load(source: string): unknown {
 const text = schemaText();
 const precompiled = precompiledFor(
   load(precompiledValidatorSource(text)),
-  schemaDigest(text),
+  validatorDigest(text),
 ) as ValidateFunction;
 const errorsOf = (data: unknown) => (precompiled(data) ? [] : [...(precompiled.errors ?? [])]);
 
@@ -87,9 +88,9 @@ describe('the precompiled configuration validator', () => {
 
   it('answers only for the schema it was compiled from', () => {
     const module = load(precompiledValidatorSource(text));
-    expect(precompiledFor(module, schemaDigest(text))).toBeTypeOf('function');
+    expect(precompiledFor(module, validatorDigest(text))).toBeTypeOf('function');
     // A tree whose schema changed after its build compiles the schema in force instead.
-    expect(precompiledFor(module, schemaDigest(`${text} `))).toBeUndefined();
-    expect(precompiledFor({ schemaDigest: schemaDigest(text) }, schemaDigest(text))).toBeUndefined();
+    expect(precompiledFor(module, validatorDigest(`${text} `))).toBeUndefined();
+    expect(precompiledFor({ schemaDigest: validatorDigest(text) }, validatorDigest(text))).toBeUndefined();
   });
 });

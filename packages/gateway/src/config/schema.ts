@@ -1,7 +1,12 @@
-import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import type { ErrorObject, Options, ValidateFunction } from 'ajv';
+import type { ErrorObject, ValidateFunction } from 'ajv';
+import {
+  PRECOMPILED_VALIDATOR_FILE,
+  precompiledFor,
+  SCHEMA_VALIDATOR_OPTIONS,
+  validatorDigest,
+} from './precompiled-validator.js';
 
 /**
  * The published JSON Schema of the configuration file (packages/gateway/schema/rate-limits.schema.json). The
@@ -9,24 +14,6 @@ import type { ErrorObject, Options, ValidateFunction } from 'ajv';
  * and from `dist/`, two levels below the package.
  */
 export const SCHEMA_URL = new URL('../../schema/rate-limits.schema.json', import.meta.url);
-
-/**
- * How the schema is compiled, at run time and by the build's precompiled validator alike: every error
- * (`allErrors`), each with its parent schema for suggestions (`verbose`).
- */
-export const SCHEMA_VALIDATOR_OPTIONS: Readonly<Options> = Object.freeze({
-  allErrors: true,
-  verbose: true,
-  strict: true,
-  allowUnionTypes: true,
-});
-
-/**
- * The file name of the validator the build compiles ahead of time, beside this module in `dist/config/`
- * (`npm run build`). Compiling the schema takes about a tenth of a second, most of the start-up of `sluice
- * validate` and `sluice replay`; the precompiled module loads in a few milliseconds.
- */
-export const PRECOMPILED_VALIDATOR_FILE = 'schema-validator.cjs';
 
 const require = createRequire(import.meta.url);
 let compiled: ValidateFunction | undefined;
@@ -41,26 +28,6 @@ export function configSchema(): Record<string, unknown> {
   return JSON.parse(schemaText()) as Record<string, unknown>;
 }
 
-/** The SHA-256 of a schema text: a precompiled validator answers only for the schema it was compiled from. */
-export function schemaDigest(text: string): string {
-  return createHash('sha256').update(text).digest('hex');
-}
-
-/**
- * A validator module as the build writes it: the validate function, and the digest of the schema compiled.
- *
- * @param module - what `require` returned for the file.
- * @param digest - the digest of the schema in force.
- * @returns the validate function, or `undefined` when the module was compiled from another schema (a tree edited
- *   since its build).
- */
-export function precompiledFor(module: unknown, digest: string): ValidateFunction | undefined {
-  const m = module as { default?: unknown; schemaDigest?: unknown };
-  return m.schemaDigest === digest && typeof m.default === 'function'
-    ? (m.default as ValidateFunction)
-    : undefined;
-}
-
 function loadValidator(): ValidateFunction {
   const text = schemaText();
   let module: unknown;
@@ -70,7 +37,7 @@ function loadValidator(): ValidateFunction {
     // Running from the sources (tests, tsx) there is none; anything else wrong with the file is an error.
     if ((e as NodeJS.ErrnoException).code !== 'MODULE_NOT_FOUND') throw e;
   }
-  const ready = module === undefined ? undefined : precompiledFor(module, schemaDigest(text));
+  const ready = module === undefined ? undefined : precompiledFor(module, validatorDigest(text));
   if (ready !== undefined) return ready;
   const { Ajv } = require('ajv') as typeof import('ajv');
   return new Ajv({ ...SCHEMA_VALIDATOR_OPTIONS }).compile(JSON.parse(text));
@@ -78,7 +45,7 @@ function loadValidator(): ValidateFunction {
 
 /**
  * Validates data against the schema, loaded once per process: the build's precompiled validator when it was
- * compiled from this very schema, else the schema compiled now (the same options, the same errors).
+ * compiled from this very schema with these options and this ajv, else the schema compiled now (the same errors).
  *
  * @returns every schema error (each carries its parent schema for suggestions).
  */

@@ -2,9 +2,12 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ErrorCode, SluiceError } from 'sluice';
 import { type OverrideControl, OverrideInputError } from '../admission/override-control.js';
 import { Problems, sendProblem } from '../admission/problem-response.js';
+import { drainBody } from './drain-body.js';
 
 /** The largest override request body read; a rule is a few hundred bytes. */
 const MAX_BODY = 16 * 1024;
+/** The most of a refused body read and dropped before the refusal goes out (see `readJson`). */
+const REFUSED_DRAIN_LIMIT = 1024 * 1024;
 
 /** Sends a JSON answer. */
 export type SendJson = (status: number, body?: unknown, extra?: Record<string, string>) => void;
@@ -85,19 +88,31 @@ export async function serveOverrides(
 }
 
 /**
- * The request body as JSON. A body over {@link MAX_BODY} is refused without reading the rest: the answer closes
- * the connection (Node reads and drops what the client still sends), but the request stream is not destroyed,
- * which would cut the connection before the client reads why.
+ * The request body as JSON. A body over {@link MAX_BODY} is refused with `Connection: close`; the rest is first
+ * read and dropped, up to {@link REFUSED_DRAIN_LIMIT} and for at most a second, because closing a connection
+ * while the client still sends makes the kernel reset it and the client can lose the 400 with it. A larger
+ * declared body is refused without reading. The request stream is never destroyed.
  *
  * @param res - the answer, told to close the connection when the body is refused for its size.
  * @throws OverrideInputError naming `body` for a body that is too large or not JSON.
  */
-function readJson(req: IncomingMessage, res: ServerResponse): Promise<unknown> {
-  const tooLarge = () => {
+async function readJson(req: IncomingMessage, res: ServerResponse): Promise<unknown> {
+  const declared = Number(req.headers['content-length'] ?? 0);
+  const body = declared > MAX_BODY ? undefined : await bodyUpTo(req, MAX_BODY);
+  if (body === undefined) {
+    if (declared <= REFUSED_DRAIN_LIMIT) await drainBody(req, REFUSED_DRAIN_LIMIT);
     res.setHeader('connection', 'close');
-    return new OverrideInputError('body', `body must be at most ${MAX_BODY} bytes`);
-  };
-  if (Number(req.headers['content-length'] ?? 0) > MAX_BODY) return Promise.reject(tooLarge());
+    throw new OverrideInputError('body', `body must be at most ${MAX_BODY} bytes`);
+  }
+  try {
+    return JSON.parse(body.toString('utf8'));
+  } catch {
+    throw new OverrideInputError('body', 'body must be a JSON object');
+  }
+}
+
+/** The whole body when it ends within `limit` bytes, else `undefined` with the rest left unread. */
+function bodyUpTo(req: IncomingMessage, limit: number): Promise<Buffer | undefined> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -105,30 +120,30 @@ function readJson(req: IncomingMessage, res: ServerResponse): Promise<unknown> {
       req.off('data', onData);
       req.off('end', onEnd);
       req.off('error', onError);
+      req.off('close', onClose);
     };
     const onData = (chunk: Buffer) => {
       size += chunk.length;
-      if (size <= MAX_BODY) {
+      if (size <= limit) {
         chunks.push(chunk);
         return;
       }
       stop();
-      reject(tooLarge());
+      resolve(undefined);
     };
     const onEnd = () => {
       stop();
-      try {
-        resolve(JSON.parse(Buffer.concat(chunks).toString('utf8')));
-      } catch {
-        reject(new OverrideInputError('body', 'body must be a JSON object'));
-      }
+      resolve(Buffer.concat(chunks));
     };
     const onError = (e: Error) => {
       stop();
       reject(e);
     };
+    // A request closed before its end without an error (not seen from Node today) still settles.
+    const onClose = () => onError(new Error('the request closed before its body ended'));
     req.on('data', onData);
     req.on('end', onEnd);
     req.on('error', onError);
+    req.on('close', onClose);
   });
 }

@@ -87,6 +87,10 @@ export interface HttpLimiter<R extends HttpRequestInfo = HttpRequestInfo> {
 /**
  * Builds the framework-neutral HTTP limiter.
  *
+ * Decisions over the rules' policies go to `limiter.store` directly (the policies were checked against the
+ * limiter when the rules were compiled), so a wrapper around `Limiter.decide` does not see them; observe the
+ * store, or the verdicts, instead.
+ *
  * @param options - see {@link HttpLimiterOptions}.
  * @returns the frozen limiter.
  * @throws SluiceError `ERR_INVALID_OPTION` naming the option for any invalid option, `ERR_UNKNOWN_POLICY` for a
