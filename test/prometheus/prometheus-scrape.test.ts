@@ -56,15 +56,15 @@ describe('a real Prometheus scraping /metrics', () => {
       rule: '/api/*',
       job: 'sluice',
     });
-    const allowed = await prom.query('sluice_decisions_total{outcome="allowed"}');
+    const allowed = await prom.present('sluice_decisions_total{outcome="allowed"}');
     expect(allowed.map((s) => s.value)).toEqual([5]);
-    const exempt = await prom.query('sluice_decisions_total{outcome="exempt"}');
+    const exempt = await prom.present('sluice_decisions_total{outcome="exempt"}');
     expect(exempt.map((s) => [s.metric.rule, s.value])).toEqual([['/health', 1]]);
-    const tracked = await prom.query('sluice_tracked_keys{store="memory"}');
+    const tracked = await prom.present('sluice_tracked_keys{store="memory"}');
     expect(tracked.map((s) => s.value)).toEqual([2]);
-    const latency = await prom.query('sluice_decision_duration_seconds_count{store="memory"}');
+    const latency = await prom.present('sluice_decision_duration_seconds_count{store="memory"}');
     expect(latency.map((s) => s.value)).toEqual([10]);
-    const quota = await prom.query('sluice_quota_usage_ratio');
+    const quota = await prom.present('sluice_quota_usage_ratio');
     expect(quota.map((s) => [s.metric.tenant, s.value])).toEqual([['acme', 0.85]]);
   });
 

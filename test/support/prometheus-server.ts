@@ -51,6 +51,12 @@ export interface PrometheusServer {
     accept: (sum: number, samples: PromSample[]) => boolean,
     timeoutMs?: number,
   ): Promise<PromSample[]>;
+  /**
+   * Runs an instant query until it answers at least one sample (default within 20 s). A scrape that times out on
+   * a loaded machine marks the target's series stale, and a query then answers nothing until the next scrape:
+   * use this where samples must be there, and {@link PrometheusServer.query} where none is the expected answer.
+   */
+  present(promql: string, timeoutMs?: number): Promise<PromSample[]>;
   /** GETs an API path (for example `/api/v1/rules`) and returns its `data`. */
   api<T = unknown>(path: string): Promise<T>;
   /** Stops the process (SIGTERM, then SIGKILL after 5 s) and removes the temp dir. */
@@ -149,25 +155,28 @@ export async function startPrometheus(options: PrometheusOptions): Promise<Prome
     await pause(50);
   }
 
+  const waitFor: PrometheusServer['waitFor'] = async (promql, accept, timeoutMs = 20_000) => {
+    const end = Date.now() + timeoutMs;
+    let last: PromSample[] = [];
+    for (;;) {
+      last = await query(promql);
+      const sum = last.reduce((s, x) => s + x.value, 0);
+      if (last.length > 0 && accept(sum, last)) return last;
+      if (Date.now() > end) {
+        throw new Error(
+          `${promql} did not reach the expected value within ${timeoutMs} ms; last: ${JSON.stringify(last)}`,
+        );
+      }
+      await pause(100);
+    }
+  };
+
   return {
     url,
     query,
     api,
-    async waitFor(promql, accept, timeoutMs = 20_000) {
-      const end = Date.now() + timeoutMs;
-      let last: PromSample[] = [];
-      for (;;) {
-        last = await query(promql);
-        const sum = last.reduce((s, x) => s + x.value, 0);
-        if (last.length > 0 && accept(sum, last)) return last;
-        if (Date.now() > end) {
-          throw new Error(
-            `${promql} did not reach the expected value within ${timeoutMs} ms; last: ${JSON.stringify(last)}`,
-          );
-        }
-        await pause(100);
-      }
-    },
+    waitFor,
+    present: (promql, timeoutMs) => waitFor(promql, () => true, timeoutMs),
     stop,
   };
 }

@@ -83,7 +83,7 @@ describe('a real Prometheus scraping a running gateway', () => {
       ['standard', 'standard', undefined, 2],
     ]);
     // Per policy and outcome: a request limited by one policy counts as denied_by_other for the others.
-    const decisions = await prom.query(
+    const decisions = await prom.present(
       'sum by (policy, outcome) (acme_edge_decisions_total{outcome!="exempt"})',
     );
     const table = decisions.map((s) => `${s.metric.policy} ${s.metric.outcome} ${s.value}`).sort();
@@ -97,12 +97,12 @@ describe('a real Prometheus scraping a running gateway', () => {
       'standard.hour denied_by_other 5',
     ]);
     // Exempt: the three requests above, plus every scrape of /metrics itself (counted before it is served).
-    const exempt = await prom.query('sum by (reason) (acme_edge_exempt_total)');
+    const exempt = await prom.present('sum by (reason) (acme_edge_exempt_total)');
     expect(exempt.map((s) => s.metric.reason)).toEqual(['endpoint']);
     expect(exempt[0].value).toBeGreaterThanOrEqual(4);
-    const latency = await prom.query('sum(acme_edge_decision_duration_seconds_count{store="memory"})');
+    const latency = await prom.present('sum(acme_edge_decision_duration_seconds_count{store="memory"})');
     expect(latency.map((s) => s.value)).toEqual([10]);
-    const tracked = await prom.query('acme_edge_tracked_keys{store="memory"}');
+    const tracked = await prom.present('acme_edge_tracked_keys{store="memory"}');
     expect(tracked.length).toBe(1);
     expect(tracked[0].value).toBeGreaterThan(0);
     // White label: nothing of the default prefix is exposed.

@@ -151,10 +151,10 @@ describe('a Redis outage, as Prometheus and the logs see it', () => {
       'rate limit store unavailable: decisions follow the failure mode "local"',
       'rate limit store answers again: decisions come from the store',
     ]);
-    const switches = await prom.query('edge_store_failure_mode_switches_total');
+    const switches = await prom.present('edge_store_failure_mode_switches_total');
     expect(switches.map((s) => [s.metric.store, s.metric.mode, s.value])).toEqual([['redis', 'local', 1]]);
     // Every store series is a number, never NaN.
-    const tracked = await prom.query('edge_tracked_keys{store="redis"}');
+    const tracked = await prom.present('edge_tracked_keys{store="redis"}');
     expect(tracked).toHaveLength(1);
     expect(Number.isFinite(tracked[0].value)).toBe(true);
   }, 60_000);
