@@ -5,8 +5,8 @@ import { SCHEMA_VALIDATOR_OPTIONS, validatorDigest } from './precompiled-validat
 /**
  * The source of the precompiled validator of a schema text: a CommonJS module exporting the validate function
  * (ajv's standalone code, compiled with {@link SCHEMA_VALIDATOR_OPTIONS}) and `schemaDigest`, the
- * {@link validatorDigest} of the text, by which `schemaErrors` tells whether it still answers for the schema in force. The build writes it
- * as `dist/config/schema-validator.cjs`.
+ * {@link validatorDigest} of the text, by which `schemaErrors` tells whether it still answers for the schema in
+ * force. The build writes it as `dist/config/schema-validator.cjs`.
  *
  * @param text - the schema file's text.
  * @returns the module's source.

@@ -1,5 +1,4 @@
 import { EventEmitter } from 'node:events';
-import promClient from 'prom-client';
 import type { Clock, RateLimitStore } from 'sluice';
 import type { PrometheusMetrics } from 'sluice/prometheus';
 import { TopLimitedKeys, wallClock } from 'sluice/quota';
@@ -7,7 +6,7 @@ import { RedisStore } from 'sluice/redis';
 import { sharedTimeClock } from 'sluice/shared';
 import { EXEMPT_REASONS } from '../admission/admit-request.js';
 import { OverrideControl } from '../admission/override-control.js';
-import { Penalties } from '../admission/penalties.js';
+import type { Penalties } from '../admission/penalties.js';
 import { Runtime } from '../admission/runtime.js';
 import { configWarnings } from '../config/config-warnings.js';
 import type { GatewayConfig } from '../config/gateway-config.js';
@@ -30,6 +29,7 @@ import { ProxyServer } from '../server/proxy-server.js';
 import { createStore, type OpenedStore } from '../store/create-store.js';
 import { observeStore } from '../store/observe-store.js';
 import { bucketsOf } from './key-buckets.js';
+import { penaltyBlocks } from './penalty-blocks.js';
 import { ReloadController, type ReloadResult } from './reload-controller.js';
 import { SideListeners } from './side-listeners.js';
 import type { GatewayThread } from './thread-main.js';
@@ -189,29 +189,14 @@ export class Gateway extends EventEmitter {
       prefix: config.metrics.prefix,
       exemptReasons: [...EXEMPT_REASONS],
     });
-    const penaltyBlocks = new promClient.Counter({
-      name: `${config.metrics.prefix}_penalty_blocks_total`,
-      help: 'Automatic blocks set by penalty: (keys limited too often), by the status they answer with.',
-      labelNames: ['status'],
-      registers: [this.metrics.registry],
-    });
-    this.penalties = new Penalties(
+    this.penalties = penaltyBlocks(
       this.overrides,
       () => this.#reloads.runtime.config.penalty,
       now,
       this.logger,
-      (b) => {
-        penaltyBlocks.inc({ status: String(b.status) });
-        this.logger.warn(
-          {
-            penalty: true,
-            key: b.key,
-            durationSeconds: b.durationMs / 1000,
-            level: b.level,
-            status: b.status,
-          },
-          'key blocked by penalty',
-        );
+      {
+        registry: this.metrics.registry,
+        prefix: config.metrics.prefix,
       },
     );
     this.scrape = options.thread?.scrape ?? (() => this.metrics.registry.metrics());

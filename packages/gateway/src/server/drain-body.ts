@@ -6,6 +6,67 @@ import type { IncomingMessage } from 'node:http';
  */
 export const DENIAL_DRAIN_MS = 1000;
 
+/** What reading a request body found. */
+export interface BodyRead {
+  /** True when the body ended within the limit and the time, without an error. */
+  readonly whole: boolean;
+  /** Bytes read. */
+  readonly size: number;
+  /** The body, when it was asked to be kept and came whole. */
+  readonly body: Buffer | undefined;
+}
+
+/**
+ * Reads a request body up to `limit` bytes and `timeoutMs` (none when `undefined`), keeping it or dropping it.
+ * Past either, reading stops without destroying the request, so that an answer can still go out on the
+ * connection. The one reader of bodies that the gateway reads itself: the drain before a denial, the admin API's
+ * override bodies.
+ *
+ * @param req - the request, whose body nobody else reads.
+ * @param limit - the most bytes worth reading.
+ * @param keep - whether to keep the bytes (`body`) or drop them.
+ * @param timeoutMs - the most time worth waiting for the end.
+ * @returns what was read; never rejects (a failed request reads as not whole).
+ */
+export function readBody(
+  req: IncomingMessage,
+  limit: number,
+  keep: boolean,
+  timeoutMs: number | undefined,
+): Promise<BodyRead> {
+  // A complete request may still hold unread data in its stream: only a drop can stop here.
+  if (!keep && req.complete) return Promise.resolve({ whole: true, size: 0, body: undefined });
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    // One timer per body read, never per key; it holds the process open for no one.
+    const timer = timeoutMs === undefined ? undefined : setTimeout(() => done(false), timeoutMs);
+    timer?.unref();
+    const done = (whole: boolean) => {
+      clearTimeout(timer);
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onError);
+      req.off('aborted', onError);
+      req.off('close', onError);
+      resolve({ whole, size, body: whole && keep ? Buffer.concat(chunks) : undefined });
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) done(false);
+      else if (keep) chunks.push(chunk);
+    };
+    const onEnd = () => done(true);
+    // A request closed before its end (with or without an error) is not whole.
+    const onError = () => done(false);
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('error', onError);
+    req.on('aborted', onError);
+    req.on('close', onError);
+  });
+}
+
 /**
  * Reads and drops the rest of a request body of unknown length (chunked) before a denial is answered, so the
  * connection can serve the requests pipelined behind it, as Node does by itself for a declared small body.
@@ -16,38 +77,15 @@ export const DENIAL_DRAIN_MS = 1000;
  * @returns true when the body ended within `limit` bytes and `timeoutMs`; false when it went past either or the
  * request failed (the answer must then close the connection, and say so).
  */
-export function drainBody(
+export async function drainBody(
   req: IncomingMessage,
   limit: number,
   timeoutMs: number = DENIAL_DRAIN_MS,
 ): Promise<boolean> {
-  if (req.complete) return Promise.resolve(true);
-  return new Promise((resolve) => {
-    let read = 0;
-    // One timer per denied chunked upload, never per key; it holds the process open for no one.
-    const timer = setTimeout(() => done(false), timeoutMs);
-    timer.unref();
-    const done = (whole: boolean) => {
-      clearTimeout(timer);
-      req.off('data', onData);
-      req.off('end', onEnd);
-      req.off('error', onError);
-      req.off('aborted', onError);
-      // Past the limit the rest stays unread: the answer closes the connection.
-      if (!whole) req.pause();
-      resolve(whole);
-    };
-    const onData = (chunk: Buffer) => {
-      read += chunk.length;
-      if (read > limit) done(false);
-    };
-    const onEnd = () => done(true);
-    const onError = () => done(false);
-    req.on('data', onData);
-    req.on('end', onEnd);
-    req.on('error', onError);
-    req.on('aborted', onError);
-  });
+  const { whole } = await readBody(req, limit, false, timeoutMs);
+  // Past the limit the rest stays unread: the answer closes the connection.
+  if (!whole) req.pause();
+  return whole;
 }
 
 /** Whether the client waits for `100 Continue` before it sends the body (`Expect: 100-continue`). */

@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ErrorCode, SluiceError } from 'sluice';
 import { type OverrideControl, OverrideInputError } from '../admission/override-control.js';
 import { Problems, sendProblem } from '../admission/problem-response.js';
-import { drainBody } from './drain-body.js';
+import { drainBody, readBody } from './drain-body.js';
 
 /** The largest override request body read; a rule is a few hundred bytes. */
 const MAX_BODY = 16 * 1024;
@@ -98,52 +98,18 @@ export async function serveOverrides(
  */
 async function readJson(req: IncomingMessage, res: ServerResponse): Promise<unknown> {
   const declared = Number(req.headers['content-length'] ?? 0);
-  const body = declared > MAX_BODY ? undefined : await bodyUpTo(req, MAX_BODY);
-  if (body === undefined) {
-    if (declared <= REFUSED_DRAIN_LIMIT) await drainBody(req, REFUSED_DRAIN_LIMIT);
-    res.setHeader('connection', 'close');
-    throw new OverrideInputError('body', `body must be at most ${MAX_BODY} bytes`);
-  }
-  try {
-    return JSON.parse(body.toString('utf8'));
-  } catch {
-    throw new OverrideInputError('body', 'body must be a JSON object');
-  }
-}
-
-/** The whole body when it ends within `limit` bytes, else `undefined` with the rest left unread. */
-function bodyUpTo(req: IncomingMessage, limit: number): Promise<Buffer | undefined> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const stop = () => {
-      req.off('data', onData);
-      req.off('end', onEnd);
-      req.off('error', onError);
-      req.off('close', onClose);
-    };
-    const onData = (chunk: Buffer) => {
-      size += chunk.length;
-      if (size <= limit) {
-        chunks.push(chunk);
-        return;
+  if (declared <= MAX_BODY) {
+    const read = await readBody(req, MAX_BODY, true, undefined);
+    if (read.body !== undefined) {
+      try {
+        return JSON.parse(read.body.toString('utf8'));
+      } catch {
+        throw new OverrideInputError('body', 'body must be a JSON object');
       }
-      stop();
-      resolve(undefined);
-    };
-    const onEnd = () => {
-      stop();
-      resolve(Buffer.concat(chunks));
-    };
-    const onError = (e: Error) => {
-      stop();
-      reject(e);
-    };
-    // A request closed before its end without an error (not seen from Node today) still settles.
-    const onClose = () => onError(new Error('the request closed before its body ended'));
-    req.on('data', onData);
-    req.on('end', onEnd);
-    req.on('error', onError);
-    req.on('close', onClose);
-  });
+    }
+    if (read.size <= MAX_BODY) throw new Error('the request closed before its body ended');
+  }
+  if (declared <= REFUSED_DRAIN_LIMIT) await drainBody(req, REFUSED_DRAIN_LIMIT);
+  res.setHeader('connection', 'close');
+  throw new OverrideInputError('body', `body must be at most ${MAX_BODY} bytes`);
 }

@@ -14,8 +14,8 @@ export const MAX_POLICIES = 65_535;
  * first slot and the key's other slots (one per policy that has a bucket for it) follow in that chain: a request
  * checking two or three policies of the same key (a tier's minute and hour, an endpoint rule keyed by the same
  * caller) looks the key up once, and a key's buckets come and go without a map write after its first. Keys of
- * different policies never share a bucket and no combined key string is built per decision. The arrays grow by doubling up to the cap and are reused through a
- * free list, so steady traffic allocates nothing.
+ * different policies never share a bucket and no combined key string is built per decision. The arrays grow by
+ * doubling up to the cap and are reused through a free list, so steady traffic allocates nothing.
  */
 export class BucketTable {
   units: Float64Array;
