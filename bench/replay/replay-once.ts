@@ -5,13 +5,12 @@
  *
  *   tsx bench/replay/replay-once.ts parse LOG
  */
-import { createReadStream } from 'node:fs';
 import { clfParser } from '../../packages/gateway/src/replay/clf-parser.js';
-import { forEachLine } from '../../packages/gateway/src/replay/line-source.js';
+import { forEachLine, openLog } from '../../packages/gateway/src/replay/line-source.js';
 import { LogRecord } from '../../packages/gateway/src/replay/log-record.js';
 
 const [mode = 'parse', file = 'replay-bench.log'] = process.argv.slice(2);
-const open = () => createReadStream(file, { highWaterMark: 1 << 20 });
+const open = () => openLog(file);
 const started = performance.now();
 const cpu0 = process.cpuUsage();
 let lines = 0;

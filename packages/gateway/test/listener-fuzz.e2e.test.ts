@@ -96,7 +96,11 @@ const target = fc
   .map(([a, b]) => `${a}${b.join('')}`)
   .filter((s) => s !== '' && !/\s/.test(s));
 const method = fc.constantFrom('GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'OPTIONS', 'PATCH');
-const headerValue = fc.string({ maxLength: 40 }).map((s) => s.replace(/[\r\n]/g, ''));
+const address = fc.oneof(fc.ipV4(), fc.ipV4Extended(), fc.ipV6());
+const headerValue = fc.oneof(
+  fc.string({ maxLength: 40 }).map((s) => s.replace(/[\r\n]/g, '')),
+  fc.array(address, { minLength: 1, maxLength: 3 }).map((a) => a.join(', ')),
+);
 const headers = fc.array(
   fc.tuple(
     fc.constantFrom(
@@ -129,6 +133,25 @@ describe('listener input', () => {
       { numRuns: 150, seed: 1401 },
     );
     expect((await send(agent, `${t.gateway.url}/api/x`)).status).toBe(200);
+  });
+
+  it('takes every address form node:net accepts as a client address, on both listeners', async () => {
+    // IPv6 with an IPv4 tail right after `::`: valid, and once a 500 (the address parser threw).
+    const url = new URL(decisionEndpoint(t.gateway));
+    for (const ip of [
+      '::1.2.3.4',
+      '1:2:3:4:5::1.2.3.4',
+      '::0.0.0.0',
+      '0:1::0:0:0.0.0.0',
+      'fe80::1.2.3.4%eth0',
+    ]) {
+      const proxied = await send(agent, `${t.gateway.url}/api/x`, { headers: { 'x-forwarded-for': ip } });
+      expect(proxied.status, ip).toBe(200);
+      const decided = await send(agent, url.href, {
+        headers: { 'x-original-uri': '/api/x', 'x-original-method': 'GET', 'x-real-ip': ip },
+      });
+      expect(decided.status, ip).toBe(200);
+    }
   });
 
   it('answers every original URI and header the decision API gets with a status below 500', async () => {

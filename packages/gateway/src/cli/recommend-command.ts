@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { redactUrls } from '../config/redact.js';
+import { READ_BYTES } from '../replay/line-source.js';
 import { RATE_WINDOWS_MS } from '../replay/rate-distribution.js';
 import { type Recommendation, recommend } from '../replay/recommend.js';
 import { textTable } from '../replay/report-text.js';
@@ -92,7 +93,7 @@ export async function recommendCommand(argv: readonly string[], io: LogCommandIo
 }
 
 function readStream(file: string) {
-  return createReadStream(file, { highWaterMark: 1 << 20 });
+  return createReadStream(file, { highWaterMark: READ_BYTES });
 }
 
 const fmt = (v: number) => (Number.isInteger(v) ? v.toLocaleString('en-US') : v.toFixed(1));

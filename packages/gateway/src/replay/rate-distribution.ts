@@ -22,14 +22,22 @@ export interface GroupDistribution {
 
 const W = RATE_WINDOWS_MS.length;
 
+/** One group's clients: their slots in the typed arrays, in order of arrival. */
+interface Group {
+  requests: number;
+  readonly slots: number[];
+  readonly byClient: Map<string, number>;
+}
+
 /**
  * Per-client peak request counts over 1 s, 1 min and 1 h windows (aligned to the epoch), per group. A client's peak
  * is its busiest window; the distribution is over clients. State is a few numbers per (group, client) in typed
- * arrays, up to a cap of pairs (requests of pairs beyond it are counted in `untracked`).
+ * arrays, up to a cap of pairs (requests of pairs beyond it are counted in `untracked`). Clients are found per
+ * group by their key as given, so a caller passing the same key and group strings again (bucket keys are) costs
+ * no string building or hashing per request.
  */
 export class RateDistribution {
-  readonly #slots = new Map<string, number>();
-  readonly #groups = new Map<string, { requests: number; slots: number[] }>();
+  readonly #groups = new Map<string, Group>();
   #window = new Float64Array(0);
   #count = new Float64Array(0);
   #peak = new Float64Array(0);
@@ -53,12 +61,11 @@ export class RateDistribution {
   add(group: string, client: string, timeMs: number, cost = 1): void {
     let g = this.#groups.get(group);
     if (g === undefined) {
-      g = { requests: 0, slots: [] };
+      g = { requests: 0, slots: [], byClient: new Map() };
       this.#groups.set(group, g);
     }
     g.requests++;
-    const id = `${group}\u0000${client}`;
-    let slot = this.#slots.get(id);
+    let slot = g.byClient.get(client);
     if (slot === undefined) {
       if (this.#size >= this.#cap) {
         this.untracked++;
@@ -66,7 +73,7 @@ export class RateDistribution {
       }
       slot = this.#size++;
       this.#grow();
-      this.#slots.set(id, slot);
+      g.byClient.set(client, slot);
       g.slots.push(slot);
       for (let w = 0; w < W; w++) this.#window[slot * W + w] = -1;
     }

@@ -94,33 +94,56 @@ export async function recommend(o: RecommendOptions): Promise<Recommendation> {
   // Two (group, client) pairs per tracked key: a tier and an endpoint on average; beyond, pairs are not tracked.
   const dist = new RateDistribution(Math.max(base.config.maxTrackedKeys, 100_000) * 2);
   const clients = new Set<string>();
-  const templates = new Map<string, number>();
-  const observe = (group: string, key: string, timeMs: number, cost: number) =>
-    dist.add(group, key, timeMs, cost);
+  // Group names are built once per tier, rule and path template, so each request finds its groups by strings
+  // whose hashes V8 already holds. A template is copied on entry: it is cut from the log's text, which it would
+  // otherwise keep alive (docs/DECISIONS.md, D-R16).
+  const groupNames = new Map<string, string>();
+  const templates = new Map<string, string>();
+  const groupOfRule = (name: string) => {
+    let g = groupNames.get(name);
+    if (g === undefined) {
+      g = groupName(name);
+      groupNames.set(name, g);
+    }
+    return g;
+  };
+  const tierGroups = new Map<string, string>();
+  const groupOfTier = (tier: string) => {
+    let g = tierGroups.get(tier);
+    if (g === undefined) {
+      const own = ownCopy(tier);
+      g = `tier:${own}`;
+      if (tierGroups.size < MAX_TEMPLATES) tierGroups.set(own, g);
+    }
+    return g;
+  };
+  const seen = (x: LineDecision, timeMs: number, cost: number, tier: string, template: string) => {
+    const v = x.verdict;
+    if (v.action === 'exempt' || v.decision === undefined) return;
+    const key = v.key ?? 'ip:unknown';
+    if (clients.size < base.config.maxTrackedKeys) clients.add(key);
+    if (withConfig) {
+      const rules = v.rules ?? [];
+      for (let i = 0; i < rules.length; i++) dist.add(groupOfRule(rules[i]), key, timeMs, cost);
+      return;
+    }
+    dist.add(groupOfTier(tier), key, timeMs, cost);
+    // Templates are bounded too: a log of unfoldable paths (slugs, hashes) stops adding new ones at the cap.
+    let group = templates.get(template);
+    if (group === undefined && templates.size < MAX_TEMPLATES) {
+      const own = ownCopy(template);
+      group = `rule:${own}`;
+      templates.set(own, group);
+    }
+    if (group !== undefined) dist.add(group, key, timeMs, cost);
+  };
   const onDecision = (rec: LogRecord, d: LineDecision | Promise<LineDecision>) => {
     const timeMs = rec.timeMs;
     const cost = rec.cost;
-    const tier = rec.tier;
+    const tier = rec.tier ?? base.config.defaultTier;
     const template = withConfig ? '' : pathTemplate(rec.target);
-    const seen = (x: LineDecision) => {
-      const v = x.verdict;
-      if (v.action === 'exempt' || v.decision === undefined) return;
-      const key = v.key ?? 'ip:unknown';
-      if (clients.size < base.config.maxTrackedKeys) clients.add(key);
-      if (withConfig) {
-        for (const name of v.rules ?? []) observe(groupName(name), key, timeMs, cost);
-      } else {
-        observe(`tier:${tier ?? base.config.defaultTier}`, key, timeMs, cost);
-        // Templates are bounded too: a log of unfoldable paths (slugs, hashes) stops adding new ones at the cap.
-        const n = templates.get(template);
-        if (n !== undefined || templates.size < MAX_TEMPLATES) {
-          templates.set(template, (n ?? 0) + 1);
-          observe(`rule:${template}`, key, timeMs, cost);
-        }
-      }
-    };
-    if (d instanceof Promise) void d.then(seen);
-    else seen(d);
+    if (d instanceof Promise) void d.then((x) => seen(x, timeMs, cost, tier, template));
+    else seen(d, timeMs, cost, tier, template);
   };
   const run = await runReplay({ config: base, logs: o.logs, format: o.format, fields: o.fields, onDecision });
   const groups = dist.groups();
@@ -155,6 +178,15 @@ export async function recommend(o: RecommendOptions): Promise<Recommendation> {
       withinSpare: confirmation.share <= o.spare,
     },
   };
+}
+
+/**
+ * A copy of a string cut from a log line that holds on to nothing else: V8 keeps a slice of a long string as a
+ * view of the whole, so a template kept in a map would keep the log's text alive. The slice of a fresh
+ * concatenation views only that.
+ */
+function ownCopy(s: string): string {
+  return ` ${s}`.slice(1);
 }
 
 function groupName(rule: string): string {

@@ -1,11 +1,12 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { ManualClock } from 'sluice';
-import { isPromiseLike, normalizeIp, type Verdict } from 'sluice/http';
+import { isPromiseLike, type Verdict } from 'sluice/http';
 import { MemoryStore } from 'sluice/memory';
 import type { GatewayRequest } from '../admission/identify-caller.js';
 import { Runtime } from '../admission/runtime.js';
 import type { GatewayConfig } from '../config/gateway-config.js';
 import type { Identity as CallerIdentity } from '../identity/identity.js';
+import { type ClientAddress, ClientAddresses } from './client-addresses.js';
 import type { LogRecord } from './log-record.js';
 import type { ReplayOutcome } from './replay-outcome.js';
 import { ReplayTally } from './replay-tally.js';
@@ -23,16 +24,18 @@ class ReplayRequest implements GatewayRequest {
   readonly headers = NO_HEADERS;
   readonly remoteAddress: undefined = undefined;
   clientIp: string | undefined = undefined;
+  clientIpKey: string | undefined = undefined;
   readonly trustIdentityHeaders = false;
   cost = 1;
   readonly correlationId = 'replay';
   caller: CallerIdentity | undefined = undefined;
 
   /** Fills this request from a line; returns it. */
-  set(r: LogRecord, clientIp: string | undefined): this {
+  set(r: LogRecord, client: ClientAddress | undefined): this {
     this.method = r.method;
     this.path = r.target;
-    this.clientIp = clientIp;
+    this.clientIp = client?.ip;
+    this.clientIpKey = client?.key;
     this.cost = r.cost;
     this.caller = r.identified
       ? {
@@ -79,6 +82,7 @@ export class ReplayEngine {
   #pending = new Set<Promise<unknown>>();
   #nextSweep = Number.NaN;
   #request = new ReplayRequest();
+  readonly #addresses = new ClientAddresses();
 
   /**
    * @param config - the resolved configuration.
@@ -116,14 +120,14 @@ export class ReplayEngine {
   admit(r: LogRecord, line: number, log: string): LineDecision | Promise<LineDecision> {
     const t = this.#advance(r.timeMs);
     const a = r.clientIp;
-    const ip = a === undefined ? undefined : isDottedQuad(a) ? a : normalizeIp(a);
+    const client = a === undefined ? undefined : this.#addresses.lookup(a);
     const rt = this.runtime;
     if (!this.config.enabled && rt.http.canonicalTarget(r.target).ok) {
       const v: Verdict = { action: 'exempt', status: 200, outcome: 'exempt_disabled', headers: [] };
       this.tally.record(v, 'exempt', t, line, log);
       return { outcome: 'exempt', verdict: v };
     }
-    const v = rt.http.evaluate(this.#request.set(r, ip));
+    const v = rt.http.evaluate(this.#request.set(r, client));
     if (!isPromiseLike(v)) {
       const outcome = outcomeOf(v);
       this.tally.record(v, outcome, t, line, log);
@@ -183,31 +187,6 @@ export class ReplayEngine {
     }
     return timeMs;
   }
-}
-
-/**
- * True for an IPv4 address in dotted-quad form (no leading zeros), which is already normal: most log lines, and
- * checked without the address cache, which a log of more clients than its size would only churn.
- */
-export function isDottedQuad(s: string): boolean {
-  const n = s.length;
-  if (n < 7 || n > 15) return false;
-  let dots = 0;
-  let value = 0;
-  let digits = 0;
-  for (let i = 0; i < n; i++) {
-    const c = s.charCodeAt(i);
-    if (c === 46) {
-      if (digits === 0 || ++dots > 3) return false;
-      value = 0;
-      digits = 0;
-    } else if (c >= 48 && c <= 57) {
-      if (digits > 0 && value === 0) return false; // a leading zero
-      value = value * 10 + (c - 48);
-      if (++digits > 3 || value > 255) return false;
-    } else return false;
-  }
-  return dots === 3 && digits > 0;
 }
 
 /** A verdict as what the client saw. */

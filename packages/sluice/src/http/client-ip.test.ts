@@ -13,6 +13,16 @@ describe('normalizeIp and ipKeyOf', () => {
     ['2001:db8::1', '2001:db8::1', '2001:db8::/64'],
     ['fe80::1%eth0', 'fe80::1', 'fe80::/64'],
     ['::1', '::1', '::/64'],
+    // RFC 5952 text: the longest run of zero groups is the one shortened.
+    ['2001:db8:0:1::5', '2001:db8:0:1::5', '2001:db8:0:1::/64'],
+    ['1:0:0:2:0:0:0:3', '1:0:0:2::3', '1:0:0:2::/64'],
+    // An IPv4 tail right after `::` (IPv4-compatible forms): valid addresses that ipaddr.js alone refuses.
+    ['::1.2.3.4', '::102:304', '::/64'],
+    ['::0.0.0.0', '::', '::/64'],
+    ['1:2:3:4:5::1.2.3.4', '1:2:3:4:5:0:102:304', '1:2:3:4::/64'],
+    ['0:0:1:1:0:0:1:0', '::1:1:0:0:1:0', '0:0:1:1::/64'],
+    ['0:1::0:0:0.0.0.0', '0:1::', '0:1::/64'],
+    ['fe80::1.2.3.4%eth0', 'fe80::102:304', 'fe80::/64'],
   ])('%s is %s, keyed %s', (input, canonical, key) => {
     expect(normalizeIp(input)).toBe(canonical);
     expect(ipKeyOf(input)).toBe(key);
@@ -25,6 +35,23 @@ describe('normalizeIp and ipKeyOf', () => {
       expect(ipKeyOf(v)).toBeUndefined();
     },
   );
+});
+
+describe('normalizeIp on any address node:net accepts', () => {
+  it('never throws, and gives every spelling of one address the same text, naming that address (property)', () => {
+    const host = (a: string) => new URL(`http://[${a}]`).hostname.slice(1, -1);
+    fc.assert(
+      fc.property(fc.ipV6(), (v) => {
+        const out = normalizeIp(v) as string;
+        const url = host(v);
+        // A mapped address is unmapped to IPv4; every other one stays the same IPv6 address.
+        expect(out.includes(':') ? out : host(`::ffff:${out}`)).toBe(url);
+        expect(normalizeIp(url)).toBe(out);
+        expect(ipKeyOf(v)).toBe(out.includes(':') ? ipKeyOf(url) : out);
+      }),
+      { numRuns: 2000 },
+    );
+  });
 });
 
 describe('forwarding header readers', () => {

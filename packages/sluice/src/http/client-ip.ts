@@ -1,4 +1,5 @@
 import { invalidOption } from '../core/index.js';
+import { detached } from './detached-string.js';
 import { forwardedForHops, forwardedHops } from './forwarded.js';
 import { readHeader } from './header-source.js';
 import { type IpRange, inRanges, NAMED_RANGES, normalizeIp, parseIpRange } from './ip-address.js';
@@ -100,7 +101,7 @@ export function createClientIpResolver(options: ClientIpOptions = {}): ClientIpR
     if (t === undefined) {
       t = inRanges(ip, ranges);
       if (trusted.size >= 4096) trusted.clear();
-      trusted.set(ip, t);
+      trusted.set(detached(ip), t);
     }
     return t;
   };

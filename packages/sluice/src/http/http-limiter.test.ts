@@ -11,6 +11,7 @@ import {
 import { MemoryStore } from '../memory/index.js';
 import { createHttpLimiter } from './http-limiter.js';
 import type { HttpLimiterOptions } from './http-limiter-options.js';
+import { ipKey } from './keys.js';
 import type { HttpRequestInfo, Verdict } from './types.js';
 
 const POLICIES: PolicyOptions[] = [
@@ -209,6 +210,23 @@ describe('keys and classes', () => {
     expect(run({ path: '/login', method: 'POST', remoteAddress: '2001:db8:1:3::a' }).action).toBe('allow');
     for (let i = 0; i < 3; i++) run({ path: '/login', method: 'POST', remoteAddress: '203.0.113.5' });
     expect(run({ path: '/login', method: 'POST', remoteAddress: '::ffff:203.0.113.5' }).action).toBe('deny');
+  });
+
+  it('takes the IP part of keys from clientIpKey when the caller gives it with clientIp', () => {
+    const { http } = setup({ keyPrefix: 'acme:' });
+    const keys = (extra: object) =>
+      http
+        .keysOf({ method: 'GET', path: '/api/x', headers: {}, remoteAddress: undefined, ...extra })
+        .map((c) => c.key);
+    // What a caller keeping one key per client passes: the same buckets as without it.
+    expect(keys({ clientIp: '192.0.2.1', clientIpKey: ipKey('192.0.2.1') })).toEqual(
+      keys({ clientIp: '192.0.2.1' }),
+    );
+    expect(keys({ clientIp: '192.0.2.1', clientIpKey: 'ip:192.0.2.0/24' })).toEqual(['acme:ip:192.0.2.0/24']);
+    // Without clientIp the address is resolved from the connection, and a stray key is not used for it.
+    expect(keys({ remoteAddress: '192.0.2.7', clientIpKey: 'ip:192.0.2.0/24' })).toEqual([
+      'acme:ip:192.0.2.7',
+    ]);
   });
 
   it('namespaces keys with the prefix and hashes over-long keys', () => {

@@ -18,7 +18,7 @@ import {
   resolveHttpLimiterOptions,
 } from './http-limiter-options.js';
 import { inRanges, NAMED_RANGES, parseIpRange } from './ip-address.js';
-import { ipKey } from './keys.js';
+import { requestIpKey } from './keys.js';
 import { isPromiseLike, whenReady } from './maybe-promise.js';
 import { HeaderPlan } from './rate-limit-headers.js';
 import type { CanonicalTarget } from './request-target.js';
@@ -130,14 +130,14 @@ export function createHttpLimiter<R extends HttpRequestInfo = HttpRequestInfo>(
           denied: 'public_auth_limited',
         };
   const overrides = o.overrides === undefined ? undefined : new OverrideApplier(o.overrides, o.keyPrefix);
-  const authKey = (ip: string | undefined) => plans.bucketKey(ipKey(ip));
+  const authKey = (req: R, ip: string | undefined) => plans.bucketKey(requestIpKey(req, ip));
   const clientIpOf = (req: R): string | undefined =>
     req.clientIp ?? o.clientIp(req.remoteAddress, req.headers);
 
   const gate = (req: R, ip: string | undefined): MaybePromise<Verdict> | undefined => {
     if (authPolicy === undefined || req.operationRulesOnly === true || !o.hasCredentials(req))
       return undefined;
-    return whenReady(limiter.peek([{ policy: authPolicy, key: authKey(ip) }], 1), (d) =>
+    return whenReady(limiter.peek([{ policy: authPolicy, key: authKey(req, ip) }], 1), (d) =>
       d.allowed
         ? ALLOW_NO_HEADERS
         : writer.decided(req, authFacts as DecidedFacts, undefined, undefined, d, ip),
@@ -148,7 +148,7 @@ export function createHttpLimiter<R extends HttpRequestInfo = HttpRequestInfo>(
     if (authPolicy === undefined || !(failure.counts ?? o.countFailure(failure.reason))) {
       return writer.invalidCredentials(req, failure, undefined, ip);
     }
-    return whenReady(limiter.decide([{ policy: authPolicy, key: authKey(ip) }], 1), (d) =>
+    return whenReady(limiter.decide([{ policy: authPolicy, key: authKey(req, ip) }], 1), (d) =>
       writer.invalidCredentials(req, failure, d, ip),
     );
   };
@@ -314,7 +314,7 @@ export function createHttpLimiter<R extends HttpRequestInfo = HttpRequestInfo>(
         );
       }
       if (!o.countFailure(reason)) return undefined;
-      return limiter.decide([{ policy: authPolicy, key: authKey(clientIpOf(req)) }], 1);
+      return limiter.decide([{ policy: authPolicy, key: authKey(req, clientIpOf(req)) }], 1);
     },
     keysOf(req: R): readonly Check[] {
       const plan = plans.match(req);

@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
+import { detached } from './detached-string.js';
 
 /*
  * Addresses are validated by node:net (strict: no octal, hex or short IPv4 forms, which ipaddr.js would accept)
@@ -19,7 +20,8 @@ const keyed = new Map<string, string>();
 function remember<V>(map: Map<string, V>, k: string, v: V): V {
   // Clearing all at the cap is cheaper than LRU bookkeeping and bounds memory under a flood of distinct values.
   if (map.size >= ADDRESS_CACHE_LIMIT) map.clear();
-  map.set(k, v);
+  // The key may be cut from a long header or log text: the cache keeps a copy, never the text.
+  map.set(detached(k), v);
   return v;
 }
 
@@ -42,20 +44,48 @@ export function normalizeIp(value: string): string | undefined {
   const hit = normalized.get(value);
   if (hit !== undefined) return hit ?? undefined;
   const kind = isIP(value);
-  if (kind === 4) return remember<string | null>(normalized, value, value) as string;
+  if (kind === 4) {
+    // The address itself is the answer, used in keys: a copy, so that no key holds the text it was cut from.
+    return remember<string | null>(normalized, value, detached(value)) as string;
+  }
   if (kind !== 6) {
     remember<string | null>(normalized, value, null);
     return undefined;
   }
-  const v6 = ipaddr.IPv6.parse(value);
+  const v6 = parseIpv6(value);
   const out = v6.isIPv4MappedAddress() ? v6.toIPv4Address().toString() : withoutZone(v6);
   remember<string | null>(normalized, value, out);
   return out;
 }
 
+/**
+ * Parses an address node:net accepts as IPv6. ipaddr.js alone refuses some valid forms with an IPv4 tail
+ * (`::1.2.3.4`) and reads others wrongly (`0:1::0:0:0.0.0.0` as `::1:0:0:0:0:0:0`), which would give one client
+ * two identities; so the address is first written in the URL standard's canonical form (hexadecimal groups only,
+ * as `new URL` serializes an IPv6 host), which ipaddr.js reads right. The zone id is kept.
+ */
+function parseIpv6(text: string): ipaddr.IPv6 {
+  const pct = text.indexOf('%');
+  const address = pct < 0 ? text : text.slice(0, pct);
+  let canonical: string;
+  try {
+    canonical = new URL(`http://[${address}]`).hostname.slice(1, -1);
+  } catch {
+    canonical = address;
+  }
+  return ipaddr.IPv6.parse(pct < 0 ? canonical : `${canonical}${text.slice(pct)}`);
+}
+
 function withoutZone(v6: ipaddr.IPv6): string {
-  v6.zoneId = undefined;
-  return v6.toString();
+  return ipv6Text(v6.parts);
+}
+
+/**
+ * The RFC 5952 text of an IPv6 address, as servers and operators write it, by the URL standard's serializer (the
+ * first longest run of zero groups shortened). ipaddr.js's own text may shorten another run, even a single group.
+ */
+function ipv6Text(parts: readonly number[]): string {
+  return new URL(`http://[${parts.map((p) => p.toString(16)).join(':')}]`).hostname.slice(1, -1);
 }
 
 /**
@@ -71,9 +101,9 @@ export function ipKeyOf(ip: string): string | undefined {
   if (hit !== undefined) return hit;
   const canonical = normalizeIp(ip);
   if (canonical === undefined) return undefined;
-  if (isIP(canonical) === 4) return remember(keyed, ip, canonical);
-  const p = ipaddr.IPv6.parse(canonical).parts;
-  const prefix = new ipaddr.IPv6([p[0], p[1], p[2], p[3], 0, 0, 0, 0]).toString();
+  if (isIP(canonical) === 4) return remember(keyed, ip, detached(canonical));
+  const p = parseIpv6(canonical).parts;
+  const prefix = ipv6Text([p[0], p[1], p[2], p[3], 0, 0, 0, 0]);
   return remember(keyed, ip, `${prefix}/64`);
 }
 
@@ -109,7 +139,7 @@ export function parseIpRange(text: string): IpRange | undefined {
     if (!/^\d{1,3}$/.test(b) || Number(b) > bits) return undefined;
     bits = Number(b);
   }
-  let address: ipaddr.IPv4 | ipaddr.IPv6 = kind === 4 ? ipaddr.IPv4.parse(addr) : ipaddr.IPv6.parse(addr);
+  let address: ipaddr.IPv4 | ipaddr.IPv6 = kind === 4 ? ipaddr.IPv4.parse(addr) : parseIpv6(addr);
   if (address.kind() === 'ipv6' && (address as ipaddr.IPv6).isIPv4MappedAddress() && bits >= 96) {
     address = (address as ipaddr.IPv6).toIPv4Address();
     bits -= 96;
@@ -127,7 +157,7 @@ export type ParsedAddress = ipaddr.IPv4 | ipaddr.IPv6;
  */
 export function parseAddress(ip: string): ParsedAddress | undefined {
   const kind = isIP(ip);
-  return kind === 4 ? ipaddr.IPv4.parse(ip) : kind === 6 ? ipaddr.IPv6.parse(ip) : undefined;
+  return kind === 4 ? ipaddr.IPv4.parse(ip) : kind === 6 ? parseIpv6(ip) : undefined;
 }
 
 /** True when a parsed address is in a range of its own family. */

@@ -1,4 +1,5 @@
 import { invalidOption } from '../core/index.js';
+import { detached } from './detached-string.js';
 import { ADDRESS_CACHE_LIMIT, ipKeyOf } from './ip-address.js';
 import { sha256Base64Url } from './key-hash.js';
 import type { HttpRequestInfo, Identity } from './types.js';
@@ -87,9 +88,21 @@ export function ipKey(clientIp: string | undefined): string {
     key = k === undefined ? 'ip:unknown' : `ip:${k}`;
     // Bounded like the address caches: cleared at the cap, so a flood of addresses cannot grow it.
     if (ipKeys.size >= ADDRESS_CACHE_LIMIT) ipKeys.clear();
-    ipKeys.set(clientIp, key);
+    ipKeys.set(detached(clientIp), key);
   }
   return key;
+}
+
+/**
+ * The IP part of a request's keys: the caller's {@link HttpRequestInfo.clientIpKey} when it gave one with its
+ * `clientIp`, else {@link ipKey} of the resolved address.
+ *
+ * @param request - the request.
+ * @param clientIp - its resolved client IP.
+ */
+export function requestIpKey(request: HttpRequestInfo, clientIp: string | undefined): string {
+  const given = request.clientIpKey;
+  return given !== undefined && request.clientIp !== undefined ? given : ipKey(clientIp);
 }
 
 /** Client IP to its finished key string: the hot path then builds no string for a returning client. */

@@ -1,4 +1,5 @@
 import { invalidOption, type OverrideRule, overridePolicy, type Policy } from '../core/index.js';
+import { detached } from './detached-string.js';
 import { type IpRange, inRange, parseAddress, parseIpRange } from './ip-address.js';
 
 /** One rule compiled for lookups. */
@@ -121,7 +122,7 @@ export class OverrideIndex {
     if (list === undefined) {
       list = this.#candidates(key);
       if (this.#memo.size >= MEMO_MAX) this.#memo.clear();
-      this.#memo.set(key, list);
+      this.#memo.set(detached(key), list);
     }
     const ranges = this.#ranges;
     if (list.length === 0 && (ranges.length === 0 || ip === undefined)) return undefined;
@@ -150,7 +151,7 @@ export class OverrideIndex {
       }
       list = out.length === 0 ? NONE : out;
       if (this.#byIp.size >= MEMO_MAX) this.#byIp.clear();
-      this.#byIp.set(ip, list);
+      this.#byIp.set(detached(ip), list);
     }
     return list;
   }

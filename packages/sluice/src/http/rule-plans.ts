@@ -1,6 +1,6 @@
 import type { Check, Policy } from '../core/index.js';
 import { boundKey } from './key-hash.js';
-import { ipKey } from './keys.js';
+import { requestIpKey } from './keys.js';
 import { type EndpointPattern, PathSegments } from './path-pattern.js';
 import { HeaderPlan, legacyPolicyName } from './rate-limit-headers.js';
 import type { CompiledRule } from './rules.js';
@@ -181,7 +181,7 @@ export class RulePlans {
     identity: Identity | undefined = req.identity,
   ): Check[] {
     const view = withCaptures(req, plan);
-    const ipk = ipKey(ip);
+    const ipk = requestIpKey(req, ip);
     const n = plan.policies.length;
     const checks: Check[] = new Array(n);
     for (let i = 0; i < n; i++) {

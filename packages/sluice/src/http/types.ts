@@ -64,6 +64,13 @@ export interface HttpRequestInfo {
    * consulted.
    */
   readonly clientIp?: string;
+  /**
+   * The IP part of bucket keys for `clientIp`, as {@link ipKey} gives it (`ip:192.0.2.1`, `ip:2001:db8:1:2::/64`),
+   * when the caller keeps one per client: a log replay deciding millions of requests of a few thousand clients
+   * saves a cache lookup per request. Read only together with `clientIp`; the caller answers for it being that
+   * address's key (another value keys the request's IP buckets by it).
+   */
+  readonly clientIpKey?: string;
   /** Route parameters known to the caller (for key kind `param`); a path pattern's `:name` captures add to them. */
   readonly params?: Readonly<Record<string, string | undefined>>;
   /** The verified caller; absent or partial for anonymous requests. */

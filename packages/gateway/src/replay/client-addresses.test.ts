@@ -1,0 +1,64 @@
+import fc from 'fast-check';
+import { ipKey, normalizeIp } from 'sluice/http';
+import { describe, expect, it } from 'vitest';
+import { ClientAddresses, dottedQuadValue } from './client-addresses.js';
+
+const address = fc.oneof(
+  fc.ipV4(),
+  fc.ipV4Extended(),
+  fc.ipV6(),
+  fc.string({ maxLength: 16 }),
+  fc.constantFrom(
+    '01.2.3.4',
+    '1.2.3',
+    '1.2.3.256',
+    '1.2.3.4.5',
+    '::ffff:1.2.3.4',
+    '0.0.0.0',
+    '255.255.255.255',
+  ),
+);
+
+describe('client addresses', () => {
+  it('gives what normalizeIp and ipKey give, for any text (property)', () => {
+    const a = new ClientAddresses();
+    fc.assert(
+      fc.property(address, (s) => {
+        const ip = normalizeIp(s);
+        expect(a.lookup(s)).toEqual(ip === undefined ? undefined : { ip, key: ipKey(ip) });
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('gives one instance per IPv4 address, however many lines carry it', () => {
+    const a = new ClientAddresses();
+    const line = '203.0.113.100 - - [03/Dec/2026:06:00:00 +0000] "GET / HTTP/1.1" 200 1';
+    const first = a.lookup(line.slice(0, 13));
+    const again = a.lookup(`${line} `.slice(0, 13));
+    expect(first).toEqual({ ip: '203.0.113.100', key: 'ip:203.0.113.100' });
+    expect(again).toBe(first);
+  });
+
+  it('stays right past its size: every address still maps to itself after the table starts over', () => {
+    const a = new ClientAddresses();
+    const n = 200_000;
+    const text = (i: number) => `10.${(i >>> 16) & 255}.${(i >>> 8) & 255}.${i & 255}`;
+    for (let i = 0; i < n; i++) expect(a.lookup(text(i))?.key).toBe(`ip:${text(i)}`);
+    for (let i = n - 10; i < n; i++) expect(a.lookup(text(i))).toBe(a.lookup(text(i)));
+  });
+
+  it('reads the number of a dotted quad and refuses every other form', () => {
+    expect(dottedQuadValue('0.0.0.0')).toBe(0);
+    expect(dottedQuadValue('255.255.255.255')).toBe(2 ** 32 - 1);
+    expect(dottedQuadValue('192.0.2.1')).toBe(0xc0000201);
+    for (const s of ['01.2.3.4', '1.2.3', '1.2.3.256', '1.2.3.4.5', '::ffff:1.2.3.4', '1..2.3', '1.2.3.', ''])
+      expect(dottedQuadValue(s), s).toBe(-1);
+    fc.assert(
+      fc.property(fc.ipV4(), (s) => {
+        const v = dottedQuadValue(s);
+        expect(s.split('.').reduce((x, o) => x * 256 + Number(o), 0)).toBe(v);
+      }),
+    );
+  });
+});

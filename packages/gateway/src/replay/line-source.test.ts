@@ -1,0 +1,98 @@
+import { Readable } from 'node:stream';
+import { gzipSync } from 'node:zlib';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { forEachLine } from './line-source.js';
+
+/** Reads `bytes` cut into pieces at `cuts` (byte offsets) and returns what the reader delivered. */
+async function read(
+  bytes: Buffer,
+  cuts: readonly number[] = [],
+  maxLineChars?: number,
+): Promise<{ lines: (string | undefined)[]; nos: number[]; count: number }> {
+  const at = [...new Set(cuts.map((c) => c % (bytes.length + 1)))].sort((a, b) => a - b);
+  const pieces: Buffer[] = [];
+  let from = 0;
+  for (const c of [...at, bytes.length]) {
+    if (c > from) pieces.push(bytes.subarray(from, c));
+    from = Math.max(from, c);
+  }
+  const lines: (string | undefined)[] = [];
+  const nos: number[] = [];
+  const r = await forEachLine(
+    Readable.from(pieces),
+    (line, no) => {
+      lines.push(line);
+      nos.push(no);
+    },
+    maxLineChars,
+  );
+  return { lines, nos, count: r.lines };
+}
+
+/** What a reader must deliver for `text`: its lines without `\n` or `\r\n`, overlong ones as `undefined`. */
+function expected(text: string, max: number): (string | undefined)[] {
+  if (text === '') return [];
+  const parts = text.split('\n');
+  if (text.endsWith('\n')) parts.pop();
+  return parts.map((p) => {
+    const line = p.endsWith('\r') ? p.slice(0, -1) : p;
+    return line.length > max ? undefined : line;
+  });
+}
+
+describe('forEachLine', () => {
+  it('delivers every line once, in order, however the bytes are cut (inside a character, between CR and LF)', async () => {
+    const line = fc.string({
+      unit: fc.constantFrom('a', 'é', '€', '😀', '\r', ' ', '\uFFFD'),
+      maxLength: 14,
+    });
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(line, { maxLength: 12 }),
+        fc.constantFrom('\n', '\r\n'),
+        fc.boolean(),
+        fc.array(fc.nat(), { maxLength: 8 }),
+        fc.integer({ min: 1, max: 12 }),
+        async (lines, eol, trailing, cuts, max) => {
+          const text = lines.join(eol) + (trailing && lines.length > 0 ? eol : '');
+          const got = await read(Buffer.from(text), cuts, max);
+          const want = expected(text, max);
+          expect(got.lines).toEqual(want);
+          expect(got.nos).toEqual(want.map((_, i) => i + 1));
+          expect(got.count).toBe(want.length);
+        },
+      ),
+      { numRuns: 400 },
+    );
+  });
+
+  it('keeps a line of three-byte characters at the limit when its CRLF is cut from it', async () => {
+    const bytes = Buffer.from('\uFFFD\uFFFD\r\nok\r\n');
+    for (let cut = 1; cut < bytes.length; cut++)
+      expect((await read(bytes, [cut], 2)).lines).toEqual(['\uFFFD\uFFFD', 'ok']);
+  });
+
+  it('drops a line longer than the limit whether it spans reads or not, and keeps the lines around it', async () => {
+    const long = 'x'.repeat(70_000);
+    const text = `a\n${long}\nb\n${long}${long}\nc`;
+    const bytes = Buffer.from(text);
+    for (const cuts of [[], [5_000, 40_000, 100_000, 150_000], [3], [70_003, 70_004]]) {
+      const got = await read(bytes, cuts);
+      expect(got.lines).toEqual(['a', undefined, 'b', undefined, 'c']);
+    }
+  });
+
+  it('replaces bytes that are not UTF-8, as a decoder would, without losing the line breaks around them', async () => {
+    const bytes = Buffer.concat([Buffer.from('a'), Buffer.from([0xff, 0xc3]), Buffer.from('\nb\n')]);
+    expect((await read(bytes, [2])).lines).toEqual(['a\uFFFD\uFFFD', 'b']);
+  });
+
+  it('reads concatenated gzip members, cut anywhere', async () => {
+    const bytes = Buffer.concat([gzipSync('one\ntwo\n'), gzipSync('three\n')]);
+    for (const cuts of [[], [1], [10, 20, 30]]) {
+      const got = await read(bytes, cuts);
+      expect(got.lines).toEqual(['one', 'two', 'three']);
+    }
+  });
+});
