@@ -143,13 +143,16 @@ async function copyWorkingTree(to: string): Promise<void> {
 
 /**
  * The module specifiers a compiled file imports: static imports and re-exports at the start of a line (so the
- * examples in doc comments do not count) and dynamic imports.
+ * examples in doc comments do not count), dynamic imports, and modules loaded by a `require` function made with
+ * `createRequire` (`require('ajv')`, `requireModule('jose')`, `requirePeer('prom-client', ...)`).
  */
 function importedSpecifiers(text: string): string[] {
   const patterns = [
     /^\s*import\s+(?:[^'"]*?\bfrom\s*)?['"]([^'"]+)['"]/gm,
     /^\s*export\s+[^'"]*?\bfrom\s*['"]([^'"]+)['"]/gm,
     /\bimport\(\s*['"]([^'"]+)['"]\s*\)/g,
+    // A module loaded on demand through createRequire (jose, by the first JWT verifier).
+    /\brequire\w*\(\s*['"]([^'"]+)['"]\s*\)/g,
   ];
   return patterns.flatMap((re) => [...text.matchAll(re)].map((m) => m[1]));
 }

@@ -136,7 +136,8 @@ describe('listener input', () => {
   });
 
   it('takes every address form node:net accepts as a client address, on both listeners', async () => {
-    // IPv6 with an IPv4 tail right after `::`: valid, and once a 500 (the address parser threw).
+    // IPv6 with an IPv4 tail right after `::`, or a zone id with `-`, `.` or `:`: valid, and once a 500 (the
+    // address parser threw).
     const url = new URL(decisionEndpoint(t.gateway));
     for (const ip of [
       '::1.2.3.4',
@@ -144,6 +145,9 @@ describe('listener input', () => {
       '::0.0.0.0',
       '0:1::0:0:0.0.0.0',
       'fe80::1.2.3.4%eth0',
+      'fe80::1%eth-0',
+      'fe80::1%en0.1',
+      '2001:db8::1%a:b',
     ]) {
       const proxied = await send(agent, `${t.gateway.url}/api/x`, { headers: { 'x-forwarded-for': ip } });
       expect(proxied.status, ip).toBe(200);

@@ -27,8 +27,8 @@ export class ClientAddresses {
 
   /**
    * @param s - an address as the log wrote it.
-   * @returns its canonical form and key, the same instance for every line of the same IPv4 address, or
-   *   `undefined` when it is no IP address.
+   * @returns its canonical form and key (for an IPv4 address, one instance for all its lines until the table
+   *   starts over), or `undefined` when it is no IP address.
    */
   lookup(s: string): ClientAddress | undefined {
     const v = dottedQuadValue(s);

@@ -33,8 +33,8 @@ interface Group {
  * Per-client peak request counts over 1 s, 1 min and 1 h windows (aligned to the epoch), per group. A client's peak
  * is its busiest window; the distribution is over clients. State is a few numbers per (group, client) in typed
  * arrays, up to a cap of pairs (requests of pairs beyond it are counted in `untracked`). Clients are found per
- * group by their key as given, so a caller passing the same key and group strings again (bucket keys are) costs
- * no string building or hashing per request.
+ * group by their key as given, so a caller passing the same key and group strings again (bucket keys without a
+ * key prefix are) builds no string per request and finds hashes V8 already holds.
  */
 export class RateDistribution {
   readonly #groups = new Map<string, Group>();

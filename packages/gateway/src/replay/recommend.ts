@@ -96,7 +96,7 @@ export async function recommend(o: RecommendOptions): Promise<Recommendation> {
   const clients = new Set<string>();
   // Group names are built once per tier, rule and path template, so each request finds its groups by strings
   // whose hashes V8 already holds. A template is copied on entry: it is cut from the log's text, which it would
-  // otherwise keep alive (docs/DECISIONS.md, D-R16).
+  // otherwise keep alive (docs/DECISIONS.md, D-G32).
   const groupNames = new Map<string, string>();
   const templates = new Map<string, string>();
   const groupOfRule = (name: string) => {

@@ -53,16 +53,17 @@ export function normalizeIp(value: string): string | undefined {
     return undefined;
   }
   const v6 = parseIpv6(value);
-  const out = v6.isIPv4MappedAddress() ? v6.toIPv4Address().toString() : withoutZone(v6);
+  const out = v6.isIPv4MappedAddress() ? v6.toIPv4Address().toString() : ipv6Text(v6.parts);
   remember<string | null>(normalized, value, out);
   return out;
 }
 
 /**
- * Parses an address node:net accepts as IPv6. ipaddr.js alone refuses some valid forms with an IPv4 tail
+ * Parses an address node:net accepts as IPv6, without its zone id (no caller keeps it, and ipaddr.js refuses zones
+ * node:net takes, such as `%eth-0` or `%en0.1`). ipaddr.js alone also refuses some valid forms with an IPv4 tail
  * (`::1.2.3.4`) and reads others wrongly (`0:1::0:0:0.0.0.0` as `::1:0:0:0:0:0:0`), which would give one client
  * two identities; so the address is first written in the URL standard's canonical form (hexadecimal groups only,
- * as `new URL` serializes an IPv6 host), which ipaddr.js reads right. The zone id is kept.
+ * as `new URL` serializes an IPv6 host), which ipaddr.js reads right.
  */
 function parseIpv6(text: string): ipaddr.IPv6 {
   const pct = text.indexOf('%');
@@ -73,11 +74,7 @@ function parseIpv6(text: string): ipaddr.IPv6 {
   } catch {
     canonical = address;
   }
-  return ipaddr.IPv6.parse(pct < 0 ? canonical : `${canonical}${text.slice(pct)}`);
-}
-
-function withoutZone(v6: ipaddr.IPv6): string {
-  return ipv6Text(v6.parts);
+  return ipaddr.IPv6.parse(canonical);
 }
 
 /**

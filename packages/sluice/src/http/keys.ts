@@ -220,5 +220,5 @@ export function compileKey(spec: KeySpec, option = 'key'): KeyDeriver {
  * ```
  */
 export function deriveKey(spec: KeySpec, request: HttpRequestInfo, clientIp: string | undefined): string {
-  return compileKey(spec)(request, ipKey(clientIp), clientIp);
+  return compileKey(spec)(request, requestIpKey(request, clientIp), clientIp);
 }
