@@ -6,7 +6,7 @@ import { redactUrls } from '../config/redact.js';
 import { READ_BYTES } from '../replay/line-source.js';
 import { RATE_WINDOWS_MS } from '../replay/rate-distribution.js';
 import { type Recommendation, recommend } from '../replay/recommend.js';
-import { textTable } from '../replay/report-text.js';
+import { printable, textTable } from '../replay/report-text.js';
 import {
   type LogArguments,
   type LogCommandIo,
@@ -117,7 +117,8 @@ export function renderRecommendation(r: Recommendation): string {
       [false, true, true, true, true, true],
     ),
   );
-  for (const p of r.proposals) if (p.kept !== undefined) out.push(`  ${p.name}: not changed, ${p.kept}`);
+  for (const p of r.proposals)
+    if (p.kept !== undefined) out.push(`  ${printable(p.name)}: not changed, ${p.kept}`);
   out.push('');
   out.push(
     `# Proposed limits: at most ${(r.spare * 100).toFixed(2)}% of clients limited, never the p99 client.`,

@@ -5,12 +5,35 @@ const n = (v: number) => v.toLocaleString('en-US');
 const pct = (part: number, whole: number) =>
   whole === 0 ? '-' : `${((part / whole) * 100).toFixed(part === 0 || part === whole ? 0 : 2)}%`;
 
-/** A table with a header row, numbers right-aligned, columns separated by two spaces. */
+// C0 and C1 control characters, DEL, and the bidirectional embeddings, overrides and isolates.
+const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g;
+
+/**
+ * Text from a log made safe for a terminal: control characters (an escape sequence could retitle the window,
+ * write the clipboard or hide text) and bidirectional controls (which reorder what is shown) are written as
+ * `\xHH` or `\uHHHH`; everything else is left as it is.
+ *
+ * @param s - a key, path or name read from a log.
+ */
+export function printable(s: string): string {
+  UNPRINTABLE.lastIndex = 0;
+  if (!UNPRINTABLE.test(s)) return s;
+  return s.replace(UNPRINTABLE, (c) => {
+    const code = c.charCodeAt(0);
+    return code <= 0xff ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16)}`;
+  });
+}
+
+/**
+ * A table with a header row, numbers right-aligned, columns separated by two spaces. Cells are shown through
+ * {@link printable}: they hold keys and paths from logs.
+ */
 export function textTable(
   head: readonly string[],
-  rows: readonly (readonly string[])[],
+  cellRows: readonly (readonly string[])[],
   numeric: readonly boolean[],
 ): string {
+  const rows = cellRows.map((r) => r.map(printable));
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
   const line = (cells: readonly string[]) =>
     cells

@@ -1,0 +1,44 @@
+import { Readable } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import { loadConfigText } from '../config/load-config.js';
+import { fieldMap } from './json-fields.js';
+import { replayReport } from './replay-report.js';
+import { runReplay } from './replay-run.js';
+import { printable, renderReplayText } from './report-text.js';
+
+const CONFIG = `rateLimiting:
+  defaultTier: free
+  tiers:
+    free: { requestsPerMinute: 1, burstLimit: 1 }
+`;
+
+describe('the terminal report', () => {
+  it('shows control characters and bidirectional overrides of a log as escapes, never raw', async () => {
+    const loaded = loadConfigText(CONFIG, 'test.yaml');
+    if (!loaded.ok) throw new Error(JSON.stringify(loaded.violations));
+    // A JSON log's fields are whatever the logger wrote: an escape sequence (here: set the window title) in a
+    // tenant would reach the operator's terminal, and a right-to-left override would reorder what it shows.
+    const tenant = 'acme\u001b]0;owned\u0007\u202etxt.exe';
+    const line = JSON.stringify({
+      time: '2026-12-03T06:00:00Z',
+      method: 'GET',
+      path: '/x',
+      tenant,
+      app: 'c',
+    });
+    const run = await runReplay({
+      config: { name: 'test', config: loaded.config },
+      format: 'json',
+      fields: fieldMap(['app=app']),
+      logs: [{ name: 'a.log', open: () => Readable.from([Buffer.from(`${line}\n${line}\n`)]) }],
+    });
+    const text = renderReplayText(replayReport(run));
+    expect(text).toContain('tenant:acme\\x1b]0;owned\\x07\\u202etxt.exe:client:c');
+    expect(text).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/);
+  });
+
+  it('leaves printable text as it is and escapes each kind of control character', () => {
+    expect(printable('tenant:acme:client:web é 😀')).toBe('tenant:acme:client:web é 😀');
+    expect(printable('a\tb\nc\u0000\u007f\u0085\u2066')).toBe('a\\x09b\\x0ac\\x00\\x7f\\x85\\u2066');
+  });
+});
