@@ -134,6 +134,26 @@ describe('Gateway owns every configured listener', () => {
     expect(upstream.seen.some((r) => r.headers.upgrade !== undefined)).toBe(false);
   });
 
+  it('serves a request offering an upgrade to HTTP/2 over cleartext as the HTTP/1.1 request it also is', async () => {
+    // What `curl --http2` sends to an http:// URL: it was a 502 ("bad upgrade"), the upstream was never asked.
+    t = await startGateway(join(dir, 'h2c.yaml'), {
+      yaml: `${TIERS}upstream:\n  url: ${upstream.url}\n`,
+    });
+    const { host } = new URL(t.gateway.url);
+    const answer = await rawExchange(
+      t.gateway.url,
+      `GET /h2c?x=1 HTTP/1.1\r\nhost: ${host}\r\nconnection: Upgrade, HTTP2-Settings, close\r\n` +
+        'upgrade: h2c\r\nhttp2-settings: AAMAAABkAAQCAAAAAAIAAAAA\r\n\r\n',
+    );
+    expect(answer.split('\r\n')[0]).toBe('HTTP/1.1 200 OK');
+    expect(answer.toLowerCase()).toContain('ratelimit-policy:');
+    const seen = upstream.seen.find((r) => r.url === '/h2c?x=1');
+    expect(seen).toBeDefined();
+    // The upgrade and the fields the Connection header names stay on this hop.
+    expect(seen?.headers.upgrade).toBeUndefined();
+    expect(seen?.headers['http2-settings']).toBeUndefined();
+  });
+
   it('reports every setting bound at start as needing a restart, reload.watch included', async () => {
     t = await startGateway(join(dir, 'reload.yaml'), { yaml: `${TIERS}reload:\n  watch: false\n` });
     writeFileSync(t.file, `${TIERS}reload:\n  watch: true\nlogging:\n  level: debug\n`);

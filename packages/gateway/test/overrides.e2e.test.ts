@@ -145,6 +145,8 @@ describe('operator overrides through the admin API (memory store)', () => {
     [{ pattern: 'ip:1.2.3.4', tier: 'platinum', quota: 5, window: 60, reason: 'x' }, 'tier'],
     [{ pattern: 'ip:1.2.3.4', quota: -5, window: 60, reason: 'x' }, 'quota'],
     [{ pattern: 'ip:1.2.3.4', quota: 5, window: 60, expiresAt: WALL_MS - 1, reason: 'x' }, 'expiresAt'],
+    // Once a 500 with the rule stored anyway, and a 500 for every request of the client after it.
+    [{ pattern: 'ip:1.2.3.4', block: 403, expiresAt: 1e17, reason: 'x' }, 'expiresAt'],
     [{ pattern: '*', quota: 5, window: 60, reason: 'x' }, 'pattern'],
     [{ pattern: 'ip:10.0.0.0/99', block: 403, reason: 'x' }, 'pattern'],
     [{ pattern: 'ip:1.2.3.4', quota: 5, window: 60 }, 'reason'],

@@ -20,6 +20,9 @@ export type IdentifyResult =
       readonly counts: boolean;
     };
 
+/** The answer for a request without credentials or identity headers: one frozen object, none per request. */
+const ANONYMOUS_RESULT: IdentifyResult = Object.freeze({ ok: true, identity: ANONYMOUS });
+
 /**
  * Identifies requests from the configured sources, in order: a bearer JWT, an API key, identity headers (only
  * when the peer is a trusted proxy), else anonymous. Built once per configuration.
@@ -29,6 +32,7 @@ export class RequestIdentifier {
   readonly #apiKeys: ApiKeyFile | undefined;
   readonly #apiKeyHeader: string | undefined;
   readonly #headers: GatewayConfig['identity']['headers'];
+  readonly #names: { readonly all: readonly string[]; readonly lookAlikes: readonly string[] };
 
   /**
    * @param config - the resolved configuration.
@@ -40,6 +44,13 @@ export class RequestIdentifier {
     this.#apiKeys = id.apiKeys === undefined ? undefined : new ApiKeyFile(id.apiKeys.file);
     this.#apiKeyHeader = id.apiKeys?.header;
     this.#headers = id.headers;
+    const h = id.headers;
+    const names = h === undefined ? [] : [h.tenant, h.client, h.user, h.tier];
+    const lookAlikes = names.map((n) => n.replaceAll('-', '_')).filter((n) => !names.includes(n));
+    this.#names = Object.freeze({
+      all: Object.freeze([...names, ...lookAlikes]),
+      lookAlikes: Object.freeze(lookAlikes),
+    });
   }
 
   /**
@@ -51,10 +62,21 @@ export class RequestIdentifier {
     return this.#apiKeys === undefined ? null : this.#apiKeys.named(name);
   }
 
-  /** The header names of identity headers, to strip from requests of untrusted peers. */
+  /**
+   * The header names of identity headers, to strip from requests of untrusted peers: the configured names and
+   * their look-alikes ({@link RequestIdentifier.lookAlikeHeaderNames}).
+   */
   get identityHeaderNames(): readonly string[] {
-    const h = this.#headers;
-    return h === undefined ? [] : [h.tenant, h.client, h.user, h.tier];
+    return this.#names.all;
+  }
+
+  /**
+   * The identity header names written with `_` for `-` (`x_tenant_id`), stripped from every request, a trusted
+   * proxy's included: the gateway never reads them, and CGI-style servers (PHP, WSGI, Rack) read `x_tenant_id` and
+   * `x-tenant-id` as the same variable, so a client could pose as a tenant behind a proxy that passes them on.
+   */
+  get lookAlikeHeaderNames(): readonly string[] {
+    return this.#names.lookAlikes;
   }
 
   /** The credentials this gateway would verify, or `undefined` when there are none. */
@@ -116,7 +138,7 @@ export class RequestIdentifier {
         };
       }
     }
-    return { ok: true, identity: ANONYMOUS };
+    return ANONYMOUS_RESULT;
   }
 }
 

@@ -5,8 +5,15 @@ const n = (v: number) => v.toLocaleString('en-US');
 const pct = (part: number, whole: number) =>
   whole === 0 ? '-' : `${((part / whole) * 100).toFixed(part === 0 || part === whole ? 0 : 2)}%`;
 
-// C0 and C1 control characters, DEL, and the bidirectional embeddings, overrides and isolates.
-const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g;
+/** C0 and C1 control characters, DEL, and the bidirectional embeddings, overrides and isolates. */
+export function unprintable(code: number): boolean {
+  return (
+    code < 0x20 ||
+    (code >= 0x7f && code <= 0x9f) ||
+    (code >= 0x202a && code <= 0x202e) ||
+    (code >= 0x2066 && code <= 0x2069)
+  );
+}
 
 /**
  * Text from a log made safe for a terminal: control characters (an escape sequence could retitle the window,
@@ -16,12 +23,16 @@ const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g;
  * @param s - a key, path or name read from a log.
  */
 export function printable(s: string): string {
-  UNPRINTABLE.lastIndex = 0;
-  if (!UNPRINTABLE.test(s)) return s;
-  return s.replace(UNPRINTABLE, (c) => {
-    const code = c.charCodeAt(0);
-    return code <= 0xff ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16)}`;
-  });
+  let i = 0;
+  while (i < s.length && !unprintable(s.charCodeAt(i))) i++;
+  if (i === s.length) return s;
+  let out = s.slice(0, i);
+  for (; i < s.length; i++) {
+    const code = s.charCodeAt(i);
+    if (!unprintable(code)) out += s[i];
+    else out += code <= 0xff ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16)}`;
+  }
+  return out;
 }
 
 /**

@@ -7,7 +7,6 @@ import { upstreamRequestHeaders } from '../proxy/forward-headers.js';
 /** An admission that lets the request through (allowed or exempt). */
 export type Admitted = Exclude<Admission, { readonly kind: 'deny' }>;
 
-const NO_NAMES: readonly string[] = Object.freeze([]);
 const NO_PAIRS: readonly HeaderPair[] = Object.freeze([]);
 
 /*
@@ -35,8 +34,9 @@ export function upstreamHeaders(rt: Runtime, req: IncomingMessage, id: string): 
     host: req.headers.host,
     requestId: id,
     requestIdHeader: rt.config.server.requestIdHeader,
-    // Identity headers are believed only from trusted proxies; from anyone else they never reach the upstream.
-    strip: trusted ? NO_NAMES : rt.identifier.identityHeaderNames,
+    // Identity headers are believed only from trusted proxies; from anyone else they never reach the upstream, and
+    // their `_` spellings reach it from nobody.
+    strip: trusted ? rt.identifier.lookAlikeHeaderNames : rt.identifier.identityHeaderNames,
     trustedPeer: trusted,
     preserveHost: rt.config.upstream.preserveHost,
   });

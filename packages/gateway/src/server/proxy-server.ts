@@ -41,9 +41,10 @@ export class ProxyServer implements ProxyContext {
     this.#tls = tls !== undefined;
     this.#server =
       tls === undefined
-        ? createHttpServer(handler)
+        ? createHttpServer({ shouldUpgradeCallback: passesUpgrade }, handler)
         : createHttpsServer(
             {
+              shouldUpgradeCallback: passesUpgrade,
               cert: readFileSync(tls.cert),
               key: readFileSync(tls.key),
               ca: tls.clientCa === undefined ? undefined : readFileSync(tls.clientCa),
@@ -134,4 +135,20 @@ export class ProxyServer implements ProxyContext {
     for (const s of this.#upgraded) s.destroy();
     await closed;
   }
+}
+
+/**
+ * Whether a request offering an upgrade becomes one (the `upgrade` path) or is served as the plain request it also
+ * is. An offer of HTTP/2 over cleartext alone (`Upgrade: h2c`, what `curl --http2` sends to an `http://` URL) is
+ * served as HTTP/1.1: the gateway speaks no HTTP/2, a server may ignore an upgrade (RFC 9110 7.8), and the
+ * offer's fields stay on this hop like every field the Connection header names. A Node.js release without this
+ * server option treats every offer as an upgrade, as before.
+ */
+function passesUpgrade(req: IncomingMessage): boolean {
+  const offered = req.headers.upgrade;
+  if (offered === undefined) return false;
+  return offered.split(',').some((p) => {
+    const name = p.trim().toLowerCase();
+    return name !== '' && name !== 'h2c';
+  });
 }

@@ -5,6 +5,7 @@ import {
   OVERRIDE_HISTORY_LIMIT,
   type OverrideChange,
   parseOverride,
+  readStoredOverride,
   withChange,
   withOverride,
 } from './override.js';
@@ -74,6 +75,10 @@ describe('parseOverride', () => {
     [{ pattern: 'k', quota: 5, window: 1, burst: -2, reason: 'x' }, 'burst'],
     [{ pattern: 'k', quota: 1, window: 1, expiresAt: NOW - 1, reason: 'x' }, 'expiresAt'],
     [{ pattern: 'k', quota: 1, window: 1, expiresAt: 'yesterday', reason: 'x' }, 'expiresAt'],
+    // Past what a Date can hold, or further off than an override may last (a 500 per request once stored).
+    [{ pattern: 'k', block: 403, expiresAt: 1e17, reason: 'x' }, 'expiresAt'],
+    [{ pattern: 'k', block: 429, expiresAt: '+275760-09-13T00:00:00.000Z', reason: 'x' }, 'expiresAt'],
+    [{ pattern: 'k', quota: 1, window: 1, expiresAt: NOW + 367 * 86_400_000, reason: 'x' }, 'expiresAt'],
     [{ pattern: 'k', quota: 1, window: 1, ttlSeconds: 0, reason: 'x' }, 'ttlSeconds'],
     [{ pattern: 'k', quota: 1, window: 1, reason: '' }, 'reason'],
     [{ pattern: 'k', reason: 'x' }, 'quota'],
@@ -85,6 +90,15 @@ describe('parseOverride', () => {
     [{ pattern: 'k', unlimited: true, reason: 'x', colour: 'red' }, 'body.colour'],
   ])('refuses %j naming %s', (input, field) => {
     expect(fieldOf(() => parseOverride(input, NOW, 'a'))).toBe(field);
+  });
+
+  it('reads back a stored rule only when its end is a time a Date can hold', () => {
+    const rule = parseOverride({ pattern: 'ip:192.0.2.1', block: 403, reason: 'x' }, NOW, 'a');
+    expect(readStoredOverride(JSON.parse(JSON.stringify(rule)))).toEqual(rule);
+    expect(readStoredOverride({ ...rule, expiresAt: NOW + 1000 })).toMatchObject({ expiresAt: NOW + 1000 });
+    // Written before ends were bounded: applying it answered 500 to every request it matched.
+    for (const expiresAt of [1e17, Number.POSITIVE_INFINITY, Number.NaN, -1e17])
+      expect(readStoredOverride({ ...rule, expiresAt }), String(expiresAt)).toBeUndefined();
   });
 
   it('never accepts a pattern made only of separators and a star (it would match every key)', () => {

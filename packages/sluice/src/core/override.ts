@@ -84,6 +84,9 @@ export const OVERRIDE_HISTORY_LIMIT = 1000;
  */
 export const MAX_OVERRIDE_SECONDS = 366 * 86400;
 
+/** The largest time a `Date` holds, in epoch milliseconds (ECMAScript: 8.64e15, 100,000,000 days). */
+const MAX_DATE_MS = 8.64e15;
+
 /**
  * Where overrides live: beside the buckets, so that every gateway (Redis) or every thread (the shared table)
  * sees a change. `snapshot()` is synchronous and cheap (a decision calls it); remote stores refresh it in the
@@ -245,6 +248,14 @@ export function parseOverride(input: unknown, nowMs: number, author: string): Ov
         o.expiresAt,
       );
     }
+    // The same bound as ttlSeconds: an end past what a Date can hold failed every request the rule matched.
+    if (at > nowMs + MAX_OVERRIDE_SECONDS * 1000) {
+      throw invalidOption(
+        'expiresAt',
+        `at most ${MAX_OVERRIDE_SECONDS / 86400} days from now (until ${new Date(nowMs + MAX_OVERRIDE_SECONDS * 1000).toISOString()})`,
+        o.expiresAt,
+      );
+    }
     expiresAt = Math.ceil(at);
   }
   if (typeof o.reason !== 'string' || o.reason.trim() === '' || o.reason.length > MAX_REASON) {
@@ -295,7 +306,9 @@ export function readStoredOverride(value: unknown): OverrideRule | undefined {
   if (r.effect !== 'limit' && r.effect !== 'unlimited' && r.effect !== 'block') return undefined;
   if (r.effect === 'limit' && !(isSize(r.quota) && isSize(r.burst) && isSize(r.window))) return undefined;
   if (r.effect === 'block' && r.status !== 403 && r.status !== 429) return undefined;
-  if (r.expiresAt !== undefined && typeof r.expiresAt !== 'number') return undefined;
+  // An end a Date cannot hold (a rule stored before ends were bounded) would fail every request it matched.
+  if (r.expiresAt !== undefined && !(typeof r.expiresAt === 'number' && Math.abs(r.expiresAt) <= MAX_DATE_MS))
+    return undefined;
   return Object.freeze(r as unknown as OverrideRule);
 }
 
