@@ -217,6 +217,19 @@ const ATTACKS: ReadonlyArray<readonly [string, string, string, string, string]> 
   ['/a?b\nc', '!control_character', '!control_character', '!control_character', '!control_character'],
   ['/a\u0000', '!control_character', '!control_character', '!control_character', '!control_character'],
   ['/caf\u00e9', '!non_ascii', '!non_ascii', '!non_ascii', '!non_ascii'],
+  // Encoded control characters: a NUL ends the path in C servers, an encoded CR LF splits headers in some.
+  ...['/seal%00', '/seal%0d%0aX-Injected:%201', '/seal%7F', '/a%1fb', '/%00/seal'].map(
+    (t) =>
+      [
+        t,
+        '!encoded_control_character',
+        '!encoded_control_character',
+        '!encoded_control_character',
+        '!encoded_control_character',
+      ] as const,
+  ),
+  // An encoded space is no control character.
+  ['/a%20b', '/a%20b', '/a%20b', '/a%20b', '/a%20b'],
 ];
 
 describe('known bypass shapes', () => {
@@ -442,6 +455,7 @@ describe('properties', () => {
       bad_percent_encoding: '/a%g0',
       not_origin_form: 'a',
       control_character: '/\r',
+      encoded_control_character: '/a%00',
       non_ascii: '/\u2028',
       path_parameter: '/a;b',
     };

@@ -47,6 +47,7 @@ export type TargetRefusalCode =
   | 'bad_percent_encoding'
   | 'not_origin_form'
   | 'control_character'
+  | 'encoded_control_character'
   | 'non_ascii'
   | 'path_parameter';
 
@@ -100,6 +101,10 @@ export const TARGET_REFUSALS: Readonly<Record<TargetRefusalCode, TargetRefusal>>
     'control_character',
     'The request target contains a space or a control character, which must be percent-encoded.',
   ),
+  encoded_control_character: refusal(
+    'encoded_control_character',
+    'The request path contains a percent-encoded control character (%00 to %1F, %7F), which servers decode differently: a NUL ends the path in some.',
+  ),
   non_ascii: refusal(
     'non_ascii',
     'The request target contains a character outside ASCII, which must be percent-encoded as UTF-8.',
@@ -120,6 +125,7 @@ const ORDER: readonly TargetRefusal[] = [
   TARGET_REFUSALS.control_character,
   TARGET_REFUSALS.non_ascii,
   TARGET_REFUSALS.path_parameter,
+  TARGET_REFUSALS.encoded_control_character,
 ];
 const FRAGMENT = -1;
 const ENCODED_SEPARATOR = -2;
@@ -129,6 +135,7 @@ const NOT_ORIGIN = -5;
 const CONTROL = -6;
 const NON_ASCII = -7;
 const PATH_PARAMETER = -8;
+const ENCODED_CONTROL = -9;
 
 const SLASH = 0x2f;
 const BACK = 0x5c;
@@ -302,6 +309,7 @@ function rewrite(t: string, end: number, decode: boolean, strip: boolean): strin
       const lo = hexValue(t.charCodeAt(i + 2));
       if (hi < 0 || lo < 0) return ORDER[-BAD_PERCENT - 1];
       const b = hi * 16 + lo;
+      if (b < 0x20 || b === 0x7f) return ORDER[-ENCODED_CONTROL - 1];
       seg += t.slice(from, i);
       if (unreserved(b)) seg += String.fromCharCode(b);
       else if (b === SLASH || b === BACK) {
