@@ -5,7 +5,12 @@ const n = (v: number) => v.toLocaleString('en-US');
 const pct = (part: number, whole: number) =>
   whole === 0 ? '-' : `${((part / whole) * 100).toFixed(part === 0 || part === whole ? 0 : 2)}%`;
 
-/** C0 and C1 control characters, DEL, and the bidirectional embeddings, overrides and isolates. */
+/**
+ * Whether a UTF-16 code unit must not reach a terminal as it is.
+ *
+ * @param code - the code unit.
+ * @returns true for C0 and C1 control characters, DEL, and the bidirectional embeddings, overrides and isolates.
+ */
 export function unprintable(code: number): boolean {
   return (
     code < 0x20 ||
