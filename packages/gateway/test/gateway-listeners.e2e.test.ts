@@ -134,6 +134,18 @@ describe('Gateway owns every configured listener', () => {
     expect(upstream.seen.some((r) => r.headers.upgrade !== undefined)).toBe(false);
   });
 
+  it('answers headers past the size limit with 431, malformed ones with 400', async () => {
+    t = await startGateway(join(dir, 'big.yaml'), { yaml: `${TIERS}upstream:\n  url: ${upstream.url}\n` });
+    const { host } = new URL(t.gateway.url);
+    const big = await rawExchange(
+      t.gateway.url,
+      `GET /x HTTP/1.1\r\nhost: ${host}\r\nauthorization: Bearer ${'a'.repeat(20_000)}\r\n\r\n`,
+    );
+    expect(big.split('\r\n')[0]).toBe('HTTP/1.1 431 Request Header Fields Too Large');
+    const bad = await rawExchange(t.gateway.url, `GET /x HTTP/1.1\r\nhost: ${host}\r\nbad header\r\n\r\n`);
+    expect(bad.split('\r\n')[0]).toBe('HTTP/1.1 400 Bad Request');
+  });
+
   it('serves a request offering an upgrade to HTTP/2 over cleartext as the HTTP/1.1 request it also is', async () => {
     // What `curl --http2` sends to an http:// URL: it was a 502 ("bad upgrade"), the upstream was never asked.
     t = await startGateway(join(dir, 'h2c.yaml'), {

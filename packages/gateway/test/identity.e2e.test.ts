@@ -72,6 +72,7 @@ beforeAll(async () => {
   - { hash: ${hashApiKey('key-plain')}, name: plain }
   - { hash: "sha256:${hashApiKey('key-acme')}", tenant: acme, client: billing, tier: enterprise }
   - { hash: ${hashApiKey('key-internal')}, tier: internal }
+  - { hash: ${hashApiKey('ключ-ü-key')}, tenant: unicode, client: app, tier: enterprise }
 `,
   );
 });
@@ -217,6 +218,17 @@ describe('API keys', () => {
     expect(
       (await send(agent, `${base}/x`, { headers: { 'x-api-key': 'key-internal' } })).headers.ratelimit,
     ).toBeUndefined();
+  });
+
+  it('identifies a key that is not ASCII, sent as UTF-8 bytes as `sluice hash-key` hashed it', async () => {
+    const base = await start(`identity:
+  apiKeys: { file: keys.yaml }
+`);
+    // A header's bytes as they go on the wire; Node.js reads header bytes as latin1.
+    const utf8 = Buffer.from('ключ-ü-key', 'utf8').toString('latin1');
+    const r = await send(agent, `${base}/x`, { headers: { 'x-api-key': utf8 } });
+    expect(r.status).toBe(200);
+    expect(await remaining('tenant:unicode:client:app', 'enterprise')).toBe(199);
   });
 });
 

@@ -96,10 +96,12 @@ export class ApiKeyFile {
   /**
    * The identity of a presented key, or `undefined` when the key is unknown.
    *
-   * @param key - the key as presented in the request.
+   * @param key - the key as presented in the request (a header value: its bytes read as latin1).
    */
   identify(key: string): Identity | undefined {
-    const hash = hashApiKey(key);
+    // Node.js reads header bytes as latin1: reading them back gives the bytes the client sent, so a key that is
+    // not ASCII, sent as UTF-8, has the hash `sluice hash-key` printed for it. An ASCII key is unchanged.
+    const hash = createHash('sha256').update(Buffer.from(key, 'latin1')).digest('hex');
     const e = this.#byHash.get(hash);
     if (e === undefined) return undefined;
     return {

@@ -1,4 +1,4 @@
-import { escapeKeyPart, ipKey } from 'sluice/http';
+import { escapeKeyPart, ipKey, sha256Base64Url } from 'sluice/http';
 
 /** Where a request's identity came from. */
 export type IdentitySource = 'jwt' | 'apikey' | 'headers' | 'anonymous';
@@ -16,23 +16,32 @@ export interface Identity {
 }
 
 /**
- * The bucket key of an identity, in the contract's order: `tenant:client`, then `tenant:<tenant>:user:<user>`,
- * then `apikey:<hash>`, then `ip:<client ip>`.
+ * The bucket key of an identity, as the gateway's admission makes it (`sluice/http`'s `caller` key kind):
+ * `tenant:<tenant>:client:<client>`, then `tenant:<tenant>:user:<user>`, then `apikey:<hash of the key's hash>`,
+ * then `ip:<client ip>`. Every key starts with its kind and values are escaped (`:` and `%`), so no identity can
+ * take another's key: a tenant named `ip` is not an address. An IPv6 client is keyed by its /64.
  *
  * @param identity - the resolved identity.
- * Values are escaped (`:` and `%`) so that one tenant's values cannot forge another's key; an IPv6 client is
- * keyed by its /64.
- *
  * @param clientIp - the client address from trusted proxies only.
+ * @returns the key, without the configuration's `keys.prefix`.
  */
 export function identityKey(identity: Identity, clientIp: string | undefined): string {
-  const { tenant, client, user } = identity;
+  const tenant = given(identity.tenant);
+  const client = given(identity.client);
+  const user = given(identity.user);
   if (tenant !== undefined && client !== undefined)
-    return `${escapeKeyPart(tenant)}:${escapeKeyPart(client)}`;
+    return `tenant:${escapeKeyPart(tenant)}:client:${escapeKeyPart(client)}`;
   if (tenant !== undefined && user !== undefined)
     return `tenant:${escapeKeyPart(tenant)}:user:${escapeKeyPart(user)}`;
-  if (identity.apiKeyHash !== undefined) return `apikey:${identity.apiKeyHash}`;
+  const hash = given(identity.apiKeyHash);
+  // The gateway hands the library the key's hash as the API key, which the library hashes for the bucket key.
+  if (hash !== undefined) return `apikey:${sha256Base64Url(hash)}`;
   return ipKey(clientIp);
+}
+
+/** A value the key kinds use: an empty one counts as missing, as in `sluice/http`. */
+function given(v: string | undefined): string | undefined {
+  return v === undefined || v === '' ? undefined : v;
 }
 
 /** The identity of a request without credentials. */

@@ -61,8 +61,11 @@ export class ProxyServer implements ProxyContext {
       'upgrade',
       (req: IncomingMessage, socket: Duplex, head: Buffer) => void handleUpgrade(this, req, socket, head),
     );
-    this.#server.on('clientError', (_e, socket: Duplex) => {
-      if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\n\r\n');
+    this.#server.on('clientError', (e: NodeJS.ErrnoException, socket: Duplex) => {
+      // Headers past Node.js's limit (16 KiB by default) are 431, as Node.js itself answers them (RFC 6585).
+      const status =
+        e.code === 'HPE_HEADER_OVERFLOW' ? '431 Request Header Fields Too Large' : '400 Bad Request';
+      if (socket.writable) socket.end(`HTTP/1.1 ${status}\r\nconnection: close\r\n\r\n`);
       else socket.destroy();
     });
   }
