@@ -8,7 +8,7 @@ import {
   parseOverride,
   SluiceError,
 } from 'sluice';
-import { escapeKeyPart, overridePattern } from 'sluice/http';
+import { deriveKey, overridePattern } from 'sluice/http';
 import type { Logger } from '../log/create-logger.js';
 import type { Runtime } from './runtime.js';
 
@@ -162,7 +162,9 @@ export class OverrideControl {
         `pattern apikey-name:${name} needs tenant and client on that key (its bucket key is tenant:<t>:client:<c>)`,
       );
     }
-    const pattern = `tenant:${escapeKeyPart(entry.tenant)}:client:${escapeKeyPart(entry.client)}`;
+    const identity = { tenant: entry.tenant, client: entry.client };
+    const request = { method: 'GET', path: '/', headers: {}, remoteAddress: undefined, identity };
+    const pattern = deriveKey('tenant-client', request, undefined);
     return Object.freeze({ ...rule, pattern, id: overrideId(pattern, rule.policy, rule.tier) });
   }
 

@@ -19,10 +19,10 @@ export interface ApiKeyEntry {
  * The SHA-256 of an API key as 64 hex digits: what the key file stores and what `apikey:<hash>` carries. Keys
  * are long random strings, so a fast unsalted hash is enough to keep the file from holding usable secrets.
  *
- * @param key - the key as presented.
+ * @param key - the key: a string is hashed as its UTF-8 bytes, bytes as they are.
  */
-export function hashApiKey(key: string): string {
-  return createHash('sha256').update(key, 'utf8').digest('hex');
+export function hashApiKey(key: string | Uint8Array): string {
+  return createHash('sha256').update(key).digest('hex');
 }
 
 const ENTRY_KEYS = new Set(['hash', 'tenant', 'client', 'tier', 'name']);
@@ -101,7 +101,7 @@ export class ApiKeyFile {
   identify(key: string): Identity | undefined {
     // Node.js reads header bytes as latin1: reading them back gives the bytes the client sent, so a key that is
     // not ASCII, sent as UTF-8, has the hash `sluice hash-key` printed for it. An ASCII key is unchanged.
-    const hash = createHash('sha256').update(Buffer.from(key, 'latin1')).digest('hex');
+    const hash = hashApiKey(Buffer.from(key, 'latin1'));
     const e = this.#byHash.get(hash);
     if (e === undefined) return undefined;
     return {

@@ -1,4 +1,4 @@
-import { escapeKeyPart, ipKey, sha256Base64Url } from 'sluice/http';
+import { deriveKey } from 'sluice/http';
 
 /** Where a request's identity came from. */
 export type IdentitySource = 'jwt' | 'apikey' | 'headers' | 'anonymous';
@@ -26,22 +26,18 @@ export interface Identity {
  * @returns the key, without the configuration's `keys.prefix`.
  */
 export function identityKey(identity: Identity, clientIp: string | undefined): string {
-  const tenant = given(identity.tenant);
-  const client = given(identity.client);
-  const user = given(identity.user);
-  if (tenant !== undefined && client !== undefined)
-    return `tenant:${escapeKeyPart(tenant)}:client:${escapeKeyPart(client)}`;
-  if (tenant !== undefined && user !== undefined)
-    return `tenant:${escapeKeyPart(tenant)}:user:${escapeKeyPart(user)}`;
-  const hash = given(identity.apiKeyHash);
   // The gateway hands the library the key's hash as the API key, which the library hashes for the bucket key.
-  if (hash !== undefined) return `apikey:${sha256Base64Url(hash)}`;
-  return ipKey(clientIp);
-}
-
-/** A value the key kinds use: an empty one counts as missing, as in `sluice/http`. */
-function given(v: string | undefined): string | undefined {
-  return v === undefined || v === '' ? undefined : v;
+  const caller = {
+    tenant: identity.tenant,
+    client: identity.client,
+    user: identity.user,
+    apiKey: identity.apiKeyHash,
+  };
+  return deriveKey(
+    'caller',
+    { method: 'GET', path: '/', headers: {}, remoteAddress: undefined, identity: caller },
+    clientIp,
+  );
 }
 
 /** The identity of a request without credentials. */

@@ -1,3 +1,4 @@
+import { detached } from 'sluice/http';
 import { type Document, parseDocument, stringify } from 'yaml';
 import type { GatewayConfig } from '../config/gateway-config.js';
 import { loadConfigText } from '../config/load-config.js';
@@ -95,28 +96,22 @@ export async function recommend(o: RecommendOptions): Promise<Recommendation> {
   const dist = new RateDistribution(Math.max(base.config.maxTrackedKeys, 100_000) * 2);
   const clients = new Set<string>();
   // Group names are built once per tier, rule and path template, so each request finds its groups by strings
-  // whose hashes V8 already holds. A template is copied on entry: it is cut from the log's text, which it would
-  // otherwise keep alive (docs/DECISIONS.md, D-G32).
-  const groupNames = new Map<string, string>();
-  const templates = new Map<string, string>();
-  const groupOfRule = (name: string) => {
-    let g = groupNames.get(name);
-    if (g === undefined) {
-      g = groupName(name);
-      groupNames.set(name, g);
-    }
-    return g;
-  };
+  // whose hashes V8 already holds. A name is copied on entry: one cut from the log's text would otherwise keep that
+  // text alive (docs/DECISIONS.md, D-G32). Each map stops growing at MAX_TEMPLATES.
+  const ruleGroups = new Map<string, string>();
   const tierGroups = new Map<string, string>();
-  const groupOfTier = (tier: string) => {
-    let g = tierGroups.get(tier);
-    if (g === undefined) {
-      const own = ownCopy(tier);
-      g = `tier:${own}`;
-      if (tierGroups.size < MAX_TEMPLATES) tierGroups.set(own, g);
+  const templates = new Map<string, string>();
+  const named = (m: Map<string, string>, name: string, build: (own: string) => string) => {
+    let g = m.get(name);
+    if (g === undefined && m.size < MAX_TEMPLATES) {
+      const own = detached(name);
+      g = build(own);
+      m.set(own, g);
     }
     return g;
   };
+  const tierGroup = (own: string) => `tier:${own}`;
+  const templateGroup = (own: string) => `rule:${own}`;
   const seen = (x: LineDecision, timeMs: number, cost: number, tier: string, template: string) => {
     const v = x.verdict;
     if (v.action === 'exempt' || v.decision === undefined) return;
@@ -124,17 +119,15 @@ export async function recommend(o: RecommendOptions): Promise<Recommendation> {
     if (clients.size < base.config.maxTrackedKeys) clients.add(key);
     if (withConfig) {
       const rules = v.rules ?? [];
-      for (let i = 0; i < rules.length; i++) dist.add(groupOfRule(rules[i]), key, timeMs, cost);
+      for (let i = 0; i < rules.length; i++) {
+        const name = rules[i];
+        dist.add(named(ruleGroups, name, groupName) ?? groupName(name), key, timeMs, cost);
+      }
       return;
     }
-    dist.add(groupOfTier(tier), key, timeMs, cost);
-    // Templates are bounded too: a log of unfoldable paths (slugs, hashes) stops adding new ones at the cap.
-    let group = templates.get(template);
-    if (group === undefined && templates.size < MAX_TEMPLATES) {
-      const own = ownCopy(template);
-      group = `rule:${own}`;
-      templates.set(own, group);
-    }
+    dist.add(named(tierGroups, tier, tierGroup) ?? tierGroup(tier), key, timeMs, cost);
+    // A log of unfoldable paths (slugs, hashes) stops adding new templates at the cap.
+    const group = named(templates, template, templateGroup);
     if (group !== undefined) dist.add(group, key, timeMs, cost);
   };
   const onDecision = (rec: LogRecord, d: LineDecision | Promise<LineDecision>) => {
@@ -178,15 +171,6 @@ export async function recommend(o: RecommendOptions): Promise<Recommendation> {
       withinSpare: confirmation.share <= o.spare,
     },
   };
-}
-
-/**
- * A copy of a string cut from a log line that holds on to nothing else: V8 keeps a slice of a long string as a
- * view of the whole, so a template kept in a map would keep the log's text alive. The slice of a fresh
- * concatenation views only that.
- */
-function ownCopy(s: string): string {
-  return ` ${s}`.slice(1);
 }
 
 function groupName(rule: string): string {

@@ -1,6 +1,7 @@
 export { type ClientIpResolver, createClientIpResolver, parseTrustedProxies } from './client-ip.js';
 export { isValidCorrelationId } from './correlation-id.js';
 export { closesAfterDenial, DENIAL_DRAIN_LIMIT } from './denial-connection.js';
+export { detached } from './detached-string.js';
 export { type ClosableResponse, disconnectSignal } from './disconnect-signal.js';
 export { createHttpLimiter, type HttpLimiter } from './http-limiter.js';
 export {
@@ -10,7 +11,7 @@ export {
 } from './http-limiter-options.js';
 export { type IpRange, inRanges, normalizeIp } from './ip-address.js';
 export { boundKey, sha256Base64Url } from './key-hash.js';
-export { escapeKeyPart, ipKey, KEY_KINDS, type KeyKind } from './keys.js';
+export { deriveKey, escapeKeyPart, ipKey, KEY_KINDS, type KeyKind, type KeySpec } from './keys.js';
 export { isPromiseLike } from './maybe-promise.js';
 export { type OverridePatternKind, overridePattern } from './override-index.js';
 export {

@@ -52,8 +52,10 @@ export function normalizeIp(value: string): string | undefined {
     remember<string | null>(normalized, value, null);
     return undefined;
   }
-  const v6 = parseIpv6(value);
-  const out = v6.isIPv4MappedAddress() ? v6.toIPv4Address().toString() : ipv6Text(v6.parts);
+  // The URL standard's text is already RFC 5952; ipaddr.js only tells a mapped IPv4 address apart.
+  const text = canonicalIpv6(value);
+  const v6 = ipaddr.IPv6.parse(text);
+  const out = v6.isIPv4MappedAddress() ? v6.toIPv4Address().toString() : text;
   remember<string | null>(normalized, value, out);
   return out;
 }
@@ -66,15 +68,18 @@ export function normalizeIp(value: string): string | undefined {
  * as `new URL` serializes an IPv6 host), which ipaddr.js reads right.
  */
 function parseIpv6(text: string): ipaddr.IPv6 {
+  return ipaddr.IPv6.parse(canonicalIpv6(text));
+}
+
+/** The RFC 5952 text of an address node:net accepts as IPv6, its zone id dropped (see {@link parseIpv6}). */
+function canonicalIpv6(text: string): string {
   const pct = text.indexOf('%');
   const address = pct < 0 ? text : text.slice(0, pct);
-  let canonical: string;
   try {
-    canonical = new URL(`http://[${address}]`).hostname.slice(1, -1);
+    return new URL(`http://[${address}]`).hostname.slice(1, -1);
   } catch {
-    canonical = address;
+    return address;
   }
-  return ipaddr.IPv6.parse(canonical);
 }
 
 /**
@@ -99,7 +104,8 @@ export function ipKeyOf(ip: string): string | undefined {
   const canonical = normalizeIp(ip);
   if (canonical === undefined) return undefined;
   if (isIP(canonical) === 4) return remember(keyed, ip, detached(canonical));
-  const p = parseIpv6(canonical).parts;
+  // Canonical IPv6 text (from the URL standard) is hexadecimal groups only, which ipaddr.js reads right.
+  const p = ipaddr.IPv6.parse(canonical).parts;
   const prefix = ipv6Text([p[0], p[1], p[2], p[3], 0, 0, 0, 0]);
   return remember(keyed, ip, `${prefix}/64`);
 }
