@@ -283,4 +283,59 @@ describe('WebSocket', () => {
       wss.close();
     }
   });
+
+  it("hands the upstream's refusal of an upgrade (401, 426) to the client, body and headers, with the rate-limit headers", async () => {
+    const refusals = new Map<string, { status: number; body: string; headers: Record<string, string> }>([
+      [
+        '/socket/private',
+        {
+          status: 401,
+          body: '{"error":"login first"}',
+          headers: { 'content-type': 'application/json', 'www-authenticate': 'Bearer realm="chat"' },
+        },
+      ],
+      ['/socket/old', { status: 426, body: 'use v2\n', headers: { 'content-type': 'text/plain' } }],
+    ]);
+    // A plain HTTP server answers the upgrade request without switching (its `upgrade` event unhandled, Node.js
+    // serves such a request through `request`).
+    upstream.handler = (req, res) => {
+      const r = refusals.get(req.url ?? '');
+      if (r === undefined) {
+        res.writeHead(404).end();
+        return;
+      }
+      // A chunked body: the gateway must frame what it passes on itself.
+      res.writeHead(r.status, { ...r.headers, 'x-upstream': 'yes' });
+      res.write(r.body.slice(0, 3));
+      res.end(r.body.slice(3));
+    };
+    const base = (await start()).replace('http', 'ws');
+    const refused = (path: string) =>
+      new Promise<{ status: number; headers: Record<string, unknown>; body: string }>((resolve, reject) => {
+        const ws = new WebSocket(`${base}${path}`);
+        ws.once('unexpected-response', (_req, res) => {
+          let body = '';
+          res.setEncoding('utf8');
+          res.on('data', (c: string) => {
+            body += c;
+          });
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+        });
+        ws.once('open', () => reject(new Error('the upgrade was accepted')));
+        ws.once('error', reject);
+      });
+    const a = await refused('/socket/private');
+    expect(a.status).toBe(401);
+    expect(a.body).toBe('{"error":"login first"}');
+    expect(a.headers).toMatchObject({
+      'content-type': 'application/json',
+      'www-authenticate': 'Bearer realm="chat"',
+      'x-upstream': 'yes',
+      ratelimit: '"free";r=2;t=1',
+      connection: 'close',
+    });
+    const b = await refused('/socket/old');
+    expect(b).toMatchObject({ status: 426, body: 'use v2\n' });
+    expect(b.headers.ratelimit).toBe('"free";r=1;t=2');
+  });
 });

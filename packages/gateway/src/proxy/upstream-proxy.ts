@@ -1,4 +1,10 @@
-import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import {
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type OutgoingHttpHeaders,
+  type ServerResponse,
+  STATUS_CODES,
+} from 'node:http';
 import type { Duplex } from 'node:stream';
 import { type Dispatcher, Pool } from 'undici';
 import { BodyLimit, BodyTooLargeError } from './body-limit.js';
@@ -24,6 +30,17 @@ export type ProxyFailure =
   | { readonly kind: 'too_large'; readonly error: Error }
   /** The client went away; nothing to answer. */
   | { readonly kind: 'aborted'; readonly error: Error };
+
+/** What became of a protocol upgrade passed upstream ({@link UpstreamProxy.upgrade}). */
+export type UpgradeResult =
+  /** The upstream switched protocols: the client has its 101 and the two connections are joined. */
+  | { readonly kind: 'switched' }
+  /**
+   * The upstream answered without switching (401, 403, 426, a redirect): the client has that answer, headers and
+   * body, and its connection closes after it. `status` is the upstream's.
+   */
+  | { readonly kind: 'answered'; readonly status: number }
+  | ProxyFailure;
 
 /**
  * Forwards requests to one upstream origin through an undici `Pool` (keep-alive connections, pipelining off).
@@ -99,47 +116,33 @@ export class UpstreamProxy {
 
   /**
    * Passes a protocol upgrade (WebSocket) through: asks the upstream to switch, answers the client with the
-   * upstream's 101 and the gateway's extra headers, then splices the two sockets together.
+   * upstream's 101 and the gateway's extra headers, then splices the two sockets together. An upstream that
+   * answers otherwise (a 401 asking for credentials, a 426 naming another protocol) is passed on as it answered,
+   * with the gateway's extra headers, and the client's connection is closed after it.
    *
-   * @returns `undefined` once spliced, or the failure when the upstream did not switch.
+   * @returns what became of the upgrade: switched, answered, or the failure to answer the client with.
    */
-  async upgrade(
+  upgrade(
     req: IncomingMessage,
     client: Duplex,
     head: Buffer,
     path: string,
     headers: OutgoingHttpHeaders,
     extraHeaders: OutgoingHttpHeaders,
-  ): Promise<ProxyFailure | undefined> {
-    const abort = new AbortController();
-    const onClose = () => abort.abort(new Error('client closed the connection'));
-    client.once('close', onClose);
-    try {
-      const { headers: upHeaders, socket } = await this.#pool.upgrade({
-        path: this.#basePath + path,
-        method: req.method,
-        headers: headers as Record<string, string>,
-        protocol: String(req.headers.upgrade ?? 'websocket'),
-        signal: abort.signal,
-      });
-      client.off('close', onClose);
-      let head101 = 'HTTP/1.1 101 Switching Protocols\r\n';
-      const all: OutgoingHttpHeaders = { ...(upHeaders as OutgoingHttpHeaders), ...extraHeaders };
-      for (const [k, v] of Object.entries(all)) {
-        if (v === undefined) continue;
-        for (const one of Array.isArray(v) ? v : [v]) head101 += `${k}: ${String(one)}\r\n`;
-      }
-      client.write(`${head101}\r\n`);
-      if (head.length > 0) socket.write(head);
-      socket.on('error', () => client.destroy());
-      client.on('error', () => socket.destroy());
-      socket.pipe(client);
-      client.pipe(socket);
-      return undefined;
-    } catch (error) {
-      client.off('close', onClose);
-      return classify(error as Error, abort.signal);
-    }
+  ): Promise<UpgradeResult> {
+    return new Promise((resolve) => {
+      // undici's upgrade() takes only a 101 and throws away any other answer; a dispatch with `upgrade` set hands
+      // the handler either the switched socket or the response.
+      this.#pool.dispatch(
+        {
+          path: this.#basePath + path,
+          method: req.method as 'GET',
+          headers: headers as Record<string, string>,
+          upgrade: String(req.headers.upgrade ?? 'websocket'),
+        },
+        new UpgradeState(client, head, extraHeaders, resolve),
+      );
+    });
   }
 
   /** Closes idle upstream connections and waits for running requests. */
@@ -252,5 +255,115 @@ class ForwardState implements Dispatcher.DispatchHandler {
     if (this.#settled) return;
     this.#settled = true;
     this.#done(f);
+  }
+}
+
+/**
+ * One upgrade request as an undici dispatch handler: a 101 joins the client's socket to the upstream's; any
+ * other answer is written to the client's socket as an HTTP/1.1 response that ends with the connection (the
+ * body is framed by its length when the upstream gave one, else by the close).
+ */
+class UpgradeState implements Dispatcher.DispatchHandler {
+  #controller: Dispatcher.DispatchController | undefined;
+  #aborted: Error | undefined;
+  #status = 0;
+  #settled = false;
+  readonly #client: Duplex;
+  readonly #head: Buffer;
+  readonly #extra: OutgoingHttpHeaders;
+  readonly #done: (r: UpgradeResult) => void;
+  readonly #onClose = () => this.#abort(new Error('client closed the connection'));
+  readonly #onDrain = () => this.#controller?.resume();
+
+  constructor(client: Duplex, head: Buffer, extra: OutgoingHttpHeaders, done: (r: UpgradeResult) => void) {
+    this.#client = client;
+    this.#head = head;
+    this.#extra = extra;
+    this.#done = done;
+    client.once('close', this.#onClose);
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.#controller = controller;
+    if (this.#aborted !== undefined) controller.abort(this.#aborted);
+  }
+
+  onRequestUpgrade(
+    _c: Dispatcher.DispatchController,
+    _statusCode: number,
+    headers: IncomingHttpHeaders,
+    socket: Duplex,
+  ): void {
+    const client = this.#client;
+    client.off('close', this.#onClose);
+    let head101 = 'HTTP/1.1 101 Switching Protocols\r\n';
+    const all: OutgoingHttpHeaders = { ...(headers as OutgoingHttpHeaders), ...this.#extra };
+    for (const [k, v] of Object.entries(all)) {
+      if (v === undefined) continue;
+      for (const one of Array.isArray(v) ? v : [v]) head101 += `${k}: ${String(one)}\r\n`;
+    }
+    client.write(`${head101}\r\n`);
+    if (this.#head.length > 0) socket.write(this.#head);
+    socket.on('error', () => client.destroy());
+    client.on('error', () => socket.destroy());
+    socket.pipe(client);
+    client.pipe(socket);
+    this.#settle({ kind: 'switched' });
+  }
+
+  onResponseStart(
+    _c: Dispatcher.DispatchController,
+    statusCode: number,
+    headers: Record<string, string | string[] | undefined>,
+  ): void {
+    if (statusCode < 200) return; // 1xx: the final response follows
+    this.#status = statusCode;
+    const list = clientResponseHeaderList(headers, this.#extra);
+    let out = `HTTP/1.1 ${statusCode} ${STATUS_CODES[statusCode] ?? ''}\r\n`;
+    for (let i = 0; i < list.length; i += 2) {
+      const name = list[i] as string;
+      // undici hands over the body without the upstream's chunked framing: only a length still holds.
+      if (name === 'content-length' && headers['transfer-encoding'] !== undefined) continue;
+      const value = list[i + 1];
+      for (const one of Array.isArray(value) ? value : [value]) out += `${name}: ${one}\r\n`;
+    }
+    this.#client.write(`${out}connection: close\r\n\r\n`);
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (!this.#client.write(chunk)) {
+      controller.pause();
+      this.#client.once('drain', this.#onDrain);
+    }
+  }
+
+  onResponseEnd(): void {
+    this.#client.off('close', this.#onClose);
+    this.#client.end();
+    this.#settle({ kind: 'answered', status: this.#status });
+  }
+
+  onResponseError(_c: Dispatcher.DispatchController, error: Error): void {
+    this.#client.off('close', this.#onClose);
+    if (this.#status !== 0) {
+      // The answer's head is out: the only honest signal left is to cut the connection.
+      this.#client.destroy();
+      this.#settle({ kind: 'answered', status: this.#status });
+      return;
+    }
+    const aborted = this.#aborted;
+    this.#settle(classify(error, { aborted: aborted !== undefined, reason: aborted }));
+  }
+
+  #abort(reason: Error): void {
+    if (this.#aborted !== undefined || this.#settled) return;
+    this.#aborted = reason;
+    this.#controller?.abort(reason);
+  }
+
+  #settle(r: UpgradeResult): void {
+    if (this.#settled) return;
+    this.#settled = true;
+    this.#done(r);
   }
 }

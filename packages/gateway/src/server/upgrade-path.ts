@@ -14,8 +14,8 @@ import { admitOwnRequest, type ProxyContext } from './proxy-context.js';
 
 /**
  * Serves a protocol upgrade (WebSocket) of the proxy listener: the same target parser, admission and headers as a
- * plain request, limited once at connect; then the upstream's `101` and both sockets joined. A refusal is written
- * on the raw socket, which is then closed. Never throws.
+ * plain request, limited once at connect; then the upstream's `101` and both sockets joined, or the upstream's
+ * other answer passed on. A refusal is written on the raw socket, which is then closed. Never throws.
  */
 export async function handleUpgrade(
   ctx: ProxyContext,
@@ -62,7 +62,7 @@ export async function handleUpgrade(
     refuse(rt, socket, Problems.noUpstream(), path, id);
     return;
   }
-  const failure = await rt.proxy.upgrade(
+  const result = await rt.proxy.upgrade(
     req,
     socket,
     head,
@@ -70,24 +70,27 @@ export async function handleUpgrade(
     upstreamHeaders(rt, req, id),
     admittedHeaders(rt, id, admission),
   );
-  if (failure !== undefined) {
-    if (failure.kind !== 'aborted') {
-      refuse(
-        rt,
-        socket,
-        failure.kind === 'timeout' ? Problems.gatewayTimeout() : Problems.badGateway(),
-        path,
-        id,
-      );
-    }
-    host.logger.warn(
-      { reqId: id, kind: failure.kind, err: failure.error.message },
-      'upgrade not passed through',
-    );
+  const outcome = admission.kind === 'exempt' ? `exempt_${admission.reason}` : 'proxied';
+  if (result.kind === 'switched') {
+    ctx.keepUpgraded(socket);
+    log(101, outcome);
     return;
   }
-  ctx.keepUpgraded(socket);
-  log(101, admission.kind === 'exempt' ? `exempt_${admission.reason}` : 'proxied');
+  if (result.kind === 'answered') {
+    // The upstream refused to switch (credentials, another protocol): the client has its answer.
+    log(result.status, outcome);
+    return;
+  }
+  if (result.kind !== 'aborted') {
+    refuse(
+      rt,
+      socket,
+      result.kind === 'timeout' ? Problems.gatewayTimeout() : Problems.badGateway(),
+      path,
+      id,
+    );
+  }
+  host.logger.warn({ reqId: id, kind: result.kind, err: result.error.message }, 'upgrade not passed through');
 }
 
 function refuse(rt: Runtime, socket: Duplex, p: GatewayProblem, instance: string, id: string): void {
