@@ -4,6 +4,7 @@ import { loadConfigText } from '../src/config/load-config.js';
 import { Gateway } from '../src/gateway/gateway.js';
 import { createLogger } from '../src/log/create-logger.js';
 import { fieldMap } from '../src/replay/json-fields.js';
+import { outcomeOf } from '../src/replay/replay-engine.js';
 import type { ReplayOutcome } from '../src/replay/replay-outcome.js';
 import { admitted } from '../src/replay/replay-outcome.js';
 import { runReplay } from '../src/replay/replay-run.js';
@@ -126,7 +127,7 @@ async function replayed(text: string, fields: string[] = []): Promise<ReplayOutc
     fields: fieldMap(fields),
     onDecision: (_r, d) => {
       if (d instanceof Promise) throw new Error('no request waits in this configuration');
-      out.push(d.outcome);
+      out.push(outcomeOf(d));
     },
   });
   return out;

@@ -1,9 +1,9 @@
-import { createReadStream, createWriteStream, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createWriteStream, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { redactUrls } from '../config/redact.js';
-import { READ_BYTES } from '../replay/line-source.js';
+import { fileBlocks } from '../replay/line-source.js';
 import { RATE_WINDOWS_MS } from '../replay/rate-distribution.js';
 import { type Recommendation, recommend } from '../replay/recommend.js';
 import { printable, textTable } from '../replay/report-text.js';
@@ -80,7 +80,7 @@ export async function recommendCommand(argv: readonly string[], io: LogCommandIo
     const file = join(spool, 'stdin.log');
     await pipeline(args.logs[positionals.indexOf('-')].open(), createWriteStream(file));
     logs = args.logs.map((l, i) =>
-      positionals[i] === '-' ? { name: 'stdin', open: () => readStream(file) } : l,
+      positionals[i] === '-' ? { name: 'stdin', open: () => fileBlocks(file) } : l,
     );
   }
   try {
@@ -90,10 +90,6 @@ export async function recommendCommand(argv: readonly string[], io: LogCommandIo
   } finally {
     if (spool !== undefined) rmSync(spool, { recursive: true, force: true });
   }
-}
-
-function readStream(file: string) {
-  return createReadStream(file, { highWaterMark: READ_BYTES });
 }
 
 const fmt = (v: number) => (Number.isInteger(v) ? v.toLocaleString('en-US') : v.toFixed(1));

@@ -1,8 +1,11 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { gzipSync } from 'node:zlib';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { forEachLine } from './line-source.js';
+import { fileBlocks, forEachLine, READ_BYTES } from './line-source.js';
 
 /** Reads `bytes` cut into pieces at `cuts` (byte offsets) and returns what the reader delivered. */
 async function read(
@@ -93,6 +96,33 @@ describe('forEachLine', () => {
     for (const cuts of [[], [1], [10, 20, 30]]) {
       const got = await read(bytes, cuts);
       expect(got.lines).toEqual(['one', 'two', 'three']);
+    }
+  });
+
+  it('reads a file in blocks (lines across blocks, a gzip file), and reports a file it cannot open', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sluice-lines-'));
+    try {
+      // Lines of every length around the block size, so that breaks fall at each end of a block.
+      const lines = Array.from({ length: 3000 }, (_, i) => `${i} ${'é'.repeat(i % 97)}`);
+      const text = `${lines.join('\n')}\n`;
+      expect(Buffer.byteLength(text)).toBeGreaterThan(3 * READ_BYTES);
+      const plain = join(dir, 'a.log');
+      writeFileSync(plain, text);
+      const zipped = join(dir, 'a.log.gz');
+      writeFileSync(zipped, gzipSync(text));
+      for (const file of [plain, zipped]) {
+        const got: (string | undefined)[] = [];
+        const r = await forEachLine(fileBlocks(file), (line) => {
+          got.push(line);
+        });
+        expect(got).toEqual(lines);
+        expect(r).toEqual({ lines: lines.length, gzip: file === zipped });
+      }
+      const missing = await forEachLine(fileBlocks(join(dir, 'none.log')), () => {});
+      expect(missing.lines).toBe(0);
+      expect(missing.error).toMatch(/ENOENT/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

@@ -1,4 +1,4 @@
-import { createReadStream } from 'node:fs';
+import { closeSync, createReadStream, fstatSync, openSync, readSync } from 'node:fs';
 import { Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 
@@ -25,14 +25,46 @@ export interface LineSourceResult {
  */
 export const READ_BYTES = 64 * 1024;
 
+/** A log's bytes: a stream (standard input, a test's), or any other source of blocks in order. */
+export type LogBytes = AsyncIterable<Buffer | string>;
+
 /**
- * Opens a log for reading: a file, or standard input for `-`.
+ * Opens a log for reading: a file ({@link fileBlocks}), or standard input for `-`.
  *
  * @param name - the path, or `-`.
  * @param stdin - the stream `-` stands for (the process's standard input by default).
  */
-export function openLog(name: string, stdin: Readable = process.stdin): Readable {
-  return name === '-' ? stdin : createReadStream(name, { highWaterMark: READ_BYTES });
+export function openLog(name: string, stdin: Readable = process.stdin): LogBytes {
+  return name === '-' ? stdin : fileBlocks(name);
+}
+
+/**
+ * The bytes of a file in blocks of {@link READ_BYTES}. A regular file is read synchronously, each block in its
+ * own turn of the event loop: a read stream hands every block to a thread of libuv's pool and back, and on one
+ * core those hand-offs cost the replay more than the reads (docs/benchmarks.md). A pipe or a device (`<(zcat
+ * ...)`, a FIFO) may block, so it is read as a stream. Opening fails at the first block, as a stream would.
+ *
+ * @param path - the file.
+ */
+export async function* fileBlocks(path: string): AsyncGenerator<Buffer> {
+  const fd = openSync(path, 'r');
+  if (!fstatSync(fd).isFile()) {
+    yield* createReadStream('', { fd, highWaterMark: READ_BYTES }) as AsyncIterable<Buffer>;
+    return;
+  }
+  try {
+    for (;;) {
+      // A fresh block per read: the text decoded from it and a gzip stream may still hold the last one.
+      const block = Buffer.allocUnsafe(READ_BYTES);
+      const n = readSync(fd, block, 0, READ_BYTES, null);
+      if (n === 0) return;
+      yield n === READ_BYTES ? block : block.subarray(0, n);
+      // Timers and I/O callbacks get their turn between blocks, as between a stream's reads.
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /**
@@ -43,7 +75,7 @@ export function openLog(name: string, stdin: Readable = process.stdin): Readable
  * read. Memory stays bounded by the read size and the line limit: a line longer than `maxLineChars` is delivered
  * as `undefined` (an unknown line), and its bytes are dropped as they come.
  *
- * @param input - the raw bytes.
+ * @param input - the raw bytes, in blocks.
  * @param onLine - called for each line with its 1-based number; synchronous, so a read's lines are handled
  *   before the next read.
  * @param maxLineChars - the longest line delivered; default {@link MAX_LINE_CHARS}.
@@ -51,7 +83,7 @@ export function openLog(name: string, stdin: Readable = process.stdin): Readable
  *   for such a failure, since the lines read so far are still worth a report.
  */
 export async function forEachLine(
-  input: Readable,
+  input: LogBytes,
   onLine: (line: string | undefined, no: number) => void,
   maxLineChars = MAX_LINE_CHARS,
 ): Promise<LineSourceResult> {
@@ -121,7 +153,7 @@ export async function forEachLine(
   return error === undefined ? { lines: no, gzip } : { lines: no, gzip, error };
 }
 
-async function* decompressed(input: Readable, onGzip: () => void): AsyncGenerator<Buffer> {
+async function* decompressed(input: LogBytes, onGzip: () => void): AsyncGenerator<Buffer> {
   const it = input[Symbol.asyncIterator]() as AsyncIterator<Buffer | string>;
   const first = await it.next();
   if (first.done) return;

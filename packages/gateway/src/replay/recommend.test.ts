@@ -33,7 +33,7 @@ async function limitedShare(yaml: string): Promise<number> {
     config: { name: 'proposed', config: configOf(yaml) },
     logs,
     onDecision: (_r, d) => {
-      if (!(d instanceof Promise)) clients.add(d.verdict.key ?? '');
+      if (!(d instanceof Promise)) clients.add(d.key ?? '');
     },
   });
   return r.limitedKeyCount / clients.size;

@@ -1,4 +1,4 @@
-import { detached } from 'sluice/http';
+import { detached, type Verdict } from 'sluice/http';
 import { type Document, parseDocument, stringify } from 'yaml';
 import type { GatewayConfig } from '../config/gateway-config.js';
 import { loadConfigText } from '../config/load-config.js';
@@ -8,7 +8,6 @@ import type { LogFormat } from './log-format.js';
 import type { LogRecord } from './log-record.js';
 import { pathTemplate } from './path-template.js';
 import { type GroupDistribution, quantile, RateDistribution } from './rate-distribution.js';
-import type { LineDecision } from './replay-engine.js';
 import { replayReport } from './replay-report.js';
 import { type NamedConfig, type ReplayLog, runReplay } from './replay-run.js';
 
@@ -112,8 +111,7 @@ export async function recommend(o: RecommendOptions): Promise<Recommendation> {
   };
   const tierGroup = (own: string) => `tier:${own}`;
   const templateGroup = (own: string) => `rule:${own}`;
-  const seen = (x: LineDecision, timeMs: number, cost: number, tier: string, template: string) => {
-    const v = x.verdict;
+  const seen = (v: Verdict, timeMs: number, cost: number, tier: string, template: string) => {
     if (v.action === 'exempt' || v.decision === undefined) return;
     const key = v.key ?? 'ip:unknown';
     if (clients.size < base.config.maxTrackedKeys) clients.add(key);
@@ -130,7 +128,7 @@ export async function recommend(o: RecommendOptions): Promise<Recommendation> {
     const group = named(templates, template, templateGroup);
     if (group !== undefined) dist.add(group, key, timeMs, cost);
   };
-  const onDecision = (rec: LogRecord, d: LineDecision | Promise<LineDecision>) => {
+  const onDecision = (rec: LogRecord, d: Verdict | Promise<Verdict>) => {
     const timeMs = rec.timeMs;
     const cost = rec.cost;
     const tier = rec.tier ?? base.config.defaultTier;

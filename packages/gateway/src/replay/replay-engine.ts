@@ -53,12 +53,6 @@ class ReplayRequest implements GatewayRequest {
 
 const recordedCaller = (r: GatewayRequest) => (r as ReplayRequest).caller;
 
-/** One request's decision, as {@link ReplayEngine.admit} reports it. */
-export interface LineDecision {
-  readonly outcome: ReplayOutcome;
-  readonly verdict: Verdict;
-}
-
 /**
  * Runs log lines through one configuration's admission, exactly as the gateway would have decided them: the
  * gateway's {@link Runtime} (the same `sluice/http` evaluation as the proxy, the decision API and the Envoy
@@ -114,10 +108,10 @@ export class ReplayEngine {
    *
    * @param r - the line's request.
    * @param line - its line number and `log` its log, for the report.
-   * @returns the decision, or a promise of it for a request that waits in a queue (or a JWT-less identity that
-   *   still answers later); the counts include it once it settles.
+   * @returns the verdict ({@link outcomeOf} tells what the client saw), or a promise of it for a request that
+   *   waits in a queue (or a JWT-less identity that still answers later); the counts include it once it settles.
    */
-  admit(r: LogRecord, line: number, log: string): LineDecision | Promise<LineDecision> {
+  admit(r: LogRecord, line: number, log: string): Verdict | Promise<Verdict> {
     const t = this.#advance(r.timeMs);
     const a = r.clientIp;
     const client = a === undefined ? undefined : this.#addresses.lookup(a);
@@ -125,20 +119,18 @@ export class ReplayEngine {
     if (!this.config.enabled && rt.http.canonicalTarget(r.target).ok) {
       const v: Verdict = { action: 'exempt', status: 200, outcome: 'exempt_disabled', headers: [] };
       this.tally.record(v, 'exempt', t, line, log);
-      return { outcome: 'exempt', verdict: v };
+      return v;
     }
     const v = rt.http.evaluate(this.#request.set(r, client));
     if (!isPromiseLike(v)) {
-      const outcome = outcomeOf(v);
-      this.tally.record(v, outcome, t, line, log);
-      return { outcome, verdict: v };
+      this.tally.record(v, outcomeOf(v), t, line, log);
+      return v;
     }
     // The waiting request holds on to its instance.
     this.#request = new ReplayRequest();
     const p = Promise.resolve(v).then((x) => {
-      const outcome = outcomeOf(x);
-      this.tally.record(x, outcome, t, line, log);
-      return { outcome, verdict: x };
+      this.tally.record(x, outcomeOf(x), t, line, log);
+      return x;
     });
     this.#pending.add(p);
     void p.finally(() => this.#pending.delete(p));
@@ -181,8 +173,11 @@ export class ReplayEngine {
     this.lastMs = timeMs;
     this.clock.set(timeMs);
     if (timeMs >= this.#nextSweep && this.config.sweepIntervalMs > 0) {
-      // Full buckets change no decision; dropping them keeps the table small, as the gateway's sweeper does.
-      this.store.sweep();
+      // Full buckets decide like missing ones: a sweep changes a decision only by sparing a later eviction, and
+      // evictions start at the key cap. Below half of it, the sweep is skipped (it cost a twentieth of the
+      // replay, dropping buckets that the next request put back); the table reaches the cap before the next
+      // interval only if half the cap in new buckets arrives within one.
+      if (this.store.size * 2 >= this.config.maxTrackedKeys) this.store.sweep();
       this.#nextSweep = timeMs + this.config.sweepIntervalMs;
     }
     return timeMs;

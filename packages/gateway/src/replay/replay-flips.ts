@@ -1,4 +1,5 @@
-import type { LineDecision } from './replay-engine.js';
+import type { Verdict } from 'sluice/http';
+import { outcomeOf } from './replay-engine.js';
 import { admitted, type ReplayOutcome } from './replay-outcome.js';
 
 /** Requests one configuration admits and the other limits, or the reverse. */
@@ -29,19 +30,21 @@ export class FlipTally {
   /**
    * Compares one request's two decisions.
    *
-   * @param a - under the configuration replayed.
-   * @param b - under the `--against` configuration.
+   * @param a - the verdict under the configuration replayed.
+   * @param b - the verdict under the `--against` configuration.
    */
-  compare(a: LineDecision, b: LineDecision): void {
-    const wasAdmitted = admitted(a.outcome);
-    if (wasAdmitted === admitted(b.outcome)) return;
+  compare(a: Verdict, b: Verdict): void {
+    const oa = outcomeOf(a);
+    const ob = outcomeOf(b);
+    const wasAdmitted = admitted(oa);
+    if (wasAdmitted === admitted(ob)) return;
     // Refusals for other reasons (a bad target, the store) are the same under both files: only limits flip.
-    if (!isLimitFlip(a.outcome, b.outcome)) return;
+    if (!isLimitFlip(oa, ob)) return;
     const limitedBy = wasAdmitted ? b : a;
     const dir: keyof FlipCounts = wasAdmitted ? 'toLimited' : 'toAllowed';
     this.totals[dir]++;
-    for (const o of limitedBy.verdict.decision?.violated ?? []) count(this.policies, o.policy.name, dir);
-    const key = limitedBy.verdict.key ?? 'ip:unknown';
+    for (const o of limitedBy.decision?.violated ?? []) count(this.policies, o.policy.name, dir);
+    const key = limitedBy.key ?? 'ip:unknown';
     if (this.keys.has(key) || this.keys.size < this.#keyCap) count(this.keys, key, dir);
     else this.otherKeys++;
   }

@@ -117,6 +117,27 @@ describe('sluice replay', () => {
     expect(r.span).toEqual({ from: '2026-12-03T06:00:10.000Z', to: '2026-12-03T06:00:11.000Z', seconds: 1 });
   });
 
+  it('drops full buckets on the sweep interval once the table is half full, as the gateway does, and not below', async () => {
+    const item = (time: string, i: number) =>
+      `198.51.100.${i} - - [03/Dec/2026:${time} +0000] "GET /api/items HTTP/1.1" 200 12 "-" "curl/8.5"`;
+    // 30 clients of the standard tier take a minute and an hour bucket each; two minutes on, every one of them is
+    // full again (a full bucket decides like a missing one), and one more line passes the sweep interval.
+    const lines = [...Array.from({ length: 30 }, (_, i) => item('06:00:00', i)), item('06:02:00', 99)];
+    const sizes: number[] = [];
+    for (const cap of [100, 1000]) {
+      const text = `${readFileSync(EXAMPLE, 'utf8')}\nratelimit:\n  max_tracked_keys: ${cap}\n  sweep_interval: 60s\n`;
+      const run = await runReplay({
+        config: { name: 'example', config: config(text) },
+        logs: [log('items.log', lines.join('\n'))],
+      });
+      expect(replayReport(run).totals).toMatchObject({ requests: 31, allowed: 31 });
+      sizes.push(run.engine.store.size);
+    }
+    // Cap 100: 60 buckets are over half of it, so the full ones went (the new client's two are left). Cap 1000:
+    // far below half, where no eviction is near, nothing is dropped.
+    expect(sizes).toEqual([2, 62]);
+  });
+
   it('admits a request that waits in a queue when the log passes its turn, without sleeping', async () => {
     const yaml = `rateLimiting:
   enabled: true
@@ -224,7 +245,7 @@ describe('sluice replay', () => {
       logs: [log('gw.log', lines.join('\n'))],
       onDecision: (_r, d) => {
         if (d instanceof Promise) throw new Error('no request of this log waits');
-        seen.push([d.verdict.key, d.verdict.rules]);
+        seen.push([d.key, d.rules]);
       },
     });
     expect(seen.map(([key]) => key)).toEqual(Array.from({ length: 12 }, (_, i) => callers[i % 3][0]));

@@ -1,10 +1,10 @@
-import type { Readable } from 'node:stream';
+import type { Verdict } from 'sluice/http';
 import type { GatewayConfig } from '../config/gateway-config.js';
 import { type FieldMap, fieldMap } from './json-fields.js';
-import { forEachLine } from './line-source.js';
+import { forEachLine, type LogBytes } from './line-source.js';
 import { detectFormat, type LogFormat, parserFor } from './log-format.js';
 import { type LineParser, LogRecord } from './log-record.js';
-import { type LineDecision, ReplayEngine } from './replay-engine.js';
+import { ReplayEngine } from './replay-engine.js';
 import { FlipTally } from './replay-flips.js';
 
 /** Unknown lines shown by number, per log. */
@@ -13,7 +13,7 @@ export const UNKNOWN_SHOWN = 5;
 /** One log to replay: its name in the report and how to open it. */
 export interface ReplayLog {
   readonly name: string;
-  readonly open: () => Readable;
+  readonly open: () => LogBytes;
 }
 
 /** What reading one log found. */
@@ -49,7 +49,7 @@ export interface ReplayRunOptions {
   /** Where the facts are in JSON logs; default the common names. */
   readonly fields?: FieldMap;
   /** Sees every request with its decision under `config` (a promise for one that waited in a queue). */
-  readonly onDecision?: (r: LogRecord, d: LineDecision | Promise<LineDecision>) => void;
+  readonly onDecision?: (r: LogRecord, v: Verdict | Promise<Verdict>) => void;
 }
 
 /** The engines after a replay, and what reading the logs found. */
@@ -97,7 +97,7 @@ export async function runReplay(o: ReplayRunOptions): Promise<ReplayRun> {
       if (s.unknownLines.length < UNKNOWN_SHOWN) s.unknownLines.push(no);
     };
     const name = log.name;
-    let input: Readable;
+    let input: LogBytes;
     try {
       input = log.open();
     } catch (e) {
@@ -121,8 +121,8 @@ export async function runReplay(o: ReplayRunOptions): Promise<ReplayRun> {
         s.skipped++;
         return;
       }
-      let da: LineDecision | Promise<LineDecision>;
-      let db: LineDecision | Promise<LineDecision> | undefined;
+      let da: Verdict | Promise<Verdict>;
+      let db: Verdict | Promise<Verdict> | undefined;
       try {
         da = a.admit(rec, no, name);
         db = b?.admit(rec, no, name);
