@@ -6,7 +6,7 @@ import type { GatewayRequest } from '../admission/identify-caller.js';
 import { Runtime } from '../admission/runtime.js';
 import type { GatewayConfig } from '../config/gateway-config.js';
 import type { Identity as CallerIdentity } from '../identity/identity.js';
-import { type ClientAddress, ClientAddresses } from './client-addresses.js';
+import { ClientAddresses } from './client-addresses.js';
 import type { LogRecord } from './log-record.js';
 import type { ReplayOutcome } from './replay-outcome.js';
 import { ReplayTally } from './replay-tally.js';
@@ -30,12 +30,12 @@ class ReplayRequest implements GatewayRequest {
   readonly correlationId = 'replay';
   caller: CallerIdentity | undefined = undefined;
 
-  /** Fills this request from a line; returns it. */
-  set(r: LogRecord, client: ClientAddress | undefined): this {
+  /** Fills this request from a line and its client (`undefined` for none); returns it. */
+  set(r: LogRecord, ip: string | undefined, ipKey: string | undefined): this {
     this.method = r.method;
     this.path = r.target;
-    this.clientIp = client?.ip;
-    this.clientIpKey = client?.key;
+    this.clientIp = ip;
+    this.clientIpKey = ipKey;
     this.cost = r.cost;
     this.caller = r.identified
       ? {
@@ -114,14 +114,17 @@ export class ReplayEngine {
   admit(r: LogRecord, line: number, log: string): Verdict | Promise<Verdict> {
     const t = this.#advance(r.timeMs);
     const a = r.clientIp;
-    const client = a === undefined ? undefined : this.#addresses.lookup(a);
+    const addresses = this.#addresses;
+    const known = a !== undefined && addresses.lookup(a);
     const rt = this.runtime;
     if (!this.config.enabled && rt.http.canonicalTarget(r.target).ok) {
       const v: Verdict = { action: 'exempt', status: 200, outcome: 'exempt_disabled', headers: [] };
       this.tally.record(v, 'exempt', t, line, log);
       return v;
     }
-    const v = rt.http.evaluate(this.#request.set(r, client));
+    const v = rt.http.evaluate(
+      this.#request.set(r, known ? addresses.ip : undefined, known ? addresses.key : undefined),
+    );
     if (!isPromiseLike(v)) {
       this.tally.record(v, outcomeOf(v), t, line, log);
       return v;
