@@ -235,15 +235,19 @@ describe('API keys', () => {
 describe('identity headers', () => {
   const headers = { 'x-tenant-id': 'acme', 'x-client-id': 'portal', 'x-rate-limit-tier': 'enterprise' };
 
-  it('are honoured from a trusted proxy and passed upstream', async () => {
+  it('are honoured from a trusted proxy and passed upstream, without their other spellings', async () => {
     const base = await start(`server: { trustedProxies: [loopback] }
 identity:
   headers: {}
 `);
-    const r = await send(agent, `${base}/x`, { headers: { ...headers, 'x-forwarded-for': '198.51.100.7' } });
+    const r = await send(agent, `${base}/x`, {
+      headers: { ...headers, 'x-forwarded-for': '198.51.100.7', 'x_client-id': 'other' },
+    });
     expect(r.headers['x-ratelimit-policy']).toBe('enterprise');
     expect(await remaining('tenant:acme:client:portal', 'enterprise')).toBe(199);
     expect(upstream.seen.at(-1)?.headers['x-tenant-id']).toBe('acme');
+    expect(upstream.seen.at(-1)?.headers['x-client-id']).toBe('portal');
+    expect(upstream.seen.at(-1)?.headers['x_client-id']).toBeUndefined();
     // Without identity headers, the forwarded client IP is the key.
     await send(agent, `${base}/x`, { headers: { 'x-forwarded-for': '198.51.100.7' } });
     expect(await remaining('ip:198.51.100.7', 'free')).toBe(2);
@@ -253,8 +257,9 @@ identity:
     const base = await start(`identity:
   headers: {}
 `);
-    // The underscore spellings too: CGI-style servers (PHP, WSGI) read x_tenant_id as HTTP_X_TENANT_ID.
-    const lookAlike = { x_tenant_id: 'acme', x_client_id: 'portal', x_rate_limit_tier: 'enterprise' };
+    // The underscore spellings too, whole or mixed: CGI-style servers (PHP, WSGI) read x_tenant_id and
+    // X-Tenant_Id as HTTP_X_TENANT_ID.
+    const lookAlike = { x_tenant_id: 'acme', 'x-client_id': 'portal', 'x_rate-limit_tier': 'enterprise' };
     const r = await send(agent, `${base}/x`, {
       headers: { ...headers, ...lookAlike, 'x-forwarded-for': '198.51.100.7' },
     });

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
+import { gzipSync } from 'node:zlib';
 import { afterAll, describe, expect, it } from 'vitest';
 import { replayHtml } from '../replay/report-html.js';
 import { main } from './main.js';
@@ -39,6 +40,46 @@ describe('sluice replay', () => {
     expect(r.out).toContain(
       'Busiest minute: 2026-12-03T06:00:00.000Z, 12 requests (10 admitted, 0 queued, 2 limited)',
     );
+  });
+
+  it('reads clients logged with their port, and counts those that are no address (host names)', async () => {
+    // Envoy's JSON access log writes the client as address:port under a name replay reads by default.
+    const json = ['10.0.0.1:34567', '10.0.0.2:34568', '10.0.0.3:1111', '[2001:db8::1]:443']
+      .flatMap((c) =>
+        Array.from({ length: 6 }, (_, i) =>
+          JSON.stringify({
+            start_time: `2026-10-10T13:55:0${i}.000Z`,
+            path: '/api/risk/simulation/studio/run',
+            downstream_remote_address: c,
+          }),
+        ),
+      )
+      .join('\n');
+    const j = await run(['replay', '--config', EXAMPLE, '--json', '-'], json);
+    expect(j.code).toBe(0);
+    const report = JSON.parse(j.out);
+    expect(report.totals).toMatchObject({ requests: 24, allowed: 24, limited: 0 });
+    expect(report.clientsNotIp).toEqual({ lines: 0 });
+    const hosts = [line('00', 'a.example.com'), line('01', 'b.example.com'), line('02', '10.0.0.9')].join(
+      '\n',
+    );
+    const h = await run(['replay', '--config', EXAMPLE, '-'], hosts);
+    expect(h.code).toBe(0);
+    expect(h.out).toContain(
+      '2 requests with a client that is no IP address (such as "a.example.com") shared one key, ip:unknown',
+    );
+  });
+
+  it('exits 1 after its report when a log was read only in part (a truncated gzip file)', async () => {
+    const log = join(dir, 'cut.log.gz');
+    const whole = gzipSync(
+      Array.from({ length: 400 }, () => line('00', '198.51.100.1', '/api/items')).join('\n'),
+    );
+    writeFileSync(log, whole.subarray(0, whole.length - 20));
+    const r = await run(['replay', '--config', EXAMPLE, log]);
+    expect(r.code).toBe(1);
+    expect(r.out).toContain('reading stopped early: unexpected end of file');
+    expect(r.err).toContain(`sluice replay: ${log} was read only in part: unexpected end of file`);
   });
 
   it('prints JSON with --json, and the flips with --against', async () => {
@@ -99,5 +140,12 @@ describe('sluice recommend', () => {
     expect((await run(['recommend', '--top', '0', '-'], '')).err).toMatch(
       /--top must be an integer from 1 to 1000, got "0"/,
     );
+  });
+
+  it('proposes nothing for logs without a request, and exits 1', async () => {
+    const r = await run(['recommend', '-'], 'not a log line\n');
+    expect(r.code).toBe(1);
+    expect(r.out).toBe('');
+    expect(r.err).toContain('the logs hold no request to measure');
   });
 });

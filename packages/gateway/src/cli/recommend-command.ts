@@ -35,8 +35,8 @@ export const RECOMMEND_USAGE =
  *
  * @param argv - the arguments after `recommend`.
  * @param io - output and standard input.
- * @returns the exit code: 0 proposed (and confirmed within the share), 1 a configuration could not be used or
- *   no proposal limited few enough clients, 2 a usage error.
+ * @returns the exit code: 0 proposed (and confirmed within the share), 1 a configuration could not be used, the
+ *   logs hold no request, or no proposal limited few enough clients, 2 a usage error.
  */
 export async function recommendCommand(argv: readonly string[], io: LogCommandIo): Promise<number> {
   const parsed = parseCommand('recommend', argv, RECOMMEND_OPTIONS, RECOMMEND_USAGE, io);
@@ -85,6 +85,13 @@ export async function recommendCommand(argv: readonly string[], io: LogCommandIo
   }
   try {
     const r = await recommend({ ...args, logs, spare, top, ...(config === undefined ? {} : { config }) });
+    if (r.requests === 0) {
+      // Limits proposed from no traffic would be the defaults dressed up as a measurement.
+      io.err(
+        'sluice recommend: the logs hold no request to measure (see sluice replay for their unknown lines): nothing is proposed\n',
+      );
+      return 1;
+    }
     io.out(values.json === true ? `${JSON.stringify(r, null, 2)}\n` : renderRecommendation(r));
     return r.confirmation.withinSpare ? 0 : 1;
   } finally {
@@ -98,7 +105,7 @@ const fmt = (v: number) => (Number.isInteger(v) ? v.toLocaleString('en-US') : v.
 export function renderRecommendation(r: Recommendation): string {
   const out: string[] = [];
   out.push(
-    `${r.requests.toLocaleString('en-US')} requests from ${r.clients.toLocaleString('en-US')} clients. Per-client peak requests in a window (p50 / p90 / p99 / max over clients):`,
+    `${r.requests.toLocaleString('en-US')} request${r.requests === 1 ? '' : 's'} from ${r.clients.toLocaleString('en-US')} client${r.clients === 1 ? '' : 's'}. Per-client peak requests in a window (p50 / p90 / p99 / max over clients):`,
   );
   const w = RATE_WINDOWS_MS.map((ms) => (ms === 1000 ? '1 s' : ms === 60_000 ? '1 min' : '1 h'));
   out.push(

@@ -9,7 +9,7 @@ import { type LogFormat, logFormat } from '../replay/log-format.js';
 import { replayReport } from '../replay/replay-report.js';
 import { type NamedConfig, type ReplayLog, runReplay } from '../replay/replay-run.js';
 import { replayHtml } from '../replay/report-html.js';
-import { renderReplayText } from '../replay/report-text.js';
+import { printable, renderReplayText } from '../replay/report-text.js';
 import { unknownOptionMessage } from './usage-hints.js';
 
 /** Where the log commands read and write. */
@@ -128,7 +128,8 @@ export function namedConfig(file: string): NamedConfig {
  *
  * @param argv - the arguments after `replay`.
  * @param io - output and standard input.
- * @returns the exit code: 0 reported, 1 a configuration or the HTML page could not be used, 2 a usage error.
+ * @returns the exit code: 0 reported, 1 a configuration or the HTML page could not be used or a log could not be
+ *   read to its end (reported up to the break), 2 a usage error.
  */
 export async function replayCommand(argv: readonly string[], io: LogCommandIo): Promise<number> {
   const parsed = parseCommand('replay', argv, REPLAY_OPTIONS, REPLAY_USAGE, io);
@@ -164,5 +165,10 @@ export async function replayCommand(argv: readonly string[], io: LogCommandIo): 
     }
     io.err(`HTML report: ${values.html}\n`);
   }
-  return 0;
+  // A log cut short (a truncated or corrupt gzip file, a read error) is reported with the lines before the break,
+  // but a script must be able to tell that the report does not cover the whole log.
+  const broken = run.logs.filter((l) => l.error !== undefined);
+  for (const l of broken)
+    io.err(`sluice replay: ${printable(l.name)} was read only in part: ${printable(l.error ?? '')}\n`);
+  return broken.length > 0 ? 1 : 0;
 }

@@ -32,7 +32,8 @@ export class RequestIdentifier {
   readonly #apiKeys: ApiKeyFile | undefined;
   readonly #apiKeyHeader: string | undefined;
   readonly #headers: GatewayConfig['identity']['headers'];
-  readonly #names: { readonly all: readonly string[]; readonly lookAlikes: readonly string[] };
+  readonly #names: readonly string[];
+  readonly #spellings: readonly string[];
 
   /**
    * @param config - the resolved configuration.
@@ -46,11 +47,8 @@ export class RequestIdentifier {
     this.#headers = id.headers;
     const h = id.headers;
     const names = h === undefined ? [] : [h.tenant, h.client, h.user, h.tier];
-    const lookAlikes = names.map((n) => n.replaceAll('-', '_')).filter((n) => !names.includes(n));
-    this.#names = Object.freeze({
-      all: Object.freeze([...names, ...lookAlikes]),
-      lookAlikes: Object.freeze(lookAlikes),
-    });
+    this.#names = Object.freeze(names);
+    this.#spellings = Object.freeze(names.map(spelling));
   }
 
   /**
@@ -62,22 +60,27 @@ export class RequestIdentifier {
     return this.#apiKeys === undefined ? null : this.#apiKeys.named(name);
   }
 
-  /**
-   * The header names of identity headers, to strip from requests of untrusted peers: the configured names and
-   * their look-alikes ({@link RequestIdentifier.lookAlikeHeaderNames}).
-   */
+  /** The configured identity header names: stripped from the requests of untrusted peers. */
   get identityHeaderNames(): readonly string[] {
-    return this.#names.all;
+    return this.#names;
   }
 
   /**
-   * The identity header names written with `_` for `-` (`x_tenant_id`), stripped from every request, a trusted
-   * proxy's included: the gateway never reads them, and CGI-style servers (PHP, WSGI, Rack) read `x_tenant_id` and
-   * `x-tenant-id` as the same variable, so a client could pose as a tenant behind a proxy that passes them on.
+   * Whether a request header is another spelling of an identity header (`x_tenant_id`, `X-Tenant_Id`, any mix of
+   * `_` and `-` but the configured one): stripped from every request, a trusted proxy's included. The gateway
+   * never reads them, and CGI-style servers (PHP, WSGI, Rack) read them all as `HTTP_X_TENANT_ID`, so a client
+   * could pose as a tenant behind a proxy that passes them on.
+   *
+   * A bound function, handed to the forwarding code as it is.
+   *
+   * @param name - a header name, lower case (as Node.js gives them).
    */
-  get lookAlikeHeaderNames(): readonly string[] {
-    return this.#names.lookAlikes;
-  }
+  readonly isLookAlike = (name: string): boolean => {
+    if (this.#spellings.length === 0) return false;
+    // Most names have no `_` and are compared as they are: a configured name is no look-alike of itself.
+    const s = name.includes('_') ? spelling(name) : name;
+    return this.#spellings.includes(s) && !this.#names.includes(name);
+  };
 
   /** The credentials this gateway would verify, or `undefined` when there are none. */
   credentials(headers: IncomingHttpHeaders): PresentedCredentials | undefined {
@@ -148,4 +151,9 @@ function single(v: string | string[] | undefined): string | undefined {
   const t = s.trim();
   // Identity values become bucket keys: keep them short and printable so a header cannot bloat the table.
   return t === '' || t.length > 256 || !/^[\x21-\x7e]+$/.test(t) ? undefined : t;
+}
+
+/** A header name as CGI-style servers read it: `_` and `-` are the same character. */
+function spelling(name: string): string {
+  return name.replaceAll('_', '-');
 }

@@ -26,6 +26,8 @@ export interface ForwardFacts {
   readonly requestIdHeader: string;
   /** Headers removed before forwarding (identity headers from an untrusted peer). */
   readonly strip: readonly string[];
+  /** Headers stripped from every request whatever the peer (another spelling of an identity header). */
+  readonly stripAlso?: (name: string) => boolean;
   /** Keep the client's Host instead of the upstream's. */
   readonly preserveHost: boolean;
   /** Keep `upgrade` and `connection: upgrade` (a WebSocket handshake the proxy passes through). */
@@ -52,7 +54,7 @@ export function upstreamRequestHeaders(
   for (const name of Object.keys(incoming)) {
     if (HOP_BY_HOP.has(name) || named.has(name)) continue;
     if (name === 'host' && !facts.preserveHost) continue;
-    if (facts.strip.includes(name)) continue;
+    if (facts.strip.includes(name) || facts.stripAlso?.(name) === true) continue;
     out[name] = incoming[name];
   }
   const xff = incoming['x-forwarded-for'];

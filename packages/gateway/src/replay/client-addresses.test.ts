@@ -1,12 +1,14 @@
 import fc from 'fast-check';
 import { ipKey, normalizeIp } from 'sluice/http';
 import { describe, expect, it } from 'vitest';
-import { ClientAddresses, dottedQuadValue } from './client-addresses.js';
+import { ClientAddresses, dottedQuadValue, withoutPort } from './client-addresses.js';
 
 const address = fc.oneof(
   fc.ipV4(),
   fc.ipV4Extended(),
   fc.ipV6(),
+  fc.tuple(fc.ipV4(), fc.nat(70000)).map(([ip, port]) => `${ip}:${port}`),
+  fc.tuple(fc.ipV6(), fc.nat(70000)).map(([ip, port]) => `[${ip}]:${port}`),
   fc.string({ maxLength: 16 }),
   fc.constantFrom(
     '01.2.3.4',
@@ -24,7 +26,8 @@ describe('client addresses', () => {
     const a = new ClientAddresses();
     fc.assert(
       fc.property(address, (s) => {
-        const ip = normalizeIp(s);
+        const bare = normalizeIp(s) === undefined ? withoutPort(s) : undefined;
+        const ip = normalizeIp(s) ?? (bare === undefined ? undefined : normalizeIp(bare));
         const found = a.lookup(s);
         expect(found ? { ip: a.ip, key: a.key } : undefined).toEqual(
           ip === undefined ? undefined : { ip, key: ipKey(ip) },
@@ -43,6 +46,26 @@ describe('client addresses', () => {
     expect(a.lookup('no address')).toBe(false);
     expect(a.lookup(`${line} `.slice(0, 13))).toBe(true);
     expect([a.ip, a.key]).toEqual(['203.0.113.100', 'ip:203.0.113.100']);
+  });
+
+  it('reads an address written with its port or in brackets, as Envoy and load balancers log it', () => {
+    const a = new ClientAddresses();
+    const cases: [string, string | undefined][] = [
+      ['10.0.0.1:34567', '10.0.0.1'],
+      ['[2001:db8::1]:443', '2001:db8::1'],
+      ['[::ffff:10.0.0.2]:80', '10.0.0.2'],
+      ['[::1]', '::1'],
+      ['2001:db8::1', '2001:db8::1'],
+      ['10.0.0.1:', undefined],
+      ['10.0.0.1:123456', undefined],
+      ['[2001:db8::1]x', undefined],
+      ['a.example.com', undefined],
+      ['a.example.com:80', undefined],
+    ];
+    for (const [text, ip] of cases) {
+      expect(a.lookup(text) ? a.ip : undefined, text).toBe(ip);
+      if (ip !== undefined) expect(a.key).toBe(ipKey(ip));
+    }
   });
 
   it('stays right past its size: every address still maps to itself after the table starts over', () => {

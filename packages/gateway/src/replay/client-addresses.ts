@@ -35,7 +35,12 @@ export class ClientAddresses {
   lookup(s: string): boolean {
     const v = dottedQuadValue(s);
     if (v < 0) {
-      const ip = normalizeIp(s);
+      let ip = normalizeIp(s);
+      if (ip === undefined) {
+        // Envoy's `%DOWNSTREAM_REMOTE_ADDRESS%` and some load balancers' logs carry the client's port too.
+        const bare = withoutPort(s);
+        ip = bare === undefined ? undefined : normalizeIp(bare);
+      }
       if (ip === undefined) return false;
       this.ip = ip;
       this.key = ipKey(ip);
@@ -73,6 +78,25 @@ export class ClientAddresses {
     this.key = key;
     return true;
   }
+}
+
+const PORT = /^\d{1,5}$/;
+
+/**
+ * An address written with its port (`203.0.113.9:51234`, `[2001:db8::1]:443`) or in brackets (`[2001:db8::1]`),
+ * without them; `undefined` for any other text (a bare IPv6 address keeps its colons).
+ */
+export function withoutPort(s: string): string | undefined {
+  if (s.charCodeAt(0) === 91 /* [ */) {
+    const close = s.indexOf(']');
+    if (close < 0) return undefined;
+    const rest = s.slice(close + 1);
+    if (rest !== '' && !(rest.charCodeAt(0) === 58 /* : */ && PORT.test(rest.slice(1)))) return undefined;
+    return s.slice(1, close);
+  }
+  const colon = s.indexOf(':');
+  if (colon <= 0 || s.indexOf(':', colon + 1) >= 0) return undefined;
+  return PORT.test(s.slice(colon + 1)) ? s.slice(0, colon) : undefined;
 }
 
 /**

@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { ManualClock } from 'sluice';
-import { isPromiseLike, type Verdict } from 'sluice/http';
+import { detached, isPromiseLike, type Verdict } from 'sluice/http';
 import { MemoryStore } from 'sluice/memory';
 import type { GatewayRequest } from '../admission/identify-caller.js';
 import { Runtime } from '../admission/runtime.js';
@@ -71,6 +71,12 @@ export class ReplayEngine {
   /** Lines decided at a later time than their own, and the largest such difference in milliseconds. */
   outOfOrder = 0;
   maxSkewMs = 0;
+  /**
+   * Lines whose client is no IP address (a host name logged instead of the address): decided as a request
+   * without a client address (one key, `ip:unknown`), and the first such text.
+   */
+  clientsNotIp = 0;
+  clientNotIpExample: string | undefined;
   firstMs = Number.NaN;
   lastMs = Number.NaN;
   #pending = new Set<Promise<unknown>>();
@@ -116,6 +122,7 @@ export class ReplayEngine {
     const a = r.clientIp;
     const addresses = this.#addresses;
     const known = a !== undefined && addresses.lookup(a);
+    if (!known && a !== undefined) this.#notIp(a);
     const rt = this.runtime;
     if (!this.config.enabled && rt.http.canonicalTarget(r.target).ok) {
       const v: Verdict = { action: 'exempt', status: 200, outcome: 'exempt_disabled', headers: [] };
@@ -156,6 +163,12 @@ export class ReplayEngine {
   /** Requests still waiting in a queue. */
   get pending(): number {
     return this.#pending.size;
+  }
+
+  #notIp(text: string): void {
+    this.clientsNotIp++;
+    // A copy: the text is a slice of its read block.
+    this.clientNotIpExample ??= detached(text);
   }
 
   #advance(timeMs: number): number {

@@ -66,6 +66,11 @@ export interface ReplayReport extends ConfigReport {
   readonly span: { readonly from: string; readonly to: string; readonly seconds: number } | undefined;
   /** Lines older than one before them, decided at the newer time, and the largest difference in seconds. */
   readonly outOfOrder: { readonly lines: number; readonly maxSeconds: number };
+  /**
+   * Requests whose client is no IP address (a host name): decided without a client address, so they share the
+   * key `ip:unknown`; `example` is the first such client as logged.
+   */
+  readonly clientsNotIp: { readonly lines: number; readonly example?: string };
   readonly against?: ConfigReport & {
     readonly flips: FlipCounts & {
       readonly policies: readonly ({ readonly policy: string } & FlipCounts)[];
@@ -93,6 +98,10 @@ export function replayReport(run: ReplayRun): ReplayReport {
     logs: run.logs,
     span,
     outOfOrder: { lines: e.outOfOrder, maxSeconds: e.maxSkewMs / 1000 },
+    clientsNotIp:
+      e.clientNotIpExample === undefined
+        ? { lines: e.clientsNotIp }
+        : { lines: e.clientsNotIp, example: e.clientNotIpExample },
   };
   const x = run.against;
   if (x === undefined) return report;

@@ -99,7 +99,9 @@ function configSection(r: ConfigReport): string[] {
         ),
   );
   out.push('');
-  out.push(`Keys limited most (${n(r.limitedKeyCount)} keys limited at least once):`);
+  out.push(
+    `Keys limited most (${n(r.limitedKeyCount)} key${r.limitedKeyCount === 1 ? '' : 's'} limited at least once):`,
+  );
   out.push(
     r.limitedKeys.length === 0
       ? '  (none)'
@@ -145,6 +147,10 @@ export function renderReplayText(r: ReplayReport): string {
   if (r.outOfOrder.lines > 0)
     out.push(
       `  ${n(r.outOfOrder.lines)} lines earlier than a line before them (at most ${r.outOfOrder.maxSeconds} s) were decided at the later time`,
+    );
+  if (r.clientsNotIp.lines > 0)
+    out.push(
+      `  ${n(r.clientsNotIp.lines)} request${r.clientsNotIp.lines === 1 ? '' : 's'} with a client that is no IP address (such as ${printable(JSON.stringify(r.clientsNotIp.example ?? ''))}) shared one key, ip:unknown: log the client's address (NGINX $remote_addr, Apache %a) instead of a host name`,
     );
   out.push('');
   out.push(`Configuration ${r.config}:`);

@@ -8,6 +8,7 @@ import { upstreamRequestHeaders } from '../proxy/forward-headers.js';
 export type Admitted = Exclude<Admission, { readonly kind: 'deny' }>;
 
 const NO_PAIRS: readonly HeaderPair[] = Object.freeze([]);
+const NO_NAMES: readonly string[] = Object.freeze([]);
 
 /*
  * The headers of every answer of the proxy listener, written in one place for plain requests and upgrades alike:
@@ -35,8 +36,9 @@ export function upstreamHeaders(rt: Runtime, req: IncomingMessage, id: string): 
     requestId: id,
     requestIdHeader: rt.config.server.requestIdHeader,
     // Identity headers are believed only from trusted proxies; from anyone else they never reach the upstream, and
-    // their `_` spellings reach it from nobody.
-    strip: trusted ? rt.identifier.lookAlikeHeaderNames : rt.identifier.identityHeaderNames,
+    // their other spellings (`_` for `-`) reach it from nobody.
+    strip: trusted ? NO_NAMES : rt.identifier.identityHeaderNames,
+    stripAlso: rt.identifier.isLookAlike,
     trustedPeer: trusted,
     preserveHost: rt.config.upstream.preserveHost,
   });
