@@ -153,6 +153,10 @@ store:
   it('formats violations as file:line:column path: message', () => {
     const v = violations(`${BASE}  enabled: 3\n`);
     expect(formatViolations('x.yaml', v)).toBe('x.yaml:5:12 rateLimiting.enabled: must be boolean, got 3');
+    // An empty file has no line to point at: no made-up position 0:0.
+    expect(formatViolations('empty.yaml', violations(''))).toBe(
+      'empty.yaml (file): missing required key "rateLimiting"',
+    );
   });
 
   it('throws ERR_INVALID_CONFIG at start listing every violation', () => {

@@ -2,7 +2,7 @@ import { compileTargetCanonicalizer, inRanges, normalizeIp, parseTrustedProxies 
 import type { GatewayConfig } from './gateway-config.js';
 import { coveredFamilies } from './ip-coverage.js';
 import { methodsOverlap, patternFindings, patternKey } from './pattern-warnings.js';
-import { type ConfigPath, formatPath } from './violation.js';
+import { type ConfigPath, formatPath, located } from './violation.js';
 
 /**
  * The stable codes of configuration warnings: a valid file that probably does not do what its author meant.
@@ -119,7 +119,7 @@ export function formatWarnings(file: string, warnings: readonly ConfigWarning[])
   return warnings
     .map(
       (w) =>
-        `${file}:${w.line}:${w.column} ${w.path === '' ? '(file)' : w.path}: warning ${w.code}: ${w.message}; suggestion: ${w.suggestion}`,
+        `${located(file, w)} ${w.path === '' ? '(file)' : w.path}: warning ${w.code}: ${w.message}; suggestion: ${w.suggestion}`,
     )
     .join('\n');
 }

@@ -25,12 +25,18 @@ export function formatPath(path: ConfigPath): string {
 }
 
 /**
- * Renders violations one a line as `file:line:column path: message`, the shape editors and CI logs link.
+ * Renders violations one a line as `file:line:column path: message`, the shape editors and CI logs link; a
+ * violation without a position (an empty file, a check of the resolved configuration) is `file path: message`.
  *
  * @param file - the file name shown first.
  */
 export function formatViolations(file: string, violations: readonly Violation[]): string {
   return violations
-    .map((v) => `${file}:${v.line}:${v.column} ${v.path === '' ? '(file)' : v.path}: ${v.message}`)
+    .map((v) => `${located(file, v)} ${v.path === '' ? '(file)' : v.path}: ${v.message}`)
     .join('\n');
+}
+
+/** `file:line:column`, or the file alone when the position is unknown (line 0 is no line an editor can open). */
+export function located(file: string, at: { readonly line: number; readonly column: number }): string {
+  return at.line > 0 ? `${file}:${at.line}:${at.column}` : file;
 }
