@@ -176,9 +176,10 @@ describe('quota tracking on the memory store', () => {
     expect(keys[0].hash).toMatch(/^[0-9a-f]{16,}$/);
     expect(JSON.stringify(top)).not.toContain('flood');
     for (const q of ['?n=0', '?n=abc', '?n=1001']) {
-      expect(
-        (await send(agent, `${t.gateway.adminUrl}/limited-keys/top${q}`, { headers: auth })).status,
-      ).toBe(400);
+      const r = await send(agent, `${t.gateway.adminUrl}/limited-keys/top${q}`, { headers: auth });
+      // Bad input on the admin listener is a problem, like everywhere else.
+      expect([r.status, r.headers['content-type']]).toEqual([400, 'application/problem+json']);
+      expect(r.json()).toMatchObject({ status: 400, detail: 'n must be an integer from 1 to 1000' });
     }
     expect((await send(agent, `${t.gateway.adminUrl}/quota/top`)).status).toBe(401);
     expect(

@@ -161,7 +161,7 @@ export class AdminServer {
         }
         const n = topCount(url.searchParams.get('n'));
         if (n === undefined) {
-          send(400, { error: 'bad_request', detail: `n must be an integer from 1 to ${TOP_MAX}` });
+          badRequest(`n must be an integer from 1 to ${TOP_MAX}`);
           return;
         }
         if (url.pathname === '/limited-keys/top') {
