@@ -149,6 +149,10 @@ describe('operator overrides through the admin API (memory store)', () => {
     [{ pattern: 'ip:1.2.3.4', block: 403, expiresAt: 1e17, reason: 'x' }, 'expiresAt'],
     [{ pattern: '*', quota: 5, window: 60, reason: 'x' }, 'pattern'],
     [{ pattern: 'ip:10.0.0.0/99', block: 403, reason: 'x' }, 'pattern'],
+    // Patterns that named no request: a kind in the wrong case, an address that is not one or is ambiguous.
+    [{ pattern: 'IP:127.0.0.1', block: 403, reason: 'x' }, 'pattern'],
+    [{ pattern: 'ip:010.0.0.1', block: 403, reason: 'x' }, 'pattern'],
+    [{ pattern: 'ip:1.2.3', block: 403, reason: 'x' }, 'pattern'],
     [{ pattern: 'ip:1.2.3.4', quota: 5, window: 60 }, 'reason'],
   ])('answers %j with a 400 problem naming %s', async (body, field) => {
     const g = running[0];
@@ -156,6 +160,29 @@ describe('operator overrides through the admin API (memory store)', () => {
     expect(r.status).toBe(400);
     expect(r.headers['content-type']).toBe('application/problem+json');
     expect(r.json()).toMatchObject({ status: 400, code: 'invalid_override', field });
+  });
+
+  it('stores an IPv4-mapped or zero-padded address as the IPv4 key it names, and applies it', async () => {
+    const g = await start('canonical', config());
+    for (const [pattern, quota] of [
+      ['ip:::ffff:127.0.0.1', 600],
+      ['ip:127.000.000.001', 700],
+    ] as const) {
+      const r = await put(g, { pattern, quota, window: 60, reason: 'x' });
+      expect(r.json()).toMatchObject({ override: { pattern: 'ip:127.0.0.1', id: 'ip:127.0.0.1' } });
+      expect((await send(agent, `${g.gateway.url}/items`)).headers['x-ratelimit-limit']).toBe(String(quota));
+    }
+    expect(g.gateway.overrides.list()).toHaveLength(1);
+  });
+
+  it('blocks a single IPv6 client by its address (its bucket key is its /64)', async () => {
+    const g = await start('ipv6', `${config()}server: { trustedProxies: [loopback] }\n`);
+    const r = await put(g, { pattern: 'ip:2001:DB8:0::1', block: 403, reason: 'x' });
+    expect(r.json()).toMatchObject({ override: { pattern: 'ip:2001:db8::1' } });
+    const from = (ip: string) =>
+      send(agent, `${g.gateway.url}/items`, { headers: { 'x-forwarded-for': ip } });
+    expect((await from('2001:db8::1')).status).toBe(403);
+    expect((await from('2001:db8::2')).status).toBe(200);
   });
 
   it('refuses a body that is not JSON, naming the body', async () => {
@@ -284,6 +311,11 @@ describe('sluice override and sluice block', () => {
     const bad = await cli(g, 'override', 'set', 'k', '--quota=-3', '--window', '60', '--reason', 'x');
     expect(bad.code).toBe(1);
     expect(bad.err).toMatch(/^sluice override: 400 .*\(field quota\)\n$/);
+    const kind = await cli(g, 'block', 'set', 'IP:127.0.0.1', '--reason', 'x');
+    expect(kind.code).toBe(1);
+    expect(kind.err).toMatch(
+      /^sluice block: 400 pattern must be written with its kind in lower case .*\(field pattern\)\n$/,
+    );
     expect((await cli(g, 'override', 'set', 'k', '--unlimited')).code).toBe(2);
     expect((await cli(g, 'block', 'set', 'k', '--status', '404', '--reason', 'x')).code).toBe(2);
     expect((await cli(g, 'override', 'frob')).code).toBe(2);

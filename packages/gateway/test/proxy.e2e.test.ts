@@ -1,5 +1,5 @@
 import { request as httpRequest, type IncomingMessage } from 'node:http';
-import { createServer } from 'node:net';
+import { connect, createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket, WebSocketServer } from 'ws';
@@ -64,6 +64,32 @@ function rawRequest(
     req.on('error', reject);
     req.end();
   });
+}
+
+/**
+ * Sends a request byte for byte on a raw TCP socket (no client library sends two Host fields) and resolves with
+ * everything the gateway answered until it closed the connection.
+ */
+function rawExchange(url: string, text: string): Promise<string> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname, () => socket.write(text));
+    let answer = '';
+    socket.setEncoding('utf8');
+    socket.on('data', (c: string) => {
+      answer += c;
+    });
+    socket.on('end', () => resolve(answer));
+    socket.on('error', reject);
+  });
+}
+
+/** The status line, the lower-cased header block and the parsed JSON body of a raw answer. */
+function parseAnswer(answer: string): { status: string; head: string; body: unknown } {
+  const end = answer.indexOf('\r\n\r\n');
+  // Every header line ends in CRLF here, the last one too, so a test can look for `name: value\r\n`.
+  const head = answer.slice(0, end + 2).toLowerCase();
+  return { status: answer.split('\r\n')[0] ?? '', head, body: JSON.parse(answer.slice(end + 4)) };
 }
 
 describe('forwarding', () => {
@@ -154,7 +180,7 @@ describe('upstream failures', () => {
       detail: 'The upstream service could not be reached.',
       instance: '/x',
       code: 'upstream_unreachable',
-      requestId: 'down-1',
+      correlation_id: 'down-1',
     });
     expect(r.headers.ratelimit).toBe('"free";r=2;t=1');
   });
@@ -165,7 +191,66 @@ describe('upstream failures', () => {
     const r = await send(agent, `${base}/slow`);
     expect(r.status).toBe(504);
     expect(r.json()).toMatchObject({ status: 504, code: 'upstream_timeout', instance: '/slow' });
+    expect(r.json()).toHaveProperty('correlation_id');
+    expect(r.json()).not.toHaveProperty('requestId');
     upstream.server.closeAllConnections();
+  });
+});
+
+describe('Host header (RFC 9112 3.2)', () => {
+  const UPGRADE =
+    'connection: upgrade\r\nupgrade: websocket\r\nsec-websocket-version: 13\r\n' +
+    'sec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\n';
+
+  it('refuses a request with two Host fields with a 400 bad_host problem, plain and upgrade alike', async () => {
+    const base = await start();
+    const head = 'GET /api/x HTTP/1.1\r\nHost: a\r\nHost: b\r\nx-request-id: host-1\r\n';
+    const plain = parseAnswer(await rawExchange(base, `${head}\r\n`));
+    const upgrade = parseAnswer(await rawExchange(base, `${head}${UPGRADE}\r\n`));
+    for (const a of [plain, upgrade]) {
+      expect(a.status).toBe('HTTP/1.1 400 Bad Request');
+      expect(a.head).toContain('content-type: application/problem+json\r\n');
+      expect(a.head).toContain('x-request-id: host-1\r\n');
+      expect(a.head).toContain('connection: close\r\n');
+      expect(a.body).toEqual({
+        type: 'about:blank',
+        title: 'Bad Request',
+        status: 400,
+        detail: 'The request must have exactly one Host header field with a valid host and optional port.',
+        instance: '/api/x',
+        code: 'bad_host',
+        correlation_id: 'host-1',
+      });
+    }
+    expect(upstream.seen.some((r) => r.url === '/api/x')).toBe(false);
+  });
+
+  it('refuses two Host fields whatever their case, on the health endpoints too', async () => {
+    const base = await start();
+    for (const target of ['/api/y', '/health']) {
+      const answer = await rawExchange(base, `GET ${target} HTTP/1.1\r\nhost: a\r\nHOST: a\r\n\r\n`);
+      expect(parseAnswer(answer)).toMatchObject({
+        status: 'HTTP/1.1 400 Bad Request',
+        body: { code: 'bad_host' },
+      });
+    }
+    expect(upstream.seen.some((r) => r.url === '/api/y')).toBe(false);
+  });
+
+  it('refuses a Host that is not a host and optional port, and passes valid ones', async () => {
+    const base = await start();
+    for (const host of ['a/b', 'user@a', 'a:80x', 'a:1:2', '[::1', '[::1]x', 'a"b']) {
+      const answer = await rawExchange(base, `GET /h HTTP/1.1\r\nhost: ${host}\r\nconnection: close\r\n\r\n`);
+      expect(parseAnswer(answer), host).toMatchObject({ body: { code: 'bad_host' } });
+    }
+    for (const host of ['example.com', 'example.com:8080', '[::1]:80', '[::1]', '127.0.0.1:1', 'a_b-c~d']) {
+      // The health endpoint: answered by the gateway, never limited, after the Host check like every request.
+      const answer = await rawExchange(
+        base,
+        `GET /health HTTP/1.1\r\nhost: ${host}\r\nconnection: close\r\n\r\n`,
+      );
+      expect(answer.split('\r\n')[0], host).toBe('HTTP/1.1 200 OK');
+    }
   });
 });
 

@@ -8,7 +8,7 @@ import {
   parseOverride,
   SluiceError,
 } from 'sluice';
-import { deriveKey, overridePattern } from 'sluice/http';
+import { canonicalOverridePattern, deriveKey } from 'sluice/http';
 import type { Logger } from '../log/create-logger.js';
 import type { Runtime } from './runtime.js';
 
@@ -115,7 +115,7 @@ export class OverrideControl {
     try {
       rule = parseOverride(body, now, who);
       if (rule.pattern.startsWith(API_KEY_NAME)) rule = this.#byKeyName(rule);
-      overridePattern(rule.pattern);
+      rule = canonical(rule);
     } catch (e) {
       if (e instanceof SluiceError) {
         throw new OverrideInputError(String(e.details.option ?? 'body').replace(/^body\./, ''), e.message);
@@ -182,4 +182,16 @@ export class OverrideControl {
       message,
     );
   }
+}
+
+/**
+ * The rule with its pattern as the gateway writes the key it names (`ip:::ffff:1.2.3.4` as `ip:1.2.3.4`), so that
+ * it applies and one client has one rule id; the id follows the pattern.
+ *
+ * @throws SluiceError `ERR_INVALID_OPTION` naming `pattern` for a pattern that would name no request.
+ */
+function canonical(rule: OverrideRule): OverrideRule {
+  const pattern = canonicalOverridePattern(rule.pattern);
+  if (pattern === rule.pattern) return rule;
+  return Object.freeze({ ...rule, pattern, id: overrideId(pattern, rule.policy, rule.tier) });
 }

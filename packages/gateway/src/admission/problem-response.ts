@@ -57,6 +57,12 @@ export const Problems = Object.freeze({
     detail,
     code: 'bad_request',
   }),
+  badHost: (): GatewayProblem => ({
+    status: 400,
+    title: 'Bad Request',
+    detail: 'The request must have exactly one Host header field with a valid host and optional port.',
+    code: 'bad_host',
+  }),
   invalidOverride: (field: string, detail: string): GatewayProblem => ({
     status: 400,
     title: 'Invalid Override',
@@ -78,7 +84,12 @@ export const Problems = Object.freeze({
   }),
 });
 
-/** The JSON body of a gateway problem. */
+/**
+ * The JSON body of a gateway problem. The request id goes in `correlation_id`, the member `sluice/http` writes
+ * in the 429 and 400 bodies, so a client reads one name whichever part of the gateway answered.
+ *
+ * @param requestId - the request id; `''` leaves the member out (an admin or decision API answer has none).
+ */
 export function problemBody(p: GatewayProblem, instance: string, requestId = ''): string {
   const body: Record<string, unknown> = {
     type: 'about:blank',
@@ -89,8 +100,17 @@ export function problemBody(p: GatewayProblem, instance: string, requestId = '')
     code: p.code,
   };
   if (p.field !== undefined) body.field = p.field;
-  if (requestId !== '') body.requestId = requestId;
+  if (requestId !== '') body.correlation_id = requestId;
   return JSON.stringify(body);
+}
+
+/**
+ * The `instance` of a problem answered before the target is parsed: the target as sent without its query, as
+ * `sluice/http` writes it for a refused target (a query may hold secrets and says nothing about the problem).
+ */
+export function instanceOf(rawTarget: string): string {
+  const q = rawTarget.indexOf('?');
+  return q < 0 ? rawTarget : rawTarget.slice(0, q);
 }
 
 /**

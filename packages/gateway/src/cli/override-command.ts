@@ -38,8 +38,9 @@ export const OVERRIDE_HELP = `Usage:
   sluice block rm ID [--reason TEXT]
 
 PATTERN: an exact key (tenant:acme:client:web, ip:203.0.113.9, apikey:<hash>), a tenant (tenant:acme),
-a prefix ending in * (tenant:acme:client:*), an address range (ip:10.0.0.0/8) or an API key of the key file
-by name (apikey-name:ci-bot). ID: the pattern, then
+a prefix ending in * (tenant:acme:client:*), an address range (ip:10.0.0.0/8; a single IPv6 address such as
+ip:2001:db8::1 is its /128) or an API key of the key file by name (apikey-name:ci-bot). An address is stored as
+the client's key (ip:::ffff:1.2.3.4 as ip:1.2.3.4). ID: the pattern as stored, then
 " policy=NAME" or " tier=NAME" when scoped (as "sluice override list" shows it).
 The admin API is SLUICE_ADMIN_URL (or --admin URL, default http://127.0.0.1:9091) with the token in
 SLUICE_ADMIN_TOKEN (never on the command line, where other users could read it).

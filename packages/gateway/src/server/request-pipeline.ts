@@ -1,12 +1,13 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { closesAfterDenial, DENIAL_DRAIN_LIMIT, isPromiseLike } from 'sluice/http';
-import { type GatewayProblem, Problems, sendProblem } from '../admission/problem-response.js';
+import { type GatewayProblem, instanceOf, Problems, sendProblem } from '../admission/problem-response.js';
 import { requestIdOf } from '../admission/request-id.js';
 import type { Runtime } from '../admission/runtime.js';
 import { admittedHeaders, upstreamHeaders } from './answer-headers.js';
 import { answerPreflight, corsHeaders, isPreflight } from './cors-headers.js';
 import { drainBody, expectsContinue } from './drain-body.js';
 import { answerHealth, isHealthRequest } from './health-endpoints.js';
+import { hasBadHost } from './host-header.js';
 import { admitOwnRequest, type ProxyContext } from './proxy-context.js';
 
 /**
@@ -46,6 +47,13 @@ export async function handleRequest(
       'request',
     );
   });
+  // Before anything reads the request, the health endpoints and preflights included: RFC 9112 3.2 makes a request
+  // with two Host fields or an invalid one a 400, whatever it asks for.
+  if (hasBadHost(req.rawHeaders)) {
+    outcome = 'bad_host';
+    refuseBadHost(res, req.url ?? '/', c.server.requestIdHeader, id);
+    return;
+  }
   // The request id header is set here only on the gateway's own answers: a proxied response carries it in
   // `extra`, and a response with nothing set before `writeHead` lets Node serialize the flat header list as is.
   if (ctx.draining) res.setHeader('connection', 'close');
@@ -126,6 +134,16 @@ export async function handleRequest(
       id,
     );
   }
+}
+
+/**
+ * Answers a request whose Host fields are malformed with the `bad_host` problem and closes the connection, as
+ * Node.js closes it after the malformed requests it refuses itself: such a request comes from a broken client or
+ * from one probing how hops disagree about the host, and nothing more on its connection is worth serving.
+ */
+function refuseBadHost(res: ServerResponse, raw: string, idHeader: string, id: string): void {
+  res.setHeader('connection', 'close');
+  sendProblem(res, Problems.badHost(), instanceOf(raw), id, { [idHeader]: id });
 }
 
 /**

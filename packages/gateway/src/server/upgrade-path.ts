@@ -3,6 +3,7 @@ import type { Duplex } from 'node:stream';
 import type { Admission } from '../admission/admit-request.js';
 import {
   type GatewayProblem,
+  instanceOf,
   Problems,
   problemBody,
   writeRawResponse,
@@ -10,6 +11,7 @@ import {
 import { requestIdOf } from '../admission/request-id.js';
 import type { Runtime } from '../admission/runtime.js';
 import { admittedHeaders, problemHeaders, upstreamHeaders } from './answer-headers.js';
+import { hasBadHost } from './host-header.js';
 import { admitOwnRequest, type ProxyContext } from './proxy-context.js';
 
 /**
@@ -27,12 +29,21 @@ export async function handleUpgrade(
   const rt = host.runtime;
   const id = requestIdOf(req.headers[rt.config.server.requestIdHeader]);
   socket.on('error', () => socket.destroy());
+  const raw = req.url ?? '/';
+  const method = req.method ?? 'GET';
+  // The same check as a plain request's, first: RFC 9112 3.2 makes two Host fields or an invalid one a 400.
+  if (hasBadHost(req.rawHeaders)) {
+    host.logger.info(
+      { reqId: id, method, url: raw, status: 400, outcome: 'bad_host', upgrade: true },
+      'request',
+    );
+    refuse(rt, socket, Problems.badHost(), instanceOf(raw), id);
+    return;
+  }
   if (ctx.draining) {
     writeRawResponse(socket, 503, [], '');
     return;
   }
-  const raw = req.url ?? '/';
-  const method = req.method ?? 'GET';
   // The same parser as a plain request's and admission's: a target without a canonical form is refused below.
   const target = rt.http.canonicalTarget(raw);
   let admission: Admission;

@@ -13,7 +13,9 @@ export type OverrideEffect = 'limit' | 'unlimited' | 'block';
  *
  * Patterns: an exact bucket key (`tenant:acme:client:web`, `ip:203.0.113.9`, `apikey:<hash>`), a tenant
  * (`tenant:acme`: every key of that tenant), a prefix ending in `*` (`tenant:acme:client:*`) or an address range
- * (`ip:10.0.0.0/8`, matched against the client IP).
+ * (`ip:10.0.0.0/8`, matched against the client IP). A single IPv6 address (`ip:2001:db8::1`) is its /128 range,
+ * since an IPv6 client's key is its /64; `canonicalOverridePattern` in `sluice/http` writes an address pattern as
+ * the key it names and refuses one that names no request.
  */
 export interface OverrideRule {
   /** Stable identity: the pattern and the scope; setting the same pattern and scope again replaces the rule. */
@@ -168,7 +170,7 @@ export function overrideId(pattern: string, policy?: string, tier?: string): str
 
 /**
  * Checks a pattern's shape: printable, bounded, a `*` only at the end after a non-empty prefix, and never a
- * pattern that matches every key (`*`, `:*`). Address ranges (`ip:` with `/`) are checked by `sluice/http`.
+ * pattern that matches every key (`*`, `:*`). Addresses and ranges (`ip:`) are checked by `sluice/http`.
  *
  * @throws SluiceError `ERR_INVALID_OPTION` naming `pattern`.
  */

@@ -133,6 +133,23 @@ describe('run-time overrides in the HTTP limiter', () => {
     expect(sync(http.evaluate(req({ remoteAddress: '198.51.100.1' }))).status).toBe(200);
   });
 
+  it('blocks a single IPv6 client by its address, not the rest of its /64, whatever the key', async () => {
+    const { http, set } = setup();
+    // The client's bucket key is ip:2001:db8::/64: an exact-key rule on the address could never match.
+    await set({ pattern: 'ip:2001:db8::1', block: 403, reason: 'scanner' });
+    expect(sync(http.evaluate(req({ remoteAddress: '2001:db8::1', identity: undefined }))).status).toBe(403);
+    expect(sync(http.evaluate(req({ remoteAddress: '2001:db8::1' }))).status).toBe(403);
+    expect(sync(http.evaluate(req({ remoteAddress: '2001:db8::2', identity: undefined }))).status).toBe(200);
+  });
+
+  it('applies a rule on an IPv4-mapped or zero-padded address to the IPv4 client it names', async () => {
+    const { http, set } = setup();
+    await set({ pattern: 'ip:::ffff:203.0.113.7', block: 403, reason: 'mapped' });
+    await set({ pattern: 'ip:198.51.100.001', block: 403, reason: 'padded' });
+    expect(sync(http.evaluate(req({ identity: undefined }))).status).toBe(403);
+    expect(sync(http.evaluate(req({ remoteAddress: '198.51.100.1', identity: undefined }))).status).toBe(403);
+  });
+
   it('goes back to the configured policy and its own bucket when a limit ends', async () => {
     const { http, set, advance } = setup();
     await set({ pattern: 'tenant:acme:client:web', quota: 6000, window: 60, ttlSeconds: 10, reason: 'x' });

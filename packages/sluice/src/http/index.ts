@@ -13,7 +13,7 @@ export { type IpRange, inRanges, normalizeIp } from './ip-address.js';
 export { boundKey, sha256Base64Url } from './key-hash.js';
 export { deriveKey, escapeKeyPart, ipKey, KEY_KINDS, type KeyKind, type KeySpec } from './keys.js';
 export { isPromiseLike } from './maybe-promise.js';
-export { type OverridePatternKind, overridePattern } from './override-index.js';
+export { canonicalOverridePattern, type OverridePatternKind, overridePattern } from './override-index.js';
 export {
   compileEndpoint,
   compilePathPattern,

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { type OverrideRule, parseOverride } from '../core/index.js';
 import { inRanges, parseIpRange } from './ip-address.js';
-import { OverrideIndex, overridePattern } from './override-index.js';
+import { canonicalOverridePattern, OverrideIndex, overridePattern } from './override-index.js';
 
 const NOW = 1_000_000;
 const ADDRESSES = ['10.0.0.1', '10.0.1.7', '10.9.0.1', '192.0.2.5', '2001:db8::1', '2001:db8:0:1::9'];
@@ -107,6 +107,74 @@ describe('OverrideIndex', () => {
     expect(index.find('ip:10.0.0.1', 'q', undefined, '10.0.0.1', () => NOW)).toBeUndefined();
     expect(index.find('ip:2001:db8::/64', 'p', undefined, '2001:db8::1', () => NOW)?.rule.pattern).toBe(
       'ip:2001:db8::/32',
+    );
+  });
+});
+
+describe('overridePattern and canonicalOverridePattern on patterns naming an address', () => {
+  it.each([
+    'ip:203.0.113.9',
+    'ip:unknown',
+    'ip:*',
+    'ip:10.*',
+    'ip:10.0.0.0/8',
+    'ip:2001:db8::/64',
+    'ip:2001:db8::1/128',
+    'tenant:acme',
+    'tenant:acme:client:*',
+    'apikey:abc',
+    'custom:Mixed:Case',
+    'acme:ci-bot',
+  ])('accepts %s as it is', (pattern) => {
+    expect(canonicalOverridePattern(pattern)).toBe(pattern);
+  });
+
+  it.each([
+    // The gateway unmaps IPv4-mapped clients, so the key is the IPv4 one.
+    ['ip:::ffff:1.2.3.4', 'ip:1.2.3.4'],
+    ['ip:::FFFF:7f00:1', 'ip:127.0.0.1'],
+    // Zero and one read alike in octal and decimal: the address is unambiguous.
+    ['ip:127.000.000.001', 'ip:127.0.0.1'],
+    ['ip:2001:DB8:0:0::1', 'ip:2001:db8::1'],
+  ])('writes %s as %s', (pattern, canonical) => {
+    expect(canonicalOverridePattern(pattern)).toBe(canonical);
+  });
+
+  it('reads a single IPv6 address as its /128 range (the bucket key is the /64, never the address)', () => {
+    const p = overridePattern('ip:2001:db8::1');
+    expect(p.kind).toBe('range');
+    expect(p.kind === 'range' && [p.range.kind, p.range.bits]).toEqual(['ipv6', 128]);
+    expect(overridePattern('ip:::ffff:1.2.3.4')).toEqual({ kind: 'exact', value: 'ip:1.2.3.4' });
+    expect(overridePattern('ip:127.000.000.001')).toEqual({ kind: 'exact', value: 'ip:127.0.0.1' });
+  });
+
+  it.each([
+    ['IP:127.0.0.1', 'pattern must be written with its kind in lower case (ip, tenant, '],
+    ['Tenant:acme', 'got "Tenant:acme"'],
+    ['ip:010.0.0.1', 'pattern must be an IPv4 address without leading zeros (ip:10.0.0.1'],
+    ['ip:1.2.3', 'pattern must be an IP address, an address range such as ip:203.0.113.0/24'],
+    ['ip:localhost', 'got "ip:localhost"'],
+    ['ip:1.2.3.256', 'got "ip:1.2.3.256"'],
+  ])('refuses %s, naming the pattern and what it expects', (pattern, message) => {
+    expect(() => canonicalOverridePattern(pattern)).toThrow(message);
+    expect(() => overridePattern(pattern)).toThrow(message);
+  });
+
+  it('finds a rule on a single IPv6 address for that client only, and a mapped one under the IPv4 key', () => {
+    const rules = ['ip:2001:db8::1', 'ip:::ffff:192.0.2.5', 'ip:127.000.000.001'].map((pattern) =>
+      parseOverride({ pattern, block: 403, reason: 'test' }, NOW, 'test'),
+    );
+    const index = new OverrideIndex(rules);
+    const at = () => NOW;
+    expect(index.find('ip:2001:db8::/64', 'p', undefined, '2001:db8::1', at)?.rule.pattern).toBe(
+      'ip:2001:db8::1',
+    );
+    expect(index.find('ip:2001:db8::/64', 'p', undefined, '2001:db8::2', at)).toBeUndefined();
+    expect(index.find('ip:192.0.2.5', 'p', undefined, '192.0.2.5', at)?.rule.pattern).toBe(
+      'ip:::ffff:192.0.2.5',
+    );
+    expect(index.find('ip:127.0.0.1', 'p', undefined, '127.0.0.1', at)?.rule.pattern).toBe(
+      'ip:127.000.000.001',
     );
   });
 });

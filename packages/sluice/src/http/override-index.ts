@@ -1,6 +1,7 @@
+import { isIP } from 'node:net';
 import { invalidOption, type OverrideRule, overridePolicy, type Policy } from '../core/index.js';
 import { detached } from './detached-string.js';
-import { type IpRange, inRange, parseAddress, parseIpRange } from './ip-address.js';
+import { type IpRange, inRange, normalizeIp, parseAddress, parseIpRange } from './ip-address.js';
 
 /** One rule compiled for lookups. */
 export interface CompiledOverride {
@@ -30,12 +31,39 @@ export type OverridePatternKind =
   | { readonly kind: 'range'; readonly range: IpRange };
 
 /**
+ * The kinds bucket keys start with (`apikey-name` is the gateway's name for an API key). Keys are written in lower
+ * case, so a pattern whose kind is in another case (`IP:127.0.0.1`) would name no key.
+ */
+const PATTERN_KINDS: readonly string[] = Object.freeze([
+  'ip',
+  'tenant',
+  'client',
+  'user',
+  'principal',
+  'apikey',
+  'apikey-name',
+  'device',
+  'token',
+  'connection',
+  'agent',
+  'human',
+  'host',
+  'webhook',
+  'param',
+  'custom',
+]);
+
+/**
  * Reads a pattern: `ip:<address>/<bits>` is an address range (matched against the client IP), `tenant:<t>` every
- * key of that tenant, `<prefix>*` a prefix, anything else an exact bucket key.
+ * key of that tenant, `<prefix>*` a prefix, anything else an exact bucket key. A single address is read as the
+ * key the gateway gives its client (see {@link canonicalOverridePattern}); a single IPv6 address is its /128
+ * range, since an IPv6 client's key is its /64 and no key names one address.
  *
- * @throws SluiceError `ERR_INVALID_OPTION` naming `pattern` for a malformed address range.
+ * @throws SluiceError `ERR_INVALID_OPTION` naming `pattern` for a malformed address or range, or a key kind in
+ * the wrong case.
  */
 export function overridePattern(pattern: string): OverridePatternKind {
+  checkKindCase(pattern);
   if (pattern.startsWith('ip:') && pattern.includes('/')) {
     const range = parseIpRange(pattern.slice(3));
     if (range === undefined) {
@@ -48,8 +76,98 @@ export function overridePattern(pattern: string): OverridePatternKind {
     return { kind: 'range', range };
   }
   if (pattern.endsWith('*')) return { kind: 'prefix', value: pattern.slice(0, -1) };
+  if (pattern.startsWith('ip:')) return addressPattern(patternAddress(pattern));
   if (/^tenant:[^:*]+$/.test(pattern)) return { kind: 'prefix', value: `${pattern}:` };
   return { kind: 'exact', value: pattern };
+}
+
+/**
+ * Validates a pattern and writes a single address the way the gateway writes its client's key, so that the rule
+ * applies to the requests it names and one client has one rule id: an IPv4-mapped address (`ip:::ffff:1.2.3.4`)
+ * as its IPv4 form, zero padding dropped where octal and decimal agree (`ip:127.000.000.001` as `ip:127.0.0.1`),
+ * an IPv6 address compressed and in lower case. Other patterns are returned as given.
+ *
+ * @param pattern - the pattern an operator gave.
+ * @returns the pattern to store.
+ * @throws SluiceError `ERR_INVALID_OPTION` naming `pattern`, as {@link overridePattern} does.
+ *
+ * @example
+ * ```ts
+ * canonicalOverridePattern('ip:::ffff:192.0.2.1'); // 'ip:192.0.2.1'
+ * canonicalOverridePattern('ip:2001:DB8::1');      // 'ip:2001:db8::1' (matched as 2001:db8::1/128)
+ * canonicalOverridePattern('IP:192.0.2.1');        // throws: the kind must be in lower case
+ * ```
+ */
+export function canonicalOverridePattern(pattern: string): string {
+  overridePattern(pattern);
+  return isAddressPattern(pattern) ? `ip:${patternAddress(pattern)}` : pattern;
+}
+
+/** An `ip:` pattern that is neither a range nor a prefix: one address, or `ip:unknown`. */
+function isAddressPattern(pattern: string): boolean {
+  return pattern.startsWith('ip:') && !pattern.includes('/') && !pattern.endsWith('*');
+}
+
+function checkKindCase(pattern: string): void {
+  const colon = pattern.indexOf(':');
+  const kind = colon < 0 ? '' : pattern.slice(0, colon);
+  const lower = kind.toLowerCase();
+  if (kind !== lower && PATTERN_KINDS.includes(lower)) {
+    throw invalidOption(
+      'pattern',
+      `written with its kind in lower case (${PATTERN_KINDS.join(', ')})`,
+      pattern,
+    );
+  }
+}
+
+/** An address as a pattern: an IPv4 key is exact, an IPv6 address the /128 range matched against the client IP. */
+function addressPattern(address: string): OverridePatternKind {
+  if (isIP(address) !== 6) return { kind: 'exact', value: `ip:${address}` };
+  return { kind: 'range', range: parseIpRange(address) as IpRange };
+}
+
+/**
+ * The address of an `ip:` pattern without `/` or `*`, canonical as in keys (IPv4-mapped unmapped, IPv6
+ * compressed), or `unknown` (the key of clients without an address).
+ *
+ * @throws SluiceError `ERR_INVALID_OPTION` naming `pattern` for anything else.
+ */
+function patternAddress(pattern: string): string {
+  const text = pattern.slice(3);
+  if (text === 'unknown') return text;
+  const address = normalizeIp(text) ?? unpaddedIpv4(text, pattern);
+  if (address === undefined) {
+    throw invalidOption(
+      'pattern',
+      'an IP address, an address range such as ip:203.0.113.0/24, ip:unknown or a prefix ending in *',
+      pattern,
+    );
+  }
+  return address;
+}
+
+/**
+ * A dotted quad with zero padding (`127.000.000.001`) in canonical form. node:net refuses padding because some
+ * tools read a leading zero as octal (`010` is 8); a padded part of one digit reads the same either way, so only
+ * those are dropped, and any other padded part is refused with the decimal form, which the operator more likely
+ * meant.
+ *
+ * @returns the canonical address, or `undefined` when the text is no dotted quad.
+ * @throws SluiceError `ERR_INVALID_OPTION` naming `pattern` for a padded part that octal reads otherwise.
+ */
+function unpaddedIpv4(text: string, pattern: string): string | undefined {
+  const parts = text.split('.');
+  if (parts.length !== 4 || !parts.every((p) => /^\d{1,12}$/.test(p) && Number(p) <= 255)) return undefined;
+  const address = parts.map(Number).join('.');
+  if (parts.some((p) => p.length > 1 && p.startsWith('0') && Number(p) > 7)) {
+    throw invalidOption(
+      'pattern',
+      `an IPv4 address without leading zeros (ip:${address} if decimal was meant; some tools read a leading zero as octal)`,
+      pattern,
+    );
+  }
+  return address;
 }
 
 const NONE: readonly CompiledOverride[] = Object.freeze([]);
