@@ -310,12 +310,17 @@ describe('sluice override and sluice block', () => {
     const g = running[0];
     const bad = await cli(g, 'override', 'set', 'k', '--quota=-3', '--window', '60', '--reason', 'x');
     expect(bad.code).toBe(1);
-    expect(bad.err).toMatch(/^sluice override: 400 .*\(field quota\)\n$/);
+    expect(bad.err).toMatch(/^sluice override: 400 .*\(given by --quota\)\n$/);
     const kind = await cli(g, 'block', 'set', 'IP:127.0.0.1', '--reason', 'x');
     expect(kind.code).toBe(1);
     expect(kind.err).toMatch(
-      /^sluice block: 400 pattern must be written with its kind in lower case .*\(field pattern\)\n$/,
+      /^sluice block: 400 pattern must be written with its kind in lower case .*\(given as PATTERN\)\n$/,
     );
+    // The gateway names its API's fields; the command says which of its options gives each.
+    const noWindow = await cli(g, 'override', 'set', 'k', '--quota', '5', '--reason', 'x');
+    expect(noWindow.err).toMatch(/^sluice override: 400 window .*\(given by --window\)\n$/);
+    const noEnd = await cli(g, 'block', 'set', 'ip:203.0.113.1', '--status', '429', '--reason', 'x');
+    expect(noEnd.err).toMatch(/\(given by --for or --until\)\n$/);
     expect((await cli(g, 'override', 'set', 'k', '--unlimited')).code).toBe(2);
     expect((await cli(g, 'block', 'set', 'k', '--status', '404', '--reason', 'x')).code).toBe(2);
     expect((await cli(g, 'override', 'frob')).code).toBe(2);

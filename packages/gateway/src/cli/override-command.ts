@@ -199,9 +199,29 @@ function report(
     io.out(ok());
     return 0;
   }
-  const field = typeof reply.field === 'string' ? ` (field ${reply.field})` : '';
+  const field = typeof reply.field === 'string' ? ` (${givenBy(reply.field)})` : '';
   io.err(`sluice ${kind}: ${status} ${String(reply.detail ?? reply.error ?? 'refused')}${field}\n`);
   return 1;
+}
+
+/** The admin API's request fields and the options of this command that give them. */
+const OPTION_OF: Readonly<Record<string, string>> = Object.freeze({
+  pattern: 'given as PATTERN',
+  reason: 'given by --reason',
+  policy: 'given by --policy',
+  tier: 'given by --tier',
+  quota: 'given by --quota',
+  burst: 'given by --burst',
+  window: 'given by --window',
+  unlimited: 'given by --unlimited',
+  block: 'given by --status',
+  ttlSeconds: 'given by --for',
+  expiresAt: 'given by --for or --until',
+});
+
+/** Where the refused field came from: the option that gives it, else the API's name for it. */
+function givenBy(field: string): string {
+  return Object.hasOwn(OPTION_OF, field) ? (OPTION_OF[field] as string) : `field ${field}`;
 }
 
 function usage(io: OverrideCommandIo, kind: string, message: string): number {
