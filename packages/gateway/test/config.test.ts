@@ -145,6 +145,12 @@ store:
     expect(v[0].line).toBeGreaterThan(0);
   });
 
+  it('words a pattern violation from the schema description without a stray full stop', () => {
+    const v = violations(`${BASE}  endpoints:\n    - { pattern: "api/x", limit: 5, window: 60s }\n`);
+    const pattern = v.find((x) => x.path === 'rateLimiting.endpoints[0].pattern');
+    expect(pattern?.message).toMatch(/^A path; .* everything below; got "api\/x"$/);
+  });
+
   it('rejects an empty or non-mapping file', () => {
     expect(violations('')[0].message).toMatch(/rateLimiting/);
     expect(violations('- a\n')[0].message).toMatch(/mapping/);

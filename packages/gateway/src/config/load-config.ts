@@ -239,7 +239,8 @@ function messageOf(e: ErrorObject, secret: boolean): string {
     case 'enum':
       return `must be one of ${(e.params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}, got ${describe(e.data)}`;
     case 'pattern':
-      return `${parent.description ?? `must match ${String(e.params.pattern)}`}; got ${describe(e.data)}`;
+      // A description ends as a sentence does; its full stop before "; got" read as stray punctuation.
+      return `${parent.description?.replace(/\.$/, '') ?? `must match ${String(e.params.pattern)}`}; got ${describe(e.data)}`;
     case 'propertyNames':
       return `has an invalid name: ${e.message ?? ''}`;
     default:
