@@ -173,6 +173,15 @@ describe('operator overrides through the admin API (memory store)', () => {
       expect((await send(agent, `${g.gateway.url}/items`)).headers['x-ratelimit-limit']).toBe(String(quota));
     }
     expect(g.gateway.overrides.list()).toHaveLength(1);
+    // Removed by the pattern as the operator typed it, too.
+    const rm = await send(
+      agent,
+      `${g.gateway.adminUrl}/overrides?id=${encodeURIComponent('ip:::ffff:127.0.0.1')}&reason=done`,
+      { method: 'DELETE', headers: auth },
+    );
+    expect(rm.status).toBe(200);
+    expect(rm.json()).toMatchObject({ removed: { id: 'ip:127.0.0.1' } });
+    expect(g.gateway.overrides.list()).toHaveLength(0);
   });
 
   it('blocks a single IPv6 client by its address (its bucket key is its /64)', async () => {

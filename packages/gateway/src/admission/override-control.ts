@@ -86,10 +86,19 @@ export class OverrideControl {
    * @returns the removed rule, or `undefined` when none had the id.
    */
   async remove(id: string, who: string, reason: string): Promise<OverrideRule | undefined> {
-    const change: OverrideChange = { action: 'remove', id, who, at: this.#now(), reason };
-    const gone = await this.#store.remove(id, change);
-    if (gone !== undefined) this.#audit({ ...change, rule: gone }, `override removed: ${id}`);
-    return gone;
+    // An operator may name the rule by the pattern as typed (`ip:::ffff:1.2.3.4`), which was stored as the key
+    // it names: that id is tried when the given one names no rule.
+    const at = this.#now();
+    for (const candidate of [id, canonicalId(id)]) {
+      if (candidate === undefined) continue;
+      const change: OverrideChange = { action: 'remove', id: candidate, who, at, reason };
+      const gone = await this.#store.remove(candidate, change);
+      if (gone !== undefined) {
+        this.#audit({ ...change, rule: gone }, `override removed: ${candidate}`);
+        return gone;
+      }
+    }
+    return undefined;
   }
 
   /** The rules in force, with the seconds left on each that ends. */
@@ -182,6 +191,25 @@ export class OverrideControl {
       message,
     );
   }
+}
+
+/** A scope at the end of a rule id (`overrideId`): ` policy=<name>` or ` tier=<name>`. */
+const SCOPE = / (?:policy|tier)=[^ ]*$/;
+
+/**
+ * The id a rule given by `id` was stored under when its pattern was written canonically, or `undefined` when that
+ * is `id` itself or the pattern is not one.
+ */
+function canonicalId(id: string): string | undefined {
+  const scope = SCOPE.exec(id);
+  const pattern = scope === null ? id : id.slice(0, scope.index);
+  let written: string;
+  try {
+    written = canonicalOverridePattern(pattern);
+  } catch {
+    return undefined;
+  }
+  return written === pattern ? undefined : written + (scope === null ? '' : scope[0]);
 }
 
 /**
