@@ -88,29 +88,23 @@ export const Problems = Object.freeze({
  * The JSON body of a gateway problem. The request id goes in `correlation_id`, the member `sluice/http` writes
  * in the 429 and 400 bodies, so a client reads one name whichever part of the gateway answered.
  *
+ * @param instance - the request's path; a query string is cut off, as `sluice/http` does (it may hold secrets and
+ *   says nothing about the problem), so a target answered before it is parsed can be given as sent.
  * @param requestId - the request id; `''` leaves the member out (an admin or decision API answer has none).
  */
 export function problemBody(p: GatewayProblem, instance: string, requestId = ''): string {
+  const q = instance.indexOf('?');
   const body: Record<string, unknown> = {
     type: 'about:blank',
     title: p.title,
     status: p.status,
     detail: p.detail,
-    instance,
+    instance: q < 0 ? instance : instance.slice(0, q),
     code: p.code,
   };
   if (p.field !== undefined) body.field = p.field;
   if (requestId !== '') body.correlation_id = requestId;
   return JSON.stringify(body);
-}
-
-/**
- * The `instance` of a problem answered before the target is parsed: the target as sent without its query, as
- * `sluice/http` writes it for a refused target (a query may hold secrets and says nothing about the problem).
- */
-export function instanceOf(rawTarget: string): string {
-  const q = rawTarget.indexOf('?');
-  return q < 0 ? rawTarget : rawTarget.slice(0, q);
 }
 
 /**

@@ -60,27 +60,26 @@ export class RequestIdentifier {
     return this.#apiKeys === undefined ? null : this.#apiKeys.named(name);
   }
 
-  /** The configured identity header names: stripped from the requests of untrusted peers. */
-  get identityHeaderNames(): readonly string[] {
-    return this.#names;
-  }
-
   /**
-   * Whether a request header is another spelling of an identity header (`x_tenant_id`, `X-Tenant_Id`, any mix of
-   * `_` and `-` but the configured one): stripped from every request, a trusted proxy's included. The gateway
-   * never reads them, and CGI-style servers (PHP, WSGI, Rack) read them all as `HTTP_X_TENANT_ID`, so a client
-   * could pose as a tenant behind a proxy that passes them on.
-   *
+   * Whether a request header of an untrusted peer is an identity header, in any spelling (`x-tenant-id`,
+   * `x_tenant_id`, `X-Tenant_Id`): none of them reaches the upstream, since the gateway did not believe it.
    * A bound function, handed to the forwarding code as it is.
    *
    * @param name - a header name, lower case (as Node.js gives them).
    */
-  readonly isLookAlike = (name: string): boolean => {
-    if (this.#spellings.length === 0) return false;
-    // Most names have no `_` and are compared as they are: a configured name is no look-alike of itself.
-    const s = name.includes('_') ? spelling(name) : name;
-    return this.#spellings.includes(s) && !this.#names.includes(name);
-  };
+  readonly stripsFromUntrusted = (name: string): boolean =>
+    this.#spellings.length > 0 && this.#spellings.includes(spellingOf(name));
+
+  /**
+   * Whether a request header of a trusted proxy is another spelling of an identity header (any mix of `_` and `-`
+   * but the configured one): stripped, since the gateway never reads it and CGI-style servers (PHP, WSGI, Rack)
+   * read them all as `HTTP_X_TENANT_ID`, so a client could pose as a tenant behind a proxy that passes them on.
+   * A bound function, as {@link RequestIdentifier.stripsFromUntrusted}.
+   *
+   * @param name - a header name, lower case.
+   */
+  readonly stripsFromTrusted = (name: string): boolean =>
+    this.stripsFromUntrusted(name) && !this.#names.includes(name);
 
   /** The credentials this gateway would verify, or `undefined` when there are none. */
   credentials(headers: IncomingHttpHeaders): PresentedCredentials | undefined {
@@ -156,4 +155,9 @@ function single(v: string | string[] | undefined): string | undefined {
 /** A header name as CGI-style servers read it: `_` and `-` are the same character. */
 function spelling(name: string): string {
   return name.replaceAll('_', '-');
+}
+
+/** {@link spelling}, without a copy for the common name that has no `_`. */
+function spellingOf(name: string): string {
+  return name.includes('_') ? spelling(name) : name;
 }

@@ -24,10 +24,8 @@ export interface ForwardFacts {
   /** The request id, set upstream under `requestIdHeader`. */
   readonly requestId: string;
   readonly requestIdHeader: string;
-  /** Headers removed before forwarding (identity headers from an untrusted peer). */
-  readonly strip: readonly string[];
-  /** Headers stripped from every request whatever the peer (another spelling of an identity header). */
-  readonly stripAlso?: (name: string) => boolean;
+  /** Whether a header is removed before forwarding (identity headers, as the peer's trust decides). */
+  readonly strip: (name: string) => boolean;
   /** Keep the client's Host instead of the upstream's. */
   readonly preserveHost: boolean;
   /** Keep `upgrade` and `connection: upgrade` (a WebSocket handshake the proxy passes through). */
@@ -54,7 +52,7 @@ export function upstreamRequestHeaders(
   for (const name of Object.keys(incoming)) {
     if (HOP_BY_HOP.has(name) || named.has(name)) continue;
     if (name === 'host' && !facts.preserveHost) continue;
-    if (facts.strip.includes(name) || facts.stripAlso?.(name) === true) continue;
+    if (facts.strip(name)) continue;
     out[name] = incoming[name];
   }
   const xff = incoming['x-forwarded-for'];

@@ -8,7 +8,6 @@ import { upstreamRequestHeaders } from '../proxy/forward-headers.js';
 export type Admitted = Exclude<Admission, { readonly kind: 'deny' }>;
 
 const NO_PAIRS: readonly HeaderPair[] = Object.freeze([]);
-const NO_NAMES: readonly string[] = Object.freeze([]);
 
 /*
  * The headers of every answer of the proxy listener, written in one place for plain requests and upgrades alike:
@@ -37,8 +36,7 @@ export function upstreamHeaders(rt: Runtime, req: IncomingMessage, id: string): 
     requestIdHeader: rt.config.server.requestIdHeader,
     // Identity headers are believed only from trusted proxies; from anyone else they never reach the upstream, and
     // their other spellings (`_` for `-`) reach it from nobody.
-    strip: trusted ? NO_NAMES : rt.identifier.identityHeaderNames,
-    stripAlso: rt.identifier.isLookAlike,
+    strip: trusted ? rt.identifier.stripsFromTrusted : rt.identifier.stripsFromUntrusted,
     trustedPeer: trusted,
     preserveHost: rt.config.upstream.preserveHost,
   });

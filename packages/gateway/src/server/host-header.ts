@@ -11,11 +11,10 @@ const OPEN_BRACKET = 0x5b;
 const CLOSE_BRACKET = 0x5d;
 
 /** Characters of a `reg-name` (RFC 3986 3.2.2): unreserved, sub-delims and `%` of a percent-encoding. */
-const REG_NAME = charTable("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~!$&'()*+,;=%");
-/** Characters between the brackets of an IP literal: an IPv6 address, a zone id or an `IPvFuture`. */
-const IP_LITERAL = charTable(
-  "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~!$&'()*+,;=%:",
-);
+const REG_NAME_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~!$&'()*+,;=%";
+const REG_NAME = charTable(REG_NAME_CHARS);
+/** Characters between the brackets of an IP literal (an IPv6 address, a zone id, an `IPvFuture`): those and `:`. */
+const IP_LITERAL = charTable(`${REG_NAME_CHARS}:`);
 
 function charTable(chars: string): Uint8Array {
   const t = new Uint8Array(128);

@@ -1,6 +1,6 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { closesAfterDenial, DENIAL_DRAIN_LIMIT, isPromiseLike } from 'sluice/http';
-import { type GatewayProblem, instanceOf, Problems, sendProblem } from '../admission/problem-response.js';
+import { type GatewayProblem, Problems, sendProblem } from '../admission/problem-response.js';
 import { requestIdOf } from '../admission/request-id.js';
 import type { Runtime } from '../admission/runtime.js';
 import { admittedHeaders, upstreamHeaders } from './answer-headers.js';
@@ -143,7 +143,7 @@ export async function handleRequest(
  */
 function refuseBadHost(res: ServerResponse, raw: string, idHeader: string, id: string): void {
   res.setHeader('connection', 'close');
-  sendProblem(res, Problems.badHost(), instanceOf(raw), id, { [idHeader]: id });
+  sendProblem(res, Problems.badHost(), raw, id, { [idHeader]: id });
 }
 
 /**

@@ -3,7 +3,6 @@ import type { Duplex } from 'node:stream';
 import type { Admission } from '../admission/admit-request.js';
 import {
   type GatewayProblem,
-  instanceOf,
   Problems,
   problemBody,
   writeRawResponse,
@@ -37,7 +36,7 @@ export async function handleUpgrade(
       { reqId: id, method, url: raw, status: 400, outcome: 'bad_host', upgrade: true },
       'request',
     );
-    refuse(rt, socket, Problems.badHost(), instanceOf(raw), id);
+    refuse(rt, socket, Problems.badHost(), raw, id);
     return;
   }
   if (ctx.draining) {
