@@ -137,6 +137,13 @@ describe('sluice recommend', () => {
     expect((await run(['recommend', '--spare', '2', '-'], '')).err).toMatch(
       /--spare must be a share of clients from 0 to 0\.5 \(0\.01 is 1%\), got "2"/,
     );
+    // A negative value given as the next argument reaches the same check (parseArgs alone calls it ambiguous).
+    expect((await run(['recommend', '--top', '-1', '-'], '')).err).toMatch(
+      /--top must be an integer from 1 to 1000, got "-1"/,
+    );
+    expect((await run(['serve', '-p', '-1'], '')).err).toMatch(
+      /--port must be an integer from 0 to 65535, got "-1"/,
+    );
     expect((await run(['recommend', '--top', '0', '-'], '')).err).toMatch(
       /--top must be an integer from 1 to 1000, got "0"/,
     );

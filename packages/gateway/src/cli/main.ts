@@ -11,7 +11,7 @@ import { defaultThreads, THREADS_UNSUPPORTED_MESSAGE, threadsSupported } from '.
 import { hashApiKey } from '../identity/api-key-file.js';
 import { HELP_TEXT } from './help-text.js';
 import { type OnSignal, SignalRouter } from './signal-router.js';
-import { unknownCommandMessage, unknownOptionMessage } from './usage-hints.js';
+import { joinNegativeValues, unknownCommandMessage, unknownOptionMessage } from './usage-hints.js';
 
 /** Where the CLI writes and how it waits for signals; replaceable in tests. */
 export interface CliIo {
@@ -146,7 +146,12 @@ const OPTIONS = {
 const TRY_HELP = 'Run "sluice --help" for the commands and options.\n';
 
 function parse(argv: readonly string[]) {
-  return parseArgs({ args: [...argv], allowPositionals: true, strict: true, options: OPTIONS });
+  return parseArgs({
+    args: joinNegativeValues(argv, OPTIONS),
+    allowPositionals: true,
+    strict: true,
+    options: OPTIONS,
+  });
 }
 
 function validate(file: string | undefined, overrides: ConfigOverrides, io: CliIo): number {

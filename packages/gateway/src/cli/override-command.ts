@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { describeEffect, type OverrideRule } from 'sluice';
 import { durationMs } from '../config/duration.js';
+import { joinNegativeValues } from './usage-hints.js';
 
 /** Where the command writes and how it reaches the admin API; replaceable in tests. */
 export interface OverrideCommandIo {
@@ -143,7 +144,12 @@ export async function overrideCommand(
 }
 
 function parse(argv: readonly string[]) {
-  return parseArgs({ args: [...argv], allowPositionals: true, strict: true, options: OPTIONS });
+  return parseArgs({
+    args: joinNegativeValues(argv, OPTIONS),
+    allowPositionals: true,
+    strict: true,
+    options: OPTIONS,
+  });
 }
 
 type Values = ReturnType<typeof parse>['values'];

@@ -10,7 +10,7 @@ import { replayReport } from '../replay/replay-report.js';
 import { type NamedConfig, type ReplayLog, runReplay } from '../replay/replay-run.js';
 import { replayHtml } from '../replay/report-html.js';
 import { printable, renderReplayText } from '../replay/report-text.js';
-import { unknownOptionMessage } from './usage-hints.js';
+import { joinNegativeValues, unknownOptionMessage } from './usage-hints.js';
 
 /** Where the log commands read and write. */
 export interface LogCommandIo {
@@ -87,7 +87,12 @@ export function parseCommand<O extends Record<string, OptionSpec>>(
 ): { values: ParsedValues<O>; positionals: string[] } | number {
   let parsed: { values: ParsedValues<O>; positionals: string[] };
   try {
-    parsed = parseArgs({ args: [...argv], allowPositionals: true, strict: true, options }) as never;
+    parsed = parseArgs({
+      args: joinNegativeValues(argv, options),
+      allowPositionals: true,
+      strict: true,
+      options,
+    }) as never;
   } catch (e) {
     io.err(
       `sluice ${name}: ${unknownOptionMessage(e, Object.keys(options)) ?? (e as Error).message}\n${usage}`,

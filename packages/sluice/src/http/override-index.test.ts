@@ -81,10 +81,17 @@ describe('OverrideIndex', () => {
             expect(found).toBeDefined();
             expect(applies).toContain(found?.rule);
             // Nothing that applies is narrower than the rule found.
+            // Exact keys and single addresses, then ranges (longer first), then prefixes (longer first).
             const rank = (r: OverrideRule) => {
               const p = overridePattern(r.pattern);
-              const narrow = p.kind === 'exact' ? 1_000_000 : p.kind === 'prefix' ? p.value.length * 4 : 0;
-              return narrow + (r.policy !== undefined ? 2 : r.tier !== undefined ? 1 : 0);
+              let narrow = 0;
+              if (p.kind === 'exact') narrow = 3_000;
+              else if (p.kind === 'prefix') narrow = p.value.length;
+              else {
+                const bits = p.range.kind === 'ipv4' ? p.range.bits + 96 : p.range.bits;
+                narrow = bits === 128 ? 3_000 : 1_000 + bits;
+              }
+              return narrow * 3 + (r.policy !== undefined ? 2 : r.tier !== undefined ? 1 : 0);
             };
             expect(Math.max(...applies.map(rank))).toBe(rank(found!.rule));
           }
@@ -94,6 +101,28 @@ describe('OverrideIndex', () => {
     );
   });
 
+  it('ranks an address range above a key prefix and one address as an exact key, whatever the order of the rules', () => {
+    const rules = [
+      { pattern: 'ip:*', unlimited: true },
+      { pattern: 'ip:203.0.113.0/24', block: 403 },
+      { pattern: 'ip:203.0.113.9', unlimited: true },
+      { pattern: 'ip:2001:db8::1', block: 429, ttlSeconds: 60 },
+      { pattern: 'ip:2001:db8::/32', unlimited: true },
+    ].map((r) => parseOverride({ ...r, reason: 'test' }, NOW, 'test'));
+    for (const order of [rules, [...rules].reverse()]) {
+      const index = new OverrideIndex(order);
+      const find = (key: string, ip: string) => index.find(key, 'p', undefined, ip, () => NOW)?.rule.pattern;
+      // A block of a range is not lifted by an override of every address...
+      expect(find('ip:203.0.113.7', '203.0.113.7')).toBe('ip:203.0.113.0/24');
+      // ...but one address inside it can be let through by name.
+      expect(find('ip:203.0.113.9', '203.0.113.9')).toBe('ip:203.0.113.9');
+      // One IPv6 address (kept as its /128 range) outranks the /32 and the prefix.
+      expect(find('ip:2001:db8::/64', '2001:db8::1')).toBe('ip:2001:db8::1');
+      expect(find('ip:2001:db8::/64', '2001:db8::2')).toBe('ip:2001:db8::/32');
+      expect(find('ip:192.0.2.1', '192.0.2.1')).toBe('ip:*');
+    }
+  });
+
   it('parses a client IP once for all its range rules and policies', () => {
     const rules = RANGES.map((r) =>
       parseOverride({ pattern: `ip:${r}`, block: 403, policy: 'p', reason: 'test' }, NOW, 'test'),
@@ -101,12 +130,16 @@ describe('OverrideIndex', () => {
     const index = new OverrideIndex(rules);
     // A value that is not an address is in no range, and is no error.
     expect(index.find('ip:unknown', 'p', undefined, 'not an address', () => NOW)).toBeUndefined();
+    // The narrowest range the address is in.
     expect(index.find('ip:10.0.0.1', 'p', undefined, '10.0.0.1', () => NOW)?.rule.pattern).toBe(
+      'ip:10.0.0.0/24',
+    );
+    expect(index.find('ip:10.9.0.1', 'p', undefined, '10.9.0.1', () => NOW)?.rule.pattern).toBe(
       'ip:10.0.0.0/8',
     );
     expect(index.find('ip:10.0.0.1', 'q', undefined, '10.0.0.1', () => NOW)).toBeUndefined();
     expect(index.find('ip:2001:db8::/64', 'p', undefined, '2001:db8::1', () => NOW)?.rule.pattern).toBe(
-      'ip:2001:db8::/32',
+      'ip:2001:db8::/64',
     );
   });
 });

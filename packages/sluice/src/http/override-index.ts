@@ -11,7 +11,7 @@ export interface CompiledOverride {
   readonly tier: string | undefined;
   /** Epoch milliseconds; `Infinity` for a rule without an end. */
   readonly expiresAt: number;
-  /** Longer, narrower patterns first; a policy scope before a tier scope before none. */
+  /** Narrower patterns first ({@link narrowness}); a policy scope before a tier scope before none. */
   readonly rank: number;
   /** The policy replacing a base policy under a `limit` rule (cached per base by `overridePolicy`). */
   policyFor(base: Policy): Policy;
@@ -201,8 +201,10 @@ export class OverrideIndex {
       } catch {
         continue;
       }
-      const narrow = p.kind === 'exact' ? 1_000_000 : p.kind === 'prefix' ? p.value.length * 4 : 0;
-      const entry = compile(rule, narrow + (rule.policy !== undefined ? 2 : rule.tier !== undefined ? 1 : 0));
+      const entry = compile(
+        rule,
+        narrowness(p) + (rule.policy !== undefined ? 2 : rule.tier !== undefined ? 1 : 0),
+      );
       if (p.kind === 'range') {
         this.#ranges.push({ range: p.range, entry });
       } else if (p.kind === 'exact') {
@@ -245,14 +247,14 @@ export class OverrideIndex {
     const ranges = this.#ranges;
     if (list.length === 0 && (ranges.length === 0 || ip === undefined)) return undefined;
     const nowMs = clock();
-    for (let i = 0; i < list.length; i++) {
-      const e = list[i];
-      if (admits(e, policy, tier, nowMs)) return e;
-    }
-    if (ip === undefined || ranges.length === 0) return undefined;
-    const inside = this.#rangesOf(ip);
-    for (let i = 0; i < inside.length; i++) {
-      const e = inside[i];
+    const inside = ip === undefined || ranges.length === 0 ? NONE : this.#rangesOf(ip);
+    // Both lists are narrowest first: merged by rank, so a range rule outranks a key prefix (a block of
+    // ip:203.0.113.0/24 is not lifted by an override of ip:*), and one address ranks as an exact key.
+    let i = 0;
+    let j = 0;
+    while (i < list.length || j < inside.length) {
+      const e =
+        j >= inside.length || (i < list.length && list[i].rank >= inside[j].rank) ? list[i++] : inside[j++];
       if (admits(e, policy, tier, nowMs)) return e;
     }
     return undefined;
@@ -307,6 +309,22 @@ export class OverrideIndex {
     if (node.entries === undefined) node.entries = [entry];
     else node.entries.push(entry);
   }
+}
+
+/** Ranks of the pattern kinds: an exact key or a single address above every range, a range above every prefix. */
+const EXACT_RANK = 1_000_000;
+const RANGE_RANK = 100_000;
+
+/**
+ * How narrow a pattern is, before its scope: an exact key, or a range of one address (an IPv6 client's key is its
+ * /64, so one IPv6 address is kept as its /128 range); then address ranges by their length, IPv4 counted as the
+ * IPv4-mapped IPv6 range it is; then key prefixes by their length (keys are at most a few hundred characters).
+ */
+function narrowness(p: OverridePatternKind): number {
+  if (p.kind === 'exact') return EXACT_RANK;
+  if (p.kind === 'prefix') return p.value.length * 4;
+  const bits = p.range.kind === 'ipv4' ? p.range.bits + 96 : p.range.bits;
+  return bits === 128 ? EXACT_RANK : RANGE_RANK + bits * 4;
 }
 
 function admits(e: CompiledOverride, policy: string, tier: string | undefined, nowMs: number): boolean {
