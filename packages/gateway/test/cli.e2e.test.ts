@@ -75,6 +75,20 @@ describe('sluice validate and --help', () => {
     );
   });
 
+  it('validates every file given, exits with the worst result, and names extra arguments of other commands', async () => {
+    const bad = join(tmp.dir, 'bad-many.yaml');
+    writeFileSync(bad, 'rateLimiting:\n  defaultTier: gold\n');
+    const o = io();
+    expect(await main(['validate', EXAMPLE, bad, EXAMPLE], o.io)).toBe(1);
+    expect(o.out.join('').match(/: valid \(3 tiers/g)).toHaveLength(2);
+    expect(o.err.join('')).toContain(`${bad}: `);
+    const e = io();
+    expect(await main(['serve', EXAMPLE, 'access.log'], e.io)).toBe(2);
+    expect(e.err.join('')).toMatch(/serve takes one argument; unexpected "access\.log"/);
+    expect(await main(['demo', 'x'], e.io)).toBe(2);
+    expect(e.err.join('')).toMatch(/demo takes no argument; unexpected "x"/);
+  });
+
   it('rejects bad flags', async () => {
     const o = io();
     expect(await main(['serve', '--config', EXAMPLE, '--port', 'x'], o.io)).toBe(2);

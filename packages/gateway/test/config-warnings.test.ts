@@ -209,7 +209,7 @@ describe('sluice validate with warnings', () => {
         `^${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:6:9 admin\\.host: warning W_ADMIN_PLAINTEXT_PUBLIC: .+; suggestion: .+\n$`,
       ),
     );
-    expect(out.join('')).toBe(`${file}: valid (1 tiers, 0 endpoint rules, 0 classes), 1 warning\n`);
+    expect(out.join('')).toBe(`${file}: valid (1 tier, 0 endpoint rules, 0 classes), 1 warning\n`);
   });
 });
 

@@ -119,6 +119,18 @@ describe('operator overrides through the admin API (memory store)', () => {
     ]);
   });
 
+  it('logs and counts a request let through by an unlimited override as such, with its key', async () => {
+    const g = await start('unlimited', config());
+    expect((await put(g, { pattern: 'ip:127.0.0.1', unlimited: true, reason: 'load test' })).status).toBe(
+      200,
+    );
+    expect(await statuses(agent, `${g.gateway.url}/items`, 4)).toEqual([200, 200, 200, 200]);
+    const line = g.logs.lines.find((l) => l.url === '/items');
+    expect(line).toMatchObject({ outcome: 'exempt_override', key: 'ip:127.0.0.1' });
+    const metrics = await send(agent, `${g.gateway.url}/metrics`);
+    expect(metrics.text).toMatch(/sluice_exempt_total\{[^}]*reason="override"[^}]*\} 4/);
+  });
+
   it('blocks with 429 and Retry-After until the block ends', async () => {
     let wall = WALL_MS;
     const g = await start('block', config(), () => wall);
@@ -136,6 +148,10 @@ describe('operator overrides through the admin API (memory store)', () => {
     expect(blocks.blocks).toMatchObject([{ expiresInSeconds: 600 }]);
     wall += 599_000;
     expect((await send(agent, url)).headers['retry-after']).toBe('1');
+    // No bucket decided them: counted apart in Prometheus, and as denied requests on the dashboard.
+    const metrics = await send(agent, `${g.gateway.url}/metrics`);
+    expect(metrics.text).toMatch(/sluice_blocked_total\{status="429"\} 2/);
+    expect(g.gateway.rates.series().some((x) => x.kind === 'requests')).toBe(true);
     wall += 1000;
     expect((await send(agent, url)).status).toBe(200);
   });
@@ -303,10 +319,10 @@ describe('sluice override and sluice block', () => {
     ).toMatchObject({ code: 0 });
     const list = await cli(g, 'override', 'list');
     expect(list.out).toContain(
-      'tenant:acme tier=gold\tquota 900 burst 900 window 60s\t3600s left\talice: promo',
+      'tenant:acme tier=gold\tquota 900 burst 900 window 60s\t1 h 00 min left\talice: promo',
     );
     expect((await cli(g, 'block', 'list')).out).toBe(
-      'ip:192.0.2.0/24\tblock 429\t600s left\talice: scraper\n',
+      'ip:192.0.2.0/24\tblock 429\t10 min 00 s left\talice: scraper\n',
     );
     expect(await cli(g, 'block', 'rm', 'ip:192.0.2.0/24', '--reason', 'gone')).toMatchObject({ code: 0 });
     const history = await cli(g, 'override', 'history', '--json');
@@ -353,7 +369,14 @@ describe('penalty blocks', () => {
     expect(blocked.json()).toMatchObject({ code: 'blocked' });
     expect(blocked.headers['retry-after']).toBe('10');
     const line = g.logs.lines.find((l) => l.penalty === true);
-    expect(line).toMatchObject({ key: 'ip:127.0.0.1', durationSeconds: 10, level: 0, status: 429 });
+    // `level` is the line's severity (warn), not overwritten by the block's doublings.
+    expect(line).toMatchObject({
+      key: 'ip:127.0.0.1',
+      durationSeconds: 10,
+      doublings: 0,
+      level: 40,
+      status: 429,
+    });
     const metrics = await send(agent, `${g.gateway.url}/metrics`);
     expect(metrics.text).toMatch(/sluice_penalty_blocks_total\{status="429"\} 1/);
     wall += 10_000;

@@ -10,7 +10,7 @@ import type { Penalties } from './penalties.js';
 import type { Runtime } from './runtime.js';
 
 /** Why a request is exempt from limiting; a closed set, used as the metric label `reason`. */
-export type ExemptReason = 'disabled' | 'endpoint' | 'mtls' | 'development' | 'tier';
+export type ExemptReason = 'disabled' | 'endpoint' | 'mtls' | 'development' | 'tier' | 'override';
 
 /** Every {@link ExemptReason}, for the metric label allow-list. */
 export const EXEMPT_REASONS: readonly ExemptReason[] = Object.freeze([
@@ -19,14 +19,20 @@ export const EXEMPT_REASONS: readonly ExemptReason[] = Object.freeze([
   'mtls',
   'development',
   'tier',
+  'override',
 ]);
 
 /** What admission needs of a running gateway (a `Gateway` is one); the decision API uses it too. */
 export interface AdmissionHost {
   /** The configuration in effect, read per request so that a reload applies at once. */
   readonly runtime: Runtime;
-  /** Every decision is recorded here. */
-  readonly metrics: PrometheusMetrics;
+  /**
+   * Every decision is recorded here; requests refused by a run-time block too, where the sink counts them (the
+   * gateway's `TappedMetrics`).
+   */
+  readonly metrics: PrometheusMetrics & {
+    readonly recordBlocked?: (status: 403 | 429, tier: string | undefined) => void;
+  };
   /** The gateway's store (its `kind` labels metrics). */
   readonly store: RateLimitStore;
   readonly logger: Logger;
@@ -75,6 +81,8 @@ export type Admission =
       readonly reason: ExemptReason;
       readonly outcome: `exempt_${ExemptReason}`;
       readonly tier: string | undefined;
+      /** The key an `unlimited` override let through; `undefined` for the other reasons. */
+      readonly key?: string | undefined;
     }
   | {
       readonly kind: 'allow';
@@ -106,6 +114,8 @@ const REASONS: Readonly<Record<string, ExemptReason>> = Object.freeze({
   mtls: 'mtls',
   loopback: 'development',
   tier: 'tier',
+  // An `unlimited` run-time override: counted apart, so an operator sees who used it.
+  override: 'override',
   // A limited tier always has a rule; a caller whose tier has none is as exempt as an unlimited one.
   no_rule: 'tier',
 });
@@ -141,7 +151,7 @@ function admitted(host: AdmissionHost, rt: Runtime, req: GatewayRequest, v: Verd
   if (v.action === 'exempt') {
     const reason = REASONS[v.exemptReason ?? 'endpoint'] ?? 'endpoint';
     if (reason === 'tier' && v.identity?.tenant !== undefined) recordQuota(host, rt, v, req);
-    return exempt(host, reason, tier);
+    return exempt(host, reason, tier, v.key);
   }
   const d = v.decision;
   if (d !== undefined)
@@ -160,6 +170,7 @@ function admitted(host: AdmissionHost, rt: Runtime, req: GatewayRequest, v: Verd
     };
   }
   if (v.outcome === 'limited') host.penalties?.limited(key);
+  else if (v.outcome === 'blocked') host.metrics.recordBlocked?.(v.status as 403 | 429, tier);
   return {
     kind: 'deny',
     status: v.status as 400 | 401 | 403 | 429 | 503,
@@ -194,9 +205,15 @@ function recordQuota(host: AdmissionHost, rt: Runtime, v: Verdict, req: GatewayR
   host.quota.record(tenant, v.identity?.tier ?? rt.config.defaultTier, category, req.cost ?? 1);
 }
 
-function exempt(host: AdmissionHost, reason: ExemptReason, tier: string | undefined): Admission {
+function exempt(
+  host: AdmissionHost,
+  reason: ExemptReason,
+  tier: string | undefined,
+  key?: string,
+): Admission {
   host.metrics.recordExempt({ reason, tier });
-  if (tier !== undefined) return { kind: 'exempt', reason, outcome: `exempt_${reason}`, tier };
+  if (tier !== undefined || key !== undefined)
+    return { kind: 'exempt', reason, outcome: `exempt_${reason}`, tier, key };
   let a = EXEMPT.get(reason);
   if (a === undefined) {
     a = Object.freeze({ kind: 'exempt', reason, outcome: `exempt_${reason}`, tier: undefined } as const);

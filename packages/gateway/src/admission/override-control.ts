@@ -8,7 +8,8 @@ import {
   parseOverride,
   SluiceError,
 } from 'sluice';
-import { canonicalOverridePattern, deriveKey } from 'sluice/http';
+import { canonicalOverridePattern, deriveKey, KEY_PATTERN_KINDS } from 'sluice/http';
+import { closestName } from '../config/suggest.js';
 import type { Logger } from '../log/create-logger.js';
 import type { Runtime } from './runtime.js';
 
@@ -123,6 +124,7 @@ export class OverrideControl {
     let rule: OverrideRule;
     try {
       rule = parseOverride(body, now, who);
+      checkGatewayKind(rule.pattern);
       if (rule.pattern.startsWith(API_KEY_NAME)) rule = this.#byKeyName(rule);
       rule = canonical(rule);
     } catch (e) {
@@ -189,6 +191,41 @@ export class OverrideControl {
         rule: change.rule,
       },
       message,
+    );
+  }
+}
+
+/**
+ * The kinds the gateway's keys start with: identities (`tenant`, `apikey`, `ip`) and the key kinds of its classes.
+ * `sluice/http` also keys by route parameter (`param:`) and key function (`custom:`), which the gateway never does.
+ */
+const NOT_GATEWAY_KINDS: readonly string[] = ['param', 'custom'];
+const GATEWAY_KINDS: readonly string[] = KEY_PATTERN_KINDS.filter((k) => !NOT_GATEWAY_KINDS.includes(k));
+/**
+ * Refuses, before the library's checks, what only the gateway knows names no request: a kind it never keys by,
+ * or a mistyped `apikey-name:` (the library knows no such kind and could not suggest it).
+ *
+ * @throws OverrideInputError naming `pattern`.
+ */
+function checkGatewayKind(pattern: string): void {
+  const colon = pattern.indexOf(':');
+  const kind = colon < 0 ? pattern.replace(/\*$/, '') : pattern.slice(0, colon);
+  const starts = (kinds: readonly string[]) => kinds.some((k) => k.startsWith(kind));
+  const notMade =
+    colon < 0
+      ? pattern.endsWith('*') && !starts(GATEWAY_KINDS) && starts(NOT_GATEWAY_KINDS)
+      : NOT_GATEWAY_KINDS.includes(kind);
+  if (notMade) {
+    throw new OverrideInputError(
+      'pattern',
+      `pattern must name a key the gateway makes (the gateway keys no request by param: or custom:, the keys of sluice/http route parameters and key functions), got ${JSON.stringify(pattern)}`,
+    );
+  }
+  const keyName = API_KEY_NAME.slice(0, -1);
+  if (colon > 0 && kind !== keyName && !GATEWAY_KINDS.includes(kind) && closestName(kind, [keyName])) {
+    throw new OverrideInputError(
+      'pattern',
+      `pattern must be a bucket key or apikey-name:<name> (an API key of the key file by its name); ${keyName}${pattern.slice(colon)} if ${kind} is a typo, got ${JSON.stringify(pattern)}`,
     );
   }
 }

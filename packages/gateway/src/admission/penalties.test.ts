@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import type { PenaltyConfig } from '../config/gateway-config.js';
 import { createLogger } from '../log/create-logger.js';
 import { OverrideControl } from './override-control.js';
-import { Penalties, type PenaltyBlock } from './penalties.js';
+import { MAX_PENALTY_BLOCKS, Penalties, type PenaltyBlock } from './penalties.js';
 import type { Runtime } from './runtime.js';
 
 const CONFIG: PenaltyConfig = Object.freeze({
@@ -27,12 +27,14 @@ function setup(config: PenaltyConfig = CONFIG) {
     () => now,
   );
   const blocks: PenaltyBlock[] = [];
+  const full: string[] = [];
   const penalties = new Penalties(
     control,
     () => config,
     () => now,
     logger,
     (b) => blocks.push(b),
+    (key) => full.push(key),
   );
   /** Denies the key `n` times, returning the block set by the last denial, if any. */
   const deny = (key: string, n: number) => {
@@ -43,6 +45,8 @@ function setup(config: PenaltyConfig = CONFIG) {
   return {
     store,
     blocks,
+    full,
+    penalties,
     deny,
     advance: (ms: number) => {
       now += ms;
@@ -62,7 +66,14 @@ describe('penalty blocks', () => {
     expect(b).toEqual({ key: 'ip:192.0.2.1', durationMs: 60_000, level: 0, status: 429 });
     await new Promise((r) => setImmediate(r));
     expect(store.snapshot().rules).toMatchObject([
-      { pattern: 'ip:192.0.2.1', effect: 'block', status: 429, author: 'penalty' },
+      {
+        pattern: 'ip:192.0.2.1',
+        effect: 'block',
+        status: 429,
+        author: 'penalty',
+        // The author is shown beside the reason: the reason does not repeat it.
+        reason: 'limited 3 times within 10s (block 1 in a row)',
+      },
     ]);
     expect(blocks).toHaveLength(1);
     // Denials that race the block do not count.
@@ -79,6 +90,22 @@ describe('penalty blocks', () => {
     expect(durations).toEqual([1, 2, 4, 5, 5]);
     advance(3_600_000); // an hour with no block: forgotten
     expect(minutes(deny('k', 3))).toBe(1);
+  });
+
+  it('keeps at most MAX_PENALTY_BLOCKS in force, so a flood of keys cannot grow the rules without end', async () => {
+    const { deny, store, full, penalties, advance } = setup();
+    for (let i = 0; i < MAX_PENALTY_BLOCKS; i++)
+      expect(deny(`ip:10.0.${i >> 8}.${i & 255}`, 3)).toBeDefined();
+    expect(penalties.active).toBe(MAX_PENALTY_BLOCKS);
+    // One more key: still limited by its buckets, but no block, and the operator is told.
+    expect(deny('ip:192.0.2.1', 3)).toBeUndefined();
+    expect(full).toEqual(['ip:192.0.2.1']);
+    await new Promise((r) => setImmediate(r));
+    expect(store.snapshot().rules).toHaveLength(MAX_PENALTY_BLOCKS);
+    // Once the blocks end there is room again.
+    advance(60_000);
+    expect(penalties.active).toBe(0);
+    expect(minutes(deny('ip:192.0.2.1', 3))).toBe(1);
   });
 
   it('keeps keys apart and does nothing without a penalty section', () => {

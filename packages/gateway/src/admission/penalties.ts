@@ -15,6 +15,14 @@ interface PenaltyState {
 /** Keys remembered at most; a flood of distinct keys clears the table rather than growing it. */
 const MAX_KEYS = 100_000;
 
+/**
+ * Penalty blocks one gateway process keeps in force at most. Every rule change rebuilds the rules' index (and,
+ * across threads, rewrites the shared copy): a flood of distinct keys, each limited a few times (an IPv6 /48
+ * holds 65,536 /64 keys), would otherwise add rules without end, each change slower than the last. Past the cap
+ * a key is still limited by its buckets; it just gets no block until earlier ones end.
+ */
+export const MAX_PENALTY_BLOCKS = 1_000;
+
 /** What a penalty block reports (a metric and a log line). */
 export interface PenaltyBlock {
   readonly key: string;
@@ -38,6 +46,9 @@ export class Penalties {
   readonly #now: () => number;
   readonly #logger: Logger;
   readonly #onBlock: (b: PenaltyBlock) => void;
+  readonly #onFull: (key: string) => void;
+  /** This process's penalty blocks in force: key to the end of its block (epoch ms). */
+  readonly #active = new Map<string, number>();
 
   /**
    * @param control - where blocks are set (author `penalty`).
@@ -45,6 +56,7 @@ export class Penalties {
    * @param now - epoch milliseconds.
    * @param logger - where failures to set a block go.
    * @param onBlock - told of every block set (the metric and the log line).
+   * @param onFull - told of a block not set because {@link MAX_PENALTY_BLOCKS} are in force.
    */
   constructor(
     control: OverrideControl,
@@ -52,12 +64,20 @@ export class Penalties {
     now: () => number,
     logger: Logger,
     onBlock: (b: PenaltyBlock) => void,
+    onFull: (key: string) => void = () => undefined,
   ) {
     this.#control = control;
     this.#config = config;
     this.#now = now;
     this.#logger = logger;
     this.#onBlock = onBlock;
+    this.#onFull = onFull;
+  }
+
+  /** Penalty blocks set by this process and still in force. */
+  get active(): number {
+    this.#prune(this.#now());
+    return this.#active.size;
   }
 
   /**
@@ -83,13 +103,23 @@ export class Penalties {
     }
     s.count++;
     if (s.count < c.after) return undefined;
+    if (!this.#active.has(key) && this.#active.size >= MAX_PENALTY_BLOCKS) {
+      this.#prune(now);
+      if (this.#active.size >= MAX_PENALTY_BLOCKS) {
+        s.count = 0;
+        this.#onFull(key);
+        return undefined;
+      }
+    }
     const repeat = s.blockedUntil !== Number.NEGATIVE_INFINITY && now - s.blockedUntil < c.forgetAfterMs;
     s.level = repeat ? s.level + 1 : 0;
     const durationMs = Math.min(c.blockMs * 2 ** Math.min(s.level, 40), c.maxBlockMs);
     s.blockedUntil = now + durationMs;
     s.count = 0;
+    this.#active.set(key, s.blockedUntil);
     const block: PenaltyBlock = { key, durationMs, level: s.level, status: c.status };
-    const reason = `penalty: limited ${c.after} times within ${c.withinMs / 1000}s (block ${s.level + 1} in a row)`;
+    // The rule's author is `penalty`; listings show it beside the reason.
+    const reason = `limited ${c.after} times within ${c.withinMs / 1000}s (block ${s.level + 1} in a row)`;
     this.#control
       .set({ pattern: key, block: c.status, ttlSeconds: Math.ceil(durationMs / 1000), reason }, 'penalty')
       .then(
@@ -97,6 +127,10 @@ export class Penalties {
         (e: unknown) => this.#logger.warn({ err: e, key }, 'penalty block could not be set'),
       );
     return block;
+  }
+
+  #prune(now: number): void {
+    for (const [k, until] of this.#active) if (until <= now) this.#active.delete(k);
   }
 
   /** Drops keys whose window and block are both over; all of them when that frees nothing. */

@@ -27,6 +27,15 @@ export const Problems = Object.freeze({
     detail: `The request body is larger than ${limit} bytes.`,
     code: 'body_too_large',
   }),
+  bodyTimeout: (bodyTimeoutMs: number, bodyMinRate: number): GatewayProblem => ({
+    status: 408,
+    title: 'Request Timeout',
+    detail:
+      bodyMinRate > 0
+        ? `The request body arrived slower than ${bodyMinRate} bytes per second after the first ${bodyTimeoutMs / 1000} s.`
+        : `The request body did not arrive whole within ${bodyTimeoutMs / 1000} s.`,
+    code: 'request_body_timeout',
+  }),
   badGateway: (): GatewayProblem => ({
     status: 502,
     title: 'Bad Gateway',

@@ -7,7 +7,7 @@ Usage:
   sluice demo [--host HOST] [--port PORT]
   sluice rules --config FILE
   sluice replay --config FILE [--against OTHER.yaml] [--json] [--html FILE] LOG...
-  sluice recommend [--config FILE] [--spare SHARE] [--json] LOG...
+  sluice recommend [--config FILE] [--spare SHARE] [--json] [--out FILE] LOG...
   sluice hash-key KEY
   sluice override set|list|rm|history ...   (sluice override --help)
   sluice block set|list|rm ...
@@ -69,6 +69,7 @@ Options:
       --spare SHARE     recommend: the largest share of clients the limits may limit
                         (0 to 0.5, default 0.01).
       --top N           recommend: path patterns proposed without FILE (default 10).
+      --out FILE        recommend: write the proposed configuration alone to FILE.
   -h, --help            This text.
   -v, --version         The version.
 

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -16,14 +16,21 @@ const line = (t: string, ip = '203.0.113.7', path = '/api/risk/simulation/studio
   `${ip} - - [03/Dec/2026:06:00:${t} +0000] "POST ${path} HTTP/1.1" 200 12 "-" "curl/8.5"`;
 const STUDIO = [...Array.from({ length: 10 }, () => line('00')), line('03'), line('05')].join('\n');
 
-async function run(argv: string[], stdin?: string) {
+async function run(
+  argv: string[],
+  stdin?: string | Buffer | Readable,
+  env?: Readonly<Record<string, string | undefined>>,
+) {
   const out: string[] = [];
   const err: string[] = [];
+  const input =
+    stdin === undefined || stdin instanceof Readable ? stdin : Readable.from([Buffer.from(stdin)]);
   const code = await main(argv, {
     out: (t) => out.push(t),
     err: (t) => err.push(t),
     onSignal: () => () => undefined,
-    ...(stdin === undefined ? {} : { stdin: Readable.from([Buffer.from(stdin)]) }),
+    ...(input === undefined ? {} : { stdin: input }),
+    ...(env === undefined ? {} : { env }),
   });
   return { code, out: out.join(''), err: err.join('') };
 }
@@ -86,10 +93,7 @@ describe('sluice replay', () => {
     const log = join(dir, 'studio.log');
     writeFileSync(log, STUDIO);
     const strict = join(dir, 'strict.yaml');
-    writeFileSync(
-      strict,
-      (await import('node:fs')).readFileSync(EXAMPLE, 'utf8').replace(/limit: 10\n/, 'limit: 8\n'),
-    );
+    writeFileSync(strict, readFileSync(EXAMPLE, 'utf8').replace(/limit: 10\n/, 'limit: 8\n'));
     const r = await run(['replay', '--config', EXAMPLE, '--against', strict, '--json', log]);
     expect(r.code).toBe(0);
     const j = JSON.parse(r.out);
@@ -154,5 +158,199 @@ describe('sluice recommend', () => {
     expect(r.code).toBe(1);
     expect(r.out).toBe('');
     expect(r.err).toContain('the logs hold no request to measure');
+  });
+});
+
+/** A log of the example's studio endpoint in Envoy's default format, X-Forwarded-For as an edge Envoy writes it. */
+const envoyLine = (s: string, xff = '-') =>
+  `[2026-12-03T06:00:${s}.000Z] "POST /api/risk/simulation/studio/run HTTP/1.1" 200 - 10 20 3 2 "${xff}" "curl/8" "id" "host" "tcp://10.0.2.1:80"`;
+
+describe('sluice replay: what the report says about its input', () => {
+  it('reads a numeric time beyond a date as an unknown line, never a crash', async () => {
+    const json = [
+      JSON.stringify({ time: 1e308, path: '/api/items' }),
+      JSON.stringify({ time: 9e15, path: '/api/items' }),
+      JSON.stringify({ time: -1e308, path: '/api/items' }),
+      JSON.stringify({ time: '2026-12-03T06:00:00Z', path: '/api/items', client: '10.0.0.1' }),
+      JSON.stringify({ service: 'sluice', msg: 'request', time: 1e308, method: 'GET', url: '/api/items' }),
+    ].join('\n');
+    const r = await run(['replay', '--config', EXAMPLE, '-'], json);
+    expect(r.err).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.out).toContain('stdin: 1 requests, 5 lines, json');
+    expect(r.out).toContain('4 unknown lines skipped (line 1, 2, 3, 5)');
+  });
+
+  it('says no line was read as a request, names the format tried, and exits 1', async () => {
+    const r = await run(['replay', '--config', EXAMPLE, '--format', 'json', '-'], STUDIO);
+    expect(r.code).toBe(1);
+    expect(r.err).toContain('sluice replay: no line of stdin was read as a request in the format json');
+    expect(r.err).toMatch(/--format/);
+    expect(r.err).toMatch(/--field NAME=PATH/);
+    const none = await run(['replay', '--config', EXAMPLE, '-'], 'not a log line\nnor this one\n');
+    expect(none.code).toBe(1);
+    expect(none.err).toMatch(
+      /no line of stdin was read as a request: no format \(combined, common, envoy, json, gateway\) reads/,
+    );
+  });
+
+  it('chooses the format from the first line a format reads, and says which', async () => {
+    // A JSON log cut in the middle of its first line (tail -c, a rotated file).
+    const cut = `me":"2026-12-03T06:00:00Z","path":"/a"}\n${Array.from({ length: 3 }, (_, i) =>
+      JSON.stringify({ time: `2026-12-03T06:00:0${i}Z`, path: '/api/items', client: '10.0.0.1' }),
+    ).join('\n')}`;
+    const r = await run(['replay', '--config', EXAMPLE, '-'], cut);
+    expect(r.code).toBe(0);
+    expect(r.out).toContain('stdin: 3 requests, 4 lines, json');
+    expect(r.out).toContain('format detected from line 2, the first line a format reads');
+    const j = JSON.parse((await run(['replay', '--config', EXAMPLE, '--json', '-'], cut)).out);
+    expect(j.logs[0]).toMatchObject({ format: 'json', formatLine: 2, unknown: 1, unknownLines: [1] });
+  });
+
+  it('labels a common log common, and a combined one combined', async () => {
+    const common = STUDIO.replaceAll(' "-" "curl/8.5"', '');
+    expect((await run(['replay', '--config', EXAMPLE, '-'], common)).out).toContain(
+      'stdin: 12 requests, 12 lines, common',
+    );
+    expect((await run(['replay', '--config', EXAMPLE, '--format', 'combined', '-'], common)).out).toContain(
+      'stdin: 12 requests, 12 lines, common',
+    );
+    expect((await run(['replay', '--config', EXAMPLE, '--format', 'common', '-'], STUDIO)).out).toContain(
+      'stdin: 12 requests, 12 lines, combined',
+    );
+  });
+
+  it('checks the --html file before reading the logs', async () => {
+    const bad = join(dir, 'no-such-dir', 'x.html');
+    const r = await run(['replay', '--config', EXAMPLE, '--html', bad, '-'], STUDIO);
+    expect(r.code).toBe(2);
+    expect(r.out).toBe('');
+    expect(r.err).toContain(
+      `sluice replay: --html must name a file in a writable directory, got ${JSON.stringify(bad)}`,
+    );
+    const isDir = await run(['replay', '--config', EXAMPLE, '--html', dir, '-'], STUDIO);
+    expect(isDir.code).toBe(2);
+    expect(isDir.err).toMatch(/--html .* is a directory/);
+  });
+
+  it('says that the penalty section is not replayed', async () => {
+    const cfg = join(dir, 'penalty.yaml');
+    writeFileSync(
+      cfg,
+      `${readFileSync(EXAMPLE, 'utf8')}\npenalty:\n  after: 3\n  within: 60s\n  block: 10m\n`,
+    );
+    const r = await run(['replay', '--config', cfg, '-'], STUDIO);
+    expect(r.code).toBe(0);
+    expect(r.out).toContain(
+      'penalty: not replayed (a key limited 3 times within 60 s is blocked for 600 s, doubling up to 14400 s): the gateway refuses more than this replay shows',
+    );
+    const j = JSON.parse((await run(['replay', '--config', cfg, '--json', '-'], STUDIO)).out);
+    expect(j.penalty).toEqual({
+      replayed: false,
+      after: 3,
+      withinSeconds: 60,
+      blockSeconds: 600,
+      maxBlockSeconds: 14400,
+      status: 429,
+    });
+    const plain = JSON.parse((await run(['replay', '--config', EXAMPLE, '--json', '-'], STUDIO)).out);
+    expect(plain.penalty).toBeUndefined();
+  });
+
+  it('warns when lines carry no client (an edge Envoy logs X-Forwarded-For as "-")', async () => {
+    const log = ['00', '01', '02']
+      .map((s) => envoyLine(s))
+      .concat(envoyLine('03', '10.0.0.1'))
+      .join('\n');
+    const r = await run(['replay', '--config', EXAMPLE, '-'], log);
+    expect(r.code).toBe(0);
+    expect(r.out).toContain(
+      '3 of 4 requests (75.00%) had no client address: they were all decided as one client, ip:unknown',
+    );
+    expect(r.out).toContain('%DOWNSTREAM_REMOTE_ADDRESS%');
+    const j = JSON.parse((await run(['replay', '--config', EXAMPLE, '--json', '-'], log)).out);
+    expect(j.clientsMissing).toEqual({ lines: 3 });
+    const fine = JSON.parse((await run(['replay', '--config', EXAMPLE, '--json', '-'], STUDIO)).out);
+    expect(fine.clientsMissing).toEqual({ lines: 0 });
+  });
+
+  it('prints a short help with --help', async () => {
+    for (const cmd of ['replay', 'recommend']) {
+      const r = await run([cmd, '--help']);
+      expect(r.code).toBe(0);
+      expect(r.out).toMatch(new RegExp(`^Usage: sluice ${cmd} `));
+      expect(r.out).toMatch(/\n {2}--format FORMAT {2,}\S/);
+      expect(r.out).toMatch(/\nExample:\n {2}sluice /);
+    }
+    expect((await run(['recommend', '--help'])).out).toMatch(/\n {2}--out FILE {2,}\S/);
+    expect((await run(['replay', '--help'])).out).toMatch(/\n {2}--html FILE {2,}\S/);
+  });
+});
+
+describe('sluice recommend: fixes', () => {
+  const TOKEN = 'a-token-of-at-least-thirty-two-characters-x';
+  const withToken = () => {
+    const cfg = join(dir, 'token.yaml');
+    writeFileSync(cfg, `${readFileSync(EXAMPLE, 'utf8')}\nadmin:\n  port: 0\n  token: \${ADMIN_TOKEN}\n`);
+    return cfg;
+  };
+
+  it('substitutes $VAR references in --config from the environment it was given', async () => {
+    const r = await run(['recommend', '--config', withToken(), '-'], STUDIO, { ADMIN_TOKEN: TOKEN });
+    expect(r.err).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.out).toContain(`token: \${ADMIN_TOKEN}`);
+    expect(r.out).not.toContain(TOKEN);
+  });
+
+  it('answers a failure with a message, never a stack trace', async () => {
+    const r = await run(['recommend', '--config', withToken(), '-'], STUDIO, {});
+    expect(r.code).toBe(1);
+    expect(r.err).toMatch(
+      /^sluice recommend: invalid configuration [\s\S]*environment variable ADMIN_TOKEN is not set/,
+    );
+    const broken = new Readable({
+      read() {
+        this.destroy(new Error('the pipe broke'));
+      },
+    });
+    const b = await run(['recommend', '-'], broken);
+    expect(b.code).toBe(1);
+    expect(b.err).toBe('sluice recommend: cannot read stdin: the pipe broke\n');
+  });
+
+  it('says a log was read only in part, and exits 1 after its report', async () => {
+    const whole = gzipSync(
+      Array.from({ length: 400 }, (_, i) =>
+        line(String(i % 60).padStart(2, '0'), `198.51.100.${i % 7}`, '/api/items'),
+      ).join('\n'),
+    );
+    const r = await run(['recommend', '-'], whole.subarray(0, whole.length - 20));
+    expect(r.code).toBe(1);
+    expect(r.out).toContain('stdin: ');
+    expect(r.out).toContain('reading stopped early: unexpected end of file');
+    expect(r.out).toContain('# Proposed limits');
+    expect(r.err).toContain('sluice recommend: stdin was read only in part: unexpected end of file');
+  });
+
+  it('writes only the proposed file with --out, which validate and replay take', async () => {
+    const out = join(dir, 'proposed.yaml');
+    const r = await run(['recommend', '--out', out, '-'], STUDIO);
+    expect(r.code).toBe(0);
+    expect(r.out).toContain('Per-client peak requests');
+    expect(r.out).toContain(
+      `# Proposed limits: at most 1.00% of clients limited, never the p99 client: written to ${out}`,
+    );
+    expect(r.out).toContain('Replay of the logs under the proposed limits');
+    expect(r.out).not.toContain('rateLimiting:');
+    const yaml = readFileSync(out, 'utf8');
+    expect(yaml).toMatch(/^rateLimiting:/);
+    expect(yaml).not.toContain('Replay of the logs');
+    expect((await run(['validate', out])).code).toBe(0);
+    expect((await run(['replay', '--config', out, '-'], STUDIO)).code).toBe(0);
+    const bad = await run(['recommend', '--out', join(dir, 'nope', 'x.yaml'), '-'], STUDIO);
+    expect(bad.code).toBe(2);
+    expect(bad.err).toMatch(/--out must name a file in a writable directory/);
+    expect(existsSync(join(dir, 'nope'))).toBe(false);
   });
 });

@@ -94,9 +94,27 @@ export async function main(argv: readonly string[], io: CliIo = defaultIo): Prom
     }
   }
   const overrides: ConfigOverrides = { upstream: values.upstream, host: values.host, port };
+  // Every command but validate takes at most one argument: more is a mistake (a shell glob, a missing quote),
+  // named rather than ignored.
+  const most = command === 'demo' ? 1 : 2;
+  if (command !== 'validate' && positionals.length > most) {
+    io.err(
+      `sluice: ${command} takes ${most === 1 ? 'no argument' : 'one argument'}; unexpected ${positionals
+        .slice(most)
+        .map((a) => JSON.stringify(a))
+        .join(', ')}\n${TRY_HELP}`,
+    );
+    return 2;
+  }
   switch (command) {
-    case 'validate':
-      return validate(positionals[1] ?? values.config, overrides, io);
+    case 'validate': {
+      // Several files (`sluice validate configs/*.yaml` in CI): each is checked and reported; the exit code is
+      // the worst of them.
+      const files = positionals.length > 1 ? positionals.slice(1) : [values.config];
+      let code = 0;
+      for (const f of files) code = Math.max(code, validate(f, overrides, io));
+      return code;
+    }
     case 'serve':
       return serve(values.config ?? positionals[1], overrides, threads, io);
     case 'demo':
@@ -154,6 +172,11 @@ function parse(argv: readonly string[]) {
   });
 }
 
+/** `n thing` or `n things`. */
+function count(n: number, one: string, many = `${one}s`): string {
+  return `${n} ${n === 1 ? one : many}`;
+}
+
 function validate(file: string | undefined, overrides: ConfigOverrides, io: CliIo): number {
   if (file === undefined) {
     io.err('sluice: validate needs a FILE\n');
@@ -167,7 +190,7 @@ function validate(file: string | undefined, overrides: ConfigOverrides, io: CliI
       // Warnings go where violations go; a file with warnings only is still valid (exit 0).
       if (n > 0) io.err(`${formatWarnings(file, r.warnings)}\n`);
       io.out(
-        `${file}: valid (${Object.keys(c.tiers).length} tiers, ${c.endpoints.length} endpoint rules, ${Object.keys(c.classes).length} classes)${n === 0 ? '' : `, ${n} warning${n === 1 ? '' : 's'}`}\n`,
+        `${file}: valid (${count(Object.keys(c.tiers).length, 'tier')}, ${count(c.endpoints.length, 'endpoint rule')}, ${count(Object.keys(c.classes).length, 'class', 'classes')})${n === 0 ? '' : `, ${count(n, 'warning')}`}\n`,
       );
       return 0;
     }

@@ -1,6 +1,8 @@
+import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { describeEffect, type OverrideRule } from 'sluice';
-import { durationMs } from '../config/duration.js';
+import { DURATION_EXAMPLES, durationMs } from '../config/duration.js';
+import { timeLeft } from './time-left.js';
 import { joinNegativeValues } from './usage-hints.js';
 
 /** Where the command writes and how it reaches the admin API; replaceable in tests. */
@@ -30,7 +32,7 @@ const OPTIONS = {
 /** The text of `sluice override --help`. */
 export const OVERRIDE_HELP = `Usage:
   sluice override set PATTERN (--quota N --window 60s [--burst N] | --unlimited)
-                      [--policy NAME | --tier NAME] [--for 1h | --until ISO-TIME] --reason TEXT
+                      [--policy NAME | --tier NAME] [--for 7d | --until ISO-TIME] --reason TEXT
   sluice override list [--json]
   sluice override rm ID [--reason TEXT]
   sluice override history [--json]
@@ -41,8 +43,10 @@ export const OVERRIDE_HELP = `Usage:
 PATTERN: an exact key (tenant:acme:client:web, ip:203.0.113.9, apikey:<hash>), a tenant (tenant:acme),
 a prefix ending in * (tenant:acme:client:*), an address range (ip:10.0.0.0/8; a single IPv6 address such as
 ip:2001:db8::1 is its /128) or an API key of the key file by name (apikey-name:ci-bot). An address is stored as
-the client's key (ip:::ffff:1.2.3.4 as ip:1.2.3.4). ID: the pattern as stored, then
-" policy=NAME" or " tier=NAME" when scoped (as "sluice override list" shows it).
+the client's key (ip:::ffff:1.2.3.4 as ip:1.2.3.4). A name holding ":" or "%" is written as keys write it
+(tenant:org%3Aacme for the tenant org:acme); a pattern no key can match is refused. Quote a pattern with *
+('tenant:acme:client:*') so that the shell does not replace it with file names. Durations: ${DURATION_EXAMPLES}.
+ID: the pattern as stored, then " policy=NAME" or " tier=NAME" when scoped (as "sluice override list" shows it).
 The admin API is SLUICE_ADMIN_URL (or --admin URL, default http://127.0.0.1:9091) with the token in
 SLUICE_ADMIN_TOKEN (never on the command line, where other users could read it).
 `;
@@ -74,6 +78,8 @@ export async function overrideCommand(
     return 0;
   }
   const [action, target] = positionals;
+  const wrong = argumentIssue(kind, positionals) ?? optionIssue(kind, action, values);
+  if (wrong !== undefined) return usage(io, kind, wrong);
   const base = (values.admin ?? io.env.SLUICE_ADMIN_URL ?? 'http://127.0.0.1:9091').replace(/\/+$/, '');
   const token = io.env.SLUICE_ADMIN_TOKEN;
   if (token === undefined || token === '') {
@@ -163,7 +169,7 @@ function bodyOf(kind: 'override' | 'block', pattern: string, v: Values): Record<
   if (v.for !== undefined) {
     const ms = durationMs(v.for);
     if (ms === undefined || ms < 1000)
-      return `--for must be a duration such as 30m or 1h, got ${JSON.stringify(v.for)}`;
+      return `--for must be a duration such as ${DURATION_EXAMPLES}, got ${JSON.stringify(v.for)}`;
     body.ttlSeconds = Math.round(ms / 1000);
   }
   if (v.until !== undefined) body.expiresAt = v.until;
@@ -188,9 +194,94 @@ function bodyOf(kind: 'override' | 'block', pattern: string, v: Values): Record<
   return body;
 }
 
+/** The positionals each action takes after its name, as the help names them. */
+const ARGUMENT_OF: Readonly<Record<string, string | undefined>> = Object.freeze({
+  set: 'PATTERN',
+  rm: 'ID',
+  list: undefined,
+  history: undefined,
+});
+
+/**
+ * Arguments past the one an action takes: named rather than ignored, since they are a mistake (a pattern with
+ * spaces, a missing quote) or a `*` the shell replaced with the file names of the folder.
+ */
+function argumentIssue(kind: string, positionals: readonly string[]): string | undefined {
+  const [action, target] = positionals;
+  if (action === undefined || !Object.hasOwn(ARGUMENT_OF, action)) return undefined;
+  const takes = ARGUMENT_OF[action];
+  const extra = positionals.slice(takes === undefined ? 1 : 2);
+  if (extra.length > 0) {
+    const named = extra.map((a) => JSON.stringify(a)).join(', ');
+    const quote =
+      action === 'set'
+        ? "; quote a pattern with * ('tenant:acme:client:*'), or the shell replaces it with file names"
+        : '';
+    return `${kind} ${action} takes ${takes === undefined ? 'no argument' : `one ${takes}`}; unexpected ${named}${quote}`;
+  }
+  // A name with no kind cannot be a pattern; one that is a file here is most likely what the shell made of a `*`.
+  if (
+    action === 'set' &&
+    target !== undefined &&
+    !target.includes(':') &&
+    !target.endsWith('*') &&
+    existsSync(target)
+  ) {
+    return `PATTERN ${JSON.stringify(target)} is a file name here: the shell replaces an unquoted * with file names; quote the pattern ('ip:*', 'tenant:acme:client:*')`;
+  }
+  return undefined;
+}
+
+/** The options each action reads (`--admin` and `--help` apply to every one). */
+const OPTIONS_OF: Readonly<Record<string, readonly (keyof typeof OPTIONS)[]>> = Object.freeze({
+  'override set': ['policy', 'tier', 'quota', 'burst', 'window', 'unlimited', 'for', 'until', 'reason'],
+  'block set': ['policy', 'tier', 'status', 'for', 'until', 'reason'],
+  list: ['json'],
+  history: ['json'],
+  rm: ['reason'],
+});
+
+/** Options together that contradict each other, with why. */
+const EXCLUSIVE: readonly [keyof typeof OPTIONS, keyof typeof OPTIONS, string][] = [
+  ['policy', 'tier', ': a rule applies to one policy or one tier'],
+  ['for', 'until', ': a rule ends after --for or at --until'],
+];
+
+/**
+ * Options that the action does not read, or that contradict each other: refused as the admin API refuses such a
+ * body, rather than dropped (`--unlimited --quota 5` must not set an unlimited rule without a word).
+ */
+function optionIssue(kind: 'override' | 'block', action: string | undefined, v: Values): string | undefined {
+  if (action === undefined) return undefined;
+  const allowed = OPTIONS_OF[action === 'set' ? `${kind} set` : action];
+  if (allowed === undefined) return undefined;
+  const given = (Object.keys(OPTIONS) as (keyof typeof OPTIONS)[]).filter(
+    (o) => v[o] !== undefined && o !== 'admin' && o !== 'help',
+  );
+  const stray = given.filter((o) => !allowed.includes(o));
+  if (stray.length > 0) {
+    const names = stray.map((o) => `--${o}`).join(', ');
+    const other = kind === 'override' ? 'block' : 'override';
+    const elsewhere =
+      action === 'set' && stray.every((o) => OPTIONS_OF[`${other} set`]?.includes(o))
+        ? ` (${stray.length === 1 ? 'it is' : 'they are'} for sluice ${other} set)`
+        : '';
+    return `${names} ${stray.length === 1 ? 'does' : 'do'} not apply to sluice ${kind} ${action}${elsewhere}`;
+  }
+  const sizes = given.filter((o) => o === 'quota' || o === 'window' || o === 'burst');
+  if (v.unlimited === true && sizes.length > 0) {
+    return `--unlimited cannot be combined with ${sizes.map((o) => `--${o}`).join(', ')}: an unlimited rule has no quota, window or burst`;
+  }
+  for (const [a, b, why] of EXCLUSIVE) {
+    if (v[a] !== undefined && v[b] !== undefined) return `--${a} and --${b} cannot be combined${why}`;
+  }
+  return undefined;
+}
+
 function line(r: Record<string, unknown>): string {
   const what = describeEffect(r as unknown as OverrideRule);
-  const left = r.expiresInSeconds === undefined ? 'no end' : `${r.expiresInSeconds}s left`;
+  const seconds = r.expiresInSeconds === undefined ? undefined : Number(r.expiresInSeconds);
+  const left = seconds === undefined ? 'no end' : seconds <= 0 ? 'ended' : `${timeLeft(seconds)} left`;
   return `${r.id}\t${what}\t${left}\t${r.author}: ${r.reason}`;
 }
 

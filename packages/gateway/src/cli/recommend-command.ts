@@ -1,4 +1,4 @@
-import { createWriteStream, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createWriteStream, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
@@ -6,13 +6,16 @@ import { redactUrls } from '../config/redact.js';
 import { fileBlocks } from '../replay/line-source.js';
 import { RATE_WINDOWS_MS } from '../replay/rate-distribution.js';
 import { type Recommendation, recommend } from '../replay/recommend.js';
-import { printable, textTable } from '../replay/report-text.js';
+import { missingClientWarning, printable, renderLogStats, textTable } from '../replay/report-text.js';
+import { recommendHelp } from './log-command-help.js';
+import { outputFileProblem } from './output-file.js';
 import {
   type LogArguments,
   type LogCommandIo,
   logArguments,
   namedConfig,
   parseCommand,
+  reportNoRequests,
   UsageError,
 } from './replay-command.js';
 
@@ -23,12 +26,13 @@ const RECOMMEND_OPTIONS = {
   format: { type: 'string' },
   field: { type: 'string', multiple: true },
   json: { type: 'boolean' },
+  out: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
-/** Usage of `sluice recommend`, printed on a usage error. */
+/** Usage of `sluice recommend`, printed on a usage error and first in its help. */
 export const RECOMMEND_USAGE =
-  'Usage: sluice recommend [--config FILE] [--spare SHARE] [--top N] [--format FORMAT] [--field NAME=PATH]... [--json] LOG...\n';
+  'Usage: sluice recommend [--config FILE] [--spare SHARE] [--top N] [--format FORMAT] [--field NAME=PATH]... [--json] [--out FILE] LOG...\n';
 
 /**
  * `sluice recommend`: proposes tiers and endpoint rules from access logs and confirms them by a replay.
@@ -36,10 +40,19 @@ export const RECOMMEND_USAGE =
  * @param argv - the arguments after `recommend`.
  * @param io - output and standard input.
  * @returns the exit code: 0 proposed (and confirmed within the share), 1 a configuration could not be used, the
- *   logs hold no request, or no proposal limited few enough clients, 2 a usage error.
+ *   logs hold no request, a log was read only in part (reported from the lines before the break), a failure of
+ *   the run, or no proposal limited few enough clients, 2 a usage error (an `--out` file that cannot be written
+ *   included, checked before the logs are read).
  */
 export async function recommendCommand(argv: readonly string[], io: LogCommandIo): Promise<number> {
-  const parsed = parseCommand('recommend', argv, RECOMMEND_OPTIONS, RECOMMEND_USAGE, io);
+  const parsed = parseCommand(
+    'recommend',
+    argv,
+    RECOMMEND_OPTIONS,
+    RECOMMEND_USAGE,
+    io,
+    recommendHelp(RECOMMEND_USAGE),
+  );
   if (typeof parsed === 'number') return parsed;
   const { values, positionals } = parsed;
   let args: LogArguments;
@@ -59,6 +72,8 @@ export async function recommendCommand(argv: readonly string[], io: LogCommandIo
         throw new UsageError(`--top must be an integer from 1 to 1000, got ${JSON.stringify(values.top)}`);
     }
     args = logArguments(positionals, values.format, values.field, io);
+    const out = values.out === undefined ? undefined : outputFileProblem('--out', values.out);
+    if (out !== undefined) throw new UsageError(out);
   } catch (e) {
     io.err(`sluice recommend: ${(e as Error).message}\n${RECOMMEND_USAGE}`);
     return 2;
@@ -66,34 +81,56 @@ export async function recommendCommand(argv: readonly string[], io: LogCommandIo
   let config: Parameters<typeof recommend>[0]['config'];
   try {
     if (values.config !== undefined)
-      config = { ...namedConfig(values.config), text: readFileSync(values.config, 'utf8') };
+      config = { ...namedConfig(values.config, io.env), text: readFileSync(values.config, 'utf8') };
   } catch (e) {
-    io.err(`sluice: ${redactUrls((e as Error).message)}\n`);
+    io.err(`sluice recommend: ${redactUrls((e as Error).message)}\n`);
     return 1;
   }
-  // The logs are read more than once (the measure, then each confirming replay): standard input is kept in a
-  // temporary file for the run.
   let spool: string | undefined;
-  let logs = args.logs;
-  if (positionals.includes('-')) {
-    spool = mkdtempSync(join(tmpdir(), 'sluice-recommend-'));
-    const file = join(spool, 'stdin.log');
-    await pipeline(args.logs[positionals.indexOf('-')].open(), createWriteStream(file));
-    logs = args.logs.map((l, i) =>
-      positionals[i] === '-' ? { name: 'stdin', open: () => fileBlocks(file) } : l,
-    );
-  }
   try {
-    const r = await recommend({ ...args, logs, spare, top, ...(config === undefined ? {} : { config }) });
+    // The logs are read more than once (the measure, then each confirming replay): standard input is kept in a
+    // temporary file for the run.
+    let logs = args.logs;
+    if (positionals.includes('-')) {
+      spool = mkdtempSync(join(tmpdir(), 'sluice-recommend-'));
+      const file = join(spool, 'stdin.log');
+      try {
+        await pipeline(args.logs[positionals.indexOf('-')].open(), createWriteStream(file));
+      } catch (e) {
+        throw new Error(`cannot read stdin: ${(e as Error).message}`);
+      }
+      logs = args.logs.map((l, i) =>
+        positionals[i] === '-' ? { name: 'stdin', open: () => fileBlocks(file) } : l,
+      );
+    }
+    const r = await recommend({
+      ...args,
+      logs,
+      spare,
+      top,
+      ...(config === undefined ? {} : { config }),
+      ...(io.env === undefined ? {} : { env: io.env }),
+    });
     if (r.requests === 0) {
       // Limits proposed from no traffic would be the defaults dressed up as a measurement.
+      reportNoRequests('recommend', r.logs, args.format, io);
       io.err(
         'sluice recommend: the logs hold no request to measure (see sluice replay for their unknown lines): nothing is proposed\n',
       );
       return 1;
     }
-    io.out(values.json === true ? `${JSON.stringify(r, null, 2)}\n` : renderRecommendation(r));
-    return r.confirmation.withinSpare ? 0 : 1;
+    if (values.out !== undefined) writeFileSync(values.out, r.yaml);
+    io.out(values.json === true ? `${JSON.stringify(r, null, 2)}\n` : renderRecommendation(r, values.out));
+    // Limits from part of a log are proposed and shown, but a script must be able to tell.
+    const broken = r.logs.filter((l) => l.error !== undefined);
+    for (const l of broken)
+      io.err(`sluice recommend: ${printable(l.name)} was read only in part: ${printable(l.error ?? '')}\n`);
+    return r.confirmation.withinSpare && broken.length === 0 ? 0 : 1;
+  } catch (e) {
+    // A failure of the run (a log that cannot be read, a file the proposal cannot be written to) is a message,
+    // never a stack trace.
+    io.err(`sluice recommend: ${redactUrls((e as Error).message)}\n`);
+    return 1;
   } finally {
     if (spool !== undefined) rmSync(spool, { recursive: true, force: true });
   }
@@ -101,9 +138,18 @@ export async function recommendCommand(argv: readonly string[], io: LogCommandIo
 
 const fmt = (v: number) => (Number.isInteger(v) ? v.toLocaleString('en-US') : v.toFixed(1));
 
-/** The terminal form: the distributions, the proposed file, and the confirming replay. */
-export function renderRecommendation(r: Recommendation): string {
+/**
+ * The terminal form: the logs that were not read whole, the distributions, the proposed file (or where it was
+ * written), and the confirming replay.
+ *
+ * @param r - the recommendation.
+ * @param written - the `--out` file the proposed configuration was written to, if any: it is then not repeated.
+ */
+export function renderRecommendation(r: Recommendation, written?: string): string {
   const out: string[] = [];
+  out.push(...renderLogStats(r.logs, (l) => l.error !== undefined || l.formatLine !== undefined));
+  const missing = missingClientWarning(r.clientsMissing, r.requests);
+  if (missing !== undefined) out.push(missing);
   out.push(
     `${r.requests.toLocaleString('en-US')} request${r.requests === 1 ? '' : 's'} from ${r.clients.toLocaleString('en-US')} client${r.clients === 1 ? '' : 's'}. Per-client peak requests in a window (p50 / p90 / p99 / max over clients):`,
   );
@@ -123,10 +169,11 @@ export function renderRecommendation(r: Recommendation): string {
   for (const p of r.proposals)
     if (p.kept !== undefined) out.push(`  ${printable(p.name)}: not changed, ${p.kept}`);
   out.push('');
-  out.push(
-    `# Proposed limits: at most ${(r.spare * 100).toFixed(2)}% of clients limited, never the p99 client.`,
-  );
-  out.push(r.yaml.trimEnd());
+  const heading = `# Proposed limits: at most ${(r.spare * 100).toFixed(2)}% of clients limited, never the p99 client`;
+  if (written === undefined) {
+    out.push(`${heading}.`);
+    out.push(r.yaml.trimEnd());
+  } else out.push(`${heading}: written to ${printable(written)}`);
   out.push('');
   const c = r.confirmation;
   out.push(

@@ -6,10 +6,19 @@ import { redactUrls } from '../config/redact.js';
 import { type FieldMap, fieldMap } from '../replay/json-fields.js';
 import { openLog } from '../replay/line-source.js';
 import { type LogFormat, logFormat } from '../replay/log-format.js';
-import { replayReport } from '../replay/replay-report.js';
-import { type NamedConfig, type ReplayLog, runReplay } from '../replay/replay-run.js';
+import { noRequestHint } from '../replay/no-request-hint.js';
+import { type ReplayReport, replayReport } from '../replay/replay-report.js';
+import {
+  type LogStats,
+  type NamedConfig,
+  type ReplayLog,
+  type ReplayRun,
+  runReplay,
+} from '../replay/replay-run.js';
 import { replayHtml } from '../replay/report-html.js';
 import { printable, renderReplayText } from '../replay/report-text.js';
+import { replayHelp } from './log-command-help.js';
+import { outputFileProblem } from './output-file.js';
 import { joinNegativeValues, unknownOptionMessage } from './usage-hints.js';
 
 /** Where the log commands read and write. */
@@ -18,6 +27,8 @@ export interface LogCommandIo {
   readonly err: (text: string) => void;
   /** What `-` reads; default the process's standard input. */
   readonly stdin?: Readable;
+  /** The environment for `${NAME}` references in configuration files; default `process.env`. */
+  readonly env?: Readonly<Record<string, string | undefined>>;
 }
 
 const REPLAY_OPTIONS = {
@@ -30,7 +41,7 @@ const REPLAY_OPTIONS = {
   help: { type: 'boolean', short: 'h' },
 } as const;
 
-/** Usage of `sluice replay`, printed on a usage error. */
+/** Usage of `sluice replay`, printed on a usage error and first in its help. */
 export const REPLAY_USAGE =
   'Usage: sluice replay --config FILE [--against OTHER.yaml] [--format FORMAT] [--field NAME=PATH]... [--json] [--html FILE] LOG...\n';
 
@@ -84,6 +95,7 @@ export function parseCommand<O extends Record<string, OptionSpec>>(
   options: O,
   usage: string,
   io: LogCommandIo,
+  help = usage,
 ): { values: ParsedValues<O>; positionals: string[] } | number {
   let parsed: { values: ParsedValues<O>; positionals: string[] };
   try {
@@ -100,7 +112,7 @@ export function parseCommand<O extends Record<string, OptionSpec>>(
     return 2;
   }
   if ((parsed.values as { help?: boolean }).help === true) {
-    io.out(usage);
+    io.out(help);
     return 0;
   }
   return parsed;
@@ -122,9 +134,43 @@ export type ParsedValues<O extends Record<string, OptionSpec>> = {
       : string;
 };
 
-/** Loads a configuration file as `serve` would; the error lists every violation with its place. */
-export function namedConfig(file: string): NamedConfig {
-  return { name: file, config: loadConfigOrThrow(file) };
+/**
+ * Loads a configuration file as `serve` would; the error lists every violation with its place.
+ *
+ * @param file - the file.
+ * @param env - the environment for its `${NAME}` references; default `process.env`.
+ */
+export function namedConfig(file: string, env?: LogCommandIo['env']): NamedConfig {
+  return { name: file, config: loadConfigOrThrow(file, env === undefined ? {} : { env }) };
+}
+
+/**
+ * Says on standard error which logs gave no request although they have lines (read in the wrong format), or
+ * that the logs hold no request at all.
+ *
+ * @param command - `replay` or `recommend`, for the messages.
+ * @param logs - what reading the logs found.
+ * @param format - the `--format` value.
+ * @returns true when something was said: the report does not cover what the user gave.
+ */
+export function reportNoRequests(
+  command: string,
+  logs: readonly LogStats[],
+  format: LogFormat,
+  io: LogCommandIo,
+): boolean {
+  let said = false;
+  for (const l of logs) {
+    const hint = noRequestHint(l, format);
+    if (hint === undefined) continue;
+    io.err(`sluice ${command}: ${hint}\n`);
+    said = true;
+  }
+  if (!said && logs.every((l) => l.requests === 0)) {
+    io.err(`sluice ${command}: the logs hold no request (no line that is not blank or a line to skip)\n`);
+    said = true;
+  }
+  return said;
 }
 
 /**
@@ -133,17 +179,20 @@ export function namedConfig(file: string): NamedConfig {
  *
  * @param argv - the arguments after `replay`.
  * @param io - output and standard input.
- * @returns the exit code: 0 reported, 1 a configuration or the HTML page could not be used or a log could not be
- *   read to its end (reported up to the break), 2 a usage error.
+ * @returns the exit code: 0 reported, 1 a configuration or the HTML page could not be used, a log could not be
+ *   read to its end (reported up to the break), or a log gave no request (no line read in its format), 2 a usage
+ *   error (an `--html` file that cannot be written included, checked before the logs are read).
  */
 export async function replayCommand(argv: readonly string[], io: LogCommandIo): Promise<number> {
-  const parsed = parseCommand('replay', argv, REPLAY_OPTIONS, REPLAY_USAGE, io);
+  const parsed = parseCommand('replay', argv, REPLAY_OPTIONS, REPLAY_USAGE, io, replayHelp(REPLAY_USAGE));
   if (typeof parsed === 'number') return parsed;
   const { values, positionals } = parsed;
   let args: LogArguments;
   try {
     if (values.config === undefined) throw new UsageError('--config FILE is required');
     args = logArguments(positionals, values.format, values.field, io);
+    const html = values.html === undefined ? undefined : outputFileProblem('--html', values.html);
+    if (html !== undefined) throw new UsageError(html);
   } catch (e) {
     io.err(`sluice replay: ${(e as Error).message}\n${REPLAY_USAGE}`);
     return 2;
@@ -151,14 +200,22 @@ export async function replayCommand(argv: readonly string[], io: LogCommandIo): 
   let config: NamedConfig;
   let against: NamedConfig | undefined;
   try {
-    config = namedConfig(values.config);
-    if (values.against !== undefined) against = namedConfig(values.against);
+    config = namedConfig(values.config, io.env);
+    if (values.against !== undefined) against = namedConfig(values.against, io.env);
   } catch (e) {
-    io.err(`sluice: ${redactUrls((e as Error).message)}\n`);
+    io.err(`sluice replay: ${redactUrls((e as Error).message)}\n`);
     return 1;
   }
-  const run = await runReplay({ config, ...(against === undefined ? {} : { against }), ...args });
-  const report = replayReport(run);
+  let run: ReplayRun;
+  let report: ReplayReport;
+  try {
+    run = await runReplay({ config, ...(against === undefined ? {} : { against }), ...args });
+    report = replayReport(run);
+  } catch (e) {
+    // Whatever a log does to the replay, the user gets a message, not a stack trace.
+    io.err(`sluice replay: ${redactUrls((e as Error).message)}\n`);
+    return 1;
+  }
   if (values.json === true) io.out(`${JSON.stringify(report, null, 2)}\n`);
   else io.out(renderReplayText(report));
   if (values.html !== undefined) {
@@ -175,5 +232,7 @@ export async function replayCommand(argv: readonly string[], io: LogCommandIo): 
   const broken = run.logs.filter((l) => l.error !== undefined);
   for (const l of broken)
     io.err(`sluice replay: ${printable(l.name)} was read only in part: ${printable(l.error ?? '')}\n`);
-  return broken.length > 0 ? 1 : 0;
+  // A report that counts nothing reads like a quiet hour: a log in the wrong format must fail a script too.
+  const nothing = reportNoRequests('replay', run.logs, args.format, io);
+  return broken.length > 0 || nothing ? 1 : 0;
 }

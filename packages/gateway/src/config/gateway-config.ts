@@ -132,6 +132,16 @@ export interface GatewayConfig {
     readonly trustedProxies: readonly string[];
     readonly proxyHeader: 'x-forwarded-for' | 'forwarded';
     readonly maxBodyBytes: number;
+    /**
+     * How long a request body may take before `bodyMinRate` counts (`server.bodyTimeout`); `0` turns the body
+     * deadline off.
+     */
+    readonly bodyTimeoutMs: number;
+    /**
+     * Bytes per second a request body must keep after `bodyTimeoutMs` (`server.bodyMinRate`): each extends its
+     * deadline by a second; `0` wants the whole body within `bodyTimeoutMs`.
+     */
+    readonly bodyMinRate: number;
     readonly shutdownTimeoutMs: number;
     readonly requestIdHeader: string;
     readonly tls:

@@ -300,6 +300,8 @@ export function resolveConfig(
       trustedProxies: server.trustedProxies ?? [],
       proxyHeader: server.proxyHeader ?? 'x-forwarded-for',
       maxBodyBytes: sizeBytes(server.maxBodySize) ?? 10 * 1024 * 1024,
+      bodyTimeoutMs: timerMs(server.bodyTimeout, ['server', 'bodyTimeout'], issues) ?? 20_000,
+      bodyMinRate: server.bodyMinRate ?? 500,
       shutdownTimeoutMs: timerMs(server.shutdownTimeout, ['server', 'shutdownTimeout'], issues) ?? 30_000,
       requestIdHeader: (server.requestIdHeader ?? 'x-request-id').toLowerCase(),
       tls:

@@ -75,6 +75,17 @@ describe('RateWindow', () => {
     ]);
   });
 
+  it('counts a request refused by a run-time block as a denied request of its tier', () => {
+    const { clock, rates } = setup();
+    rates.recordBlocked('free');
+    rates.recordBlocked(undefined);
+    clock.advance(1000);
+    const rows = rates.rowsAfter(-Infinity);
+    const s = rates.series();
+    expect(sum(rows, idOf(s, 'requests', '', 'free'), 1)).toBe(1);
+    expect(sum(rows, idOf(s, 'requests', '', ''), 1)).toBe(1);
+  });
+
   it('counts store trouble and the failover state', () => {
     const { clock, rates } = setup();
     rates.recordStoreError('redis');

@@ -155,6 +155,12 @@ export class RateWindow extends NoopMetrics {
     this.#find('exempt', labels.reason, labels.tier ?? '').counts[slot]++;
   }
 
+  /** A request refused by a run-time block: a denied request of its tier (no policy decided it). */
+  recordBlocked(tier: string | undefined): void {
+    this.#roll();
+    this.#find('requests', '', tier ?? '').counts[this.#slot + 1]++;
+  }
+
   override recordStoreError(store: string): void {
     this.#roll();
     this.#find('store', store, '').counts[this.#slot]++;

@@ -61,7 +61,7 @@ export async function decideRequest(host: DecisionHost, facts: RequestFacts): Pr
       headers: NO_HEADERS,
       body: undefined,
       decision: undefined,
-      key: undefined,
+      key: a.key,
       tier: a.tier,
     };
   }

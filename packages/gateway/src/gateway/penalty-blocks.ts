@@ -1,6 +1,6 @@
 import promClient from 'prom-client';
 import type { OverrideControl } from '../admission/override-control.js';
-import { Penalties } from '../admission/penalties.js';
+import { MAX_PENALTY_BLOCKS, Penalties } from '../admission/penalties.js';
 import type { PenaltyConfig } from '../config/gateway-config.js';
 import type { Logger } from '../log/create-logger.js';
 
@@ -28,11 +28,41 @@ export function penaltyBlocks(
     labelNames: ['status'],
     registers: [metrics.registry],
   });
-  return new Penalties(control, config, now, logger, (b) => {
-    blocks.inc({ status: String(b.status) });
-    logger.warn(
-      { penalty: true, key: b.key, durationSeconds: b.durationMs / 1000, level: b.level, status: b.status },
-      'key blocked by penalty',
-    );
+  const skipped = new promClient.Counter({
+    name: `${metrics.prefix}_penalty_blocks_skipped_total`,
+    help: `Penalty blocks not set because ${MAX_PENALTY_BLOCKS} set by this gateway were in force (the keys stay limited by their buckets).`,
+    registers: [metrics.registry],
   });
+  let warnedAt = Number.NEGATIVE_INFINITY;
+  return new Penalties(
+    control,
+    config,
+    now,
+    logger,
+    (b) => {
+      blocks.inc({ status: String(b.status) });
+      // `doublings`, not `level`: the log line's own `level` is its severity.
+      logger.warn(
+        {
+          penalty: true,
+          key: b.key,
+          durationSeconds: b.durationMs / 1000,
+          doublings: b.level,
+          status: b.status,
+        },
+        'key blocked by penalty',
+      );
+    },
+    (key) => {
+      skipped.inc();
+      // One line a minute: the condition is a flood, and a line per key would be one too.
+      const t = now();
+      if (t - warnedAt < 60_000) return;
+      warnedAt = t;
+      logger.warn(
+        { penalty: true, key, inForce: MAX_PENALTY_BLOCKS },
+        'penalty block not set: this gateway has the most penalty blocks in force it keeps',
+      );
+    },
+  );
 }

@@ -49,6 +49,8 @@ export const SETTINGS: { readonly [K in keyof GatewayConfig]-?: Applies | Fields
       trustedProxies: RELOAD,
       proxyHeader: RELOAD,
       maxBodyBytes: RELOAD,
+      bodyTimeoutMs: RELOAD,
+      bodyMinRate: RELOAD,
       shutdownTimeoutMs: RELOAD,
       requestIdHeader: RELOAD,
       tls: atStart('server.tls'),

@@ -1,3 +1,4 @@
+import promClient from 'prom-client';
 import type { Decision } from 'sluice';
 import {
   combineMetrics,
@@ -23,6 +24,7 @@ import { PrometheusMetrics, type PrometheusMetricsOptions } from 'sluice/prometh
 export class TappedMetrics extends PrometheusMetrics {
   readonly #tap: LimiterMetrics;
   readonly #sinks: readonly LimiterMetrics[];
+  readonly #blocked: promClient.Counter<'status'>;
 
   /**
    * @param sinks - the sinks that receive every call after Prometheus.
@@ -34,6 +36,30 @@ export class TappedMetrics extends PrometheusMetrics {
     this.#sinks = Object.freeze([...sinks]);
     // combineMetrics isolates each sink: one that throws cannot starve the others or fail a request.
     this.#tap = combineMetrics(...sinks, NEVER_THROWS);
+    this.#blocked = new promClient.Counter({
+      name: `${options.prefix ?? 'sluice'}_blocked_total`,
+      help: 'Requests refused by a run-time block (an operator block or a penalty block), by the status they got.',
+      labelNames: ['status'],
+      registers: [this.registry],
+    });
+  }
+
+  /**
+   * Counts a request refused by a run-time block: no bucket decided it, so no decision records it. The sinks
+   * that count requests (the dashboard's rate window) count it as denied.
+   *
+   * @param status - the answer, 403 or 429.
+   * @param tier - the caller's tier, if known.
+   */
+  recordBlocked(status: 403 | 429, tier: string | undefined): void {
+    this.#blocked.inc({ status: String(status) });
+    for (const s of this.#sinks) {
+      try {
+        (s as { recordBlocked?: (tier: string | undefined) => void }).recordBlocked?.(tier);
+      } catch {
+        // As for every other recording: a broken sink never fails a request.
+      }
+    }
   }
 
   override recordDecision(decision: Decision, labels?: DecisionLabels, durationSeconds?: number): void {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { clientResponseHeaderList } from './forward-headers.js';
+import { clientResponseHeaderList, type ForwardFacts, upstreamRequestHeaders } from './forward-headers.js';
 
 function pairs(list: (string | string[])[]): [string, string | string[]][] {
   const out: [string, string | string[]][] = [];
@@ -37,5 +37,38 @@ describe('clientResponseHeaderList', () => {
       ['x-request-id', 'gw-id'],
       ['RateLimit', '"default";r=9;t=60'],
     ]);
+  });
+});
+
+describe('upstreamRequestHeaders', () => {
+  const facts = (trustedPeer: boolean): ForwardFacts => ({
+    peer: '198.51.100.7',
+    proto: 'http',
+    host: 'api.example',
+    requestId: 'r1',
+    requestIdHeader: 'x-request-id',
+    strip: () => false,
+    preserveHost: false,
+    trustedPeer,
+  });
+  const spoofed = {
+    'x-real-ip': '1.2.3.4',
+    'x-original-url': '/system/airgap/seal',
+    'x-rewrite-url': '/admin',
+    accept: 'text/plain',
+  };
+
+  it("sets X-Real-IP to a client's own address and drops the URL rewrite fields it sent", () => {
+    const out = upstreamRequestHeaders(spoofed, facts(false));
+    expect(out['x-real-ip']).toBe('198.51.100.7');
+    expect(out['x-original-url']).toBeUndefined();
+    expect(out['x-rewrite-url']).toBeUndefined();
+    expect(out.accept).toBe('text/plain');
+  });
+
+  it('keeps what a trusted proxy in front set', () => {
+    const out = upstreamRequestHeaders(spoofed, facts(true));
+    expect(out['x-real-ip']).toBe('1.2.3.4');
+    expect(out['x-original-url']).toBe('/system/airgap/seal');
   });
 });

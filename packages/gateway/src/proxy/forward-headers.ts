@@ -37,7 +37,8 @@ export interface ForwardFacts {
 /**
  * The request headers sent upstream: hop-by-hop fields and the fields the `Connection` header names removed,
  * `X-Forwarded-For` and `Forwarded` (RFC 7239) appended with the peer, `X-Forwarded-Proto` and
- * `X-Forwarded-Host` set (kept only when a trusted proxy sent them), and the request id.
+ * `X-Forwarded-Host` set (kept only when a trusted proxy sent them), `X-Real-IP` set to the peer and
+ * `X-Original-URL` and `X-Rewrite-URL` removed (unless a trusted proxy sent the request), and the request id.
  *
  * @param incoming - the client's request headers.
  * @param facts - the connection facts.
@@ -68,6 +69,14 @@ export function upstreamRequestHeaders(
   if (facts.trustedPeer !== true || out['x-forwarded-host'] === undefined) {
     if (facts.host === undefined) delete out['x-forwarded-host'];
     else out['x-forwarded-host'] = facts.host;
+  }
+  if (facts.trustedPeer !== true) {
+    // Upstreams behind NGINX take the client from X-Real-IP: a client's own would name any address it likes.
+    out['x-real-ip'] = facts.peer;
+    // IIS and older Symfony route by these instead of the request line, so a client could reach a path other
+    // than the one its request was counted under. Only a trusted proxy in front may set them.
+    delete out['x-original-url'];
+    delete out['x-rewrite-url'];
   }
   out[facts.requestIdHeader] = facts.requestId;
   if (facts.upgrade === true) {

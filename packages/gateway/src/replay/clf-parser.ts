@@ -34,3 +34,19 @@ export function clfParser(): LineParser {
     return true;
   };
 }
+
+/**
+ * Which of the two NGINX/Apache formats a line the parser read is in: `combined` ends with the quoted user agent
+ * (after the quoted referer), `common` with the byte count. Called once per log, on the line its format was chosen
+ * from, not per line.
+ *
+ * @param line - a line {@link clfParser} read.
+ */
+export function clfVariant(line: string): 'combined' | 'common' {
+  let end = line.length;
+  while (end > 0 && line.charCodeAt(end - 1) <= 32) end--;
+  if (line.charCodeAt(end - 1) !== 34 /* " */) return 'common';
+  // The closing quote of the user agent, and at least one more quoted field before it after the request line.
+  const open = line.lastIndexOf('"', end - 2);
+  return open > 0 && line.lastIndexOf('"', open - 1) > line.indexOf('"') ? 'combined' : 'common';
+}

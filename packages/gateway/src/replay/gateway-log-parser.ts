@@ -1,5 +1,5 @@
 import type { LineParser, LogRecord } from './log-record.js';
-import { IsoTimeParser } from './log-time.js';
+import { epochMs, IsoTimeParser } from './log-time.js';
 
 /** Outcomes of the gateway's request lines that never reached admission: health endpoints, CORS preflights. */
 const NOT_ADMITTED = new Set(['own', 'preflight']);
@@ -25,7 +25,11 @@ export function gatewayLogParser(): LineParser {
     if (o.msg !== 'request') return typeof o.msg === 'string' ? 'skip' : false;
     if (typeof o.outcome === 'string' && NOT_ADMITTED.has(o.outcome)) return 'skip';
     const t =
-      typeof o.time === 'number' ? o.time : typeof o.time === 'string' ? time.parse(o.time) : Number.NaN;
+      typeof o.time === 'number'
+        ? epochMs(o.time)
+        : typeof o.time === 'string'
+          ? time.parse(o.time)
+          : Number.NaN;
     if (Number.isNaN(t) || typeof o.url !== 'string' || typeof o.method !== 'string') return false;
     into.timeMs = t;
     into.method = o.method;

@@ -7,7 +7,7 @@ import { fieldMap } from './json-fields.js';
 import { jsonParser } from './json-parser.js';
 import { detectFormat, logFormat } from './log-format.js';
 import { LogRecord } from './log-record.js';
-import { AnyTimeParser, ClfTimeParser, IsoTimeParser } from './log-time.js';
+import { AnyTimeParser, ClfTimeParser, epochMs, IsoTimeParser } from './log-time.js';
 import { pathTemplate } from './path-template.js';
 
 function read(parse: (s: string, r: LogRecord) => boolean | 'skip', line: string) {
@@ -46,6 +46,15 @@ describe('access log times', () => {
     expect(any.parse('03/Dec/2026:06:38:27 +0000')).toBe(Date.UTC(2026, 11, 3, 6, 38, 27));
     expect(any.parse('yesterday')).toBeNaN();
     expect(any.parse(undefined)).toBeNaN();
+  });
+
+  it('reads no epoch number beyond the years a log can hold (a Date would throw on it)', () => {
+    const any = new AnyTimeParser();
+    for (const v of [1e308, -1e308, 9e15, 8.64e15, 1e14, '1e308', Number.MAX_VALUE, -1])
+      expect(any.parse(v)).toBeNaN();
+    expect(epochMs(99_999_999_999)).toBe(99_999_999_999_000);
+    expect(epochMs(99_999_999_999_999)).toBe(99_999_999_999_999);
+    expect(() => new Date(epochMs(99_999_999_999_999)).toISOString()).not.toThrow();
   });
 
   it('never takes a time for the second of the line before when any part differs (property)', () => {

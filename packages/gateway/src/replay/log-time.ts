@@ -187,13 +187,21 @@ export class IsoTimeParser {
 }
 
 /**
+ * The largest number read as Unix milliseconds, and the bound of seconds (times 1000): the year 5138. A log
+ * holds no later time, and a value beyond it is no time of this kind (microseconds or nanoseconds since the
+ * epoch, a counter); read as milliseconds it would be a date tens of thousands of years ahead, or beyond what a
+ * Date holds (8.64e15), whose report would throw.
+ */
+export const MAX_EPOCH_MS = 1e14;
+
+/**
  * Unix seconds or milliseconds as a number: a value below 10^11 is taken as seconds (NGINX `$msec`, fractions
- * allowed), anything larger as milliseconds.
+ * allowed), a larger one below {@link MAX_EPOCH_MS} as milliseconds. Both ranges end in the same year.
  *
- * @returns milliseconds, or NaN for a value that is not a finite, non-negative number.
+ * @returns milliseconds, or NaN for a value that is not a finite, non-negative number within those ranges.
  */
 export function epochMs(n: number): number {
-  if (!Number.isFinite(n) || n < 0) return Number.NaN;
+  if (!(n >= 0 && n < MAX_EPOCH_MS)) return Number.NaN;
   return n < 1e11 ? Math.round(n * 1000) : Math.round(n);
 }
 

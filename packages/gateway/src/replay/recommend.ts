@@ -9,7 +9,7 @@ import type { LogRecord } from './log-record.js';
 import { pathTemplate } from './path-template.js';
 import { type GroupDistribution, quantile, RateDistribution } from './rate-distribution.js';
 import { replayReport } from './replay-report.js';
-import { type NamedConfig, type ReplayLog, runReplay } from './replay-run.js';
+import { type LogStats, type NamedConfig, type ReplayLog, runReplay } from './replay-run.js';
 
 /** Options of {@link recommend}. */
 export interface RecommendOptions {
@@ -24,6 +24,11 @@ export interface RecommendOptions {
   readonly fields?: FieldMap;
   /** Rounds of raising limits that limited too many clients. */
   readonly maxRounds?: number;
+  /**
+   * The environment for `${NAME}` references of the proposed file, which keeps them as written: the one the
+   * configuration was loaded with. Default `process.env`.
+   */
+  readonly env?: Readonly<Record<string, string | undefined>>;
 }
 
 /** One proposed limit. */
@@ -50,6 +55,10 @@ export interface Recommendation {
   readonly spare: number;
   readonly clients: number;
   readonly requests: number;
+  /** What reading the logs found (the measuring replay): formats, unknown lines, a reading that stopped early. */
+  readonly logs: readonly LogStats[];
+  /** Requests without a client address or caller identity, all measured as one client (`ip:unknown`). */
+  readonly clientsMissing: number;
   readonly groups: readonly (Omit<GroupDistribution, 'sortedPeaks'> & { readonly kind: 'tier' | 'rule' })[];
   readonly proposals: readonly ProposedLimit[];
   /** The proposed configuration file. */
@@ -89,7 +98,7 @@ const MAX_TEMPLATES = 10_000;
  * @returns the distributions, the proposal as a configuration file and its confirmation.
  */
 export async function recommend(o: RecommendOptions): Promise<Recommendation> {
-  const base = o.config ?? { name: 'observer', config: loaded(OBSERVER_YAML), text: OBSERVER_YAML };
+  const base = o.config ?? { name: 'observer', config: loaded(OBSERVER_YAML, o.env), text: OBSERVER_YAML };
   const withConfig = o.config !== undefined;
   // Two (group, client) pairs per tracked key: a tier and an endpoint on average; beyond, pairs are not tracked.
   const dist = new RateDistribution(Math.max(base.config.maxTrackedKeys, 100_000) * 2);
@@ -154,6 +163,8 @@ export async function recommend(o: RecommendOptions): Promise<Recommendation> {
     spare: o.spare,
     clients: clients.size,
     requests: run.engine.tally.totals.requests,
+    logs: run.logs,
+    clientsMissing: run.engine.clientsMissing,
     groups: groups
       .filter((g) => proposals.some((p) => groupOf(p) === g.group))
       .map(({ sortedPeaks: _, ...g }) => ({ ...g, kind: g.group.startsWith('tier:') ? 'tier' : 'rule' })),
@@ -179,8 +190,12 @@ function groupOf(p: ProposedLimit): string {
   return p.kind === 'tier' ? `tier:${p.name}` : `rule:${p.policy}`;
 }
 
-function loaded(text: string, file = 'recommended.yaml'): GatewayConfig {
-  const r = loadConfigText(text, file, { env: {} });
+/**
+ * Loads a proposed file. It keeps the `${NAME}` references of the given file, so it is loaded with the
+ * environment that file was: with none, a reference would fail (or silently take its `:-default`).
+ */
+function loaded(text: string, env: RecommendOptions['env'], file = 'recommended.yaml'): GatewayConfig {
+  const r = loadConfigText(text, file, env === undefined ? {} : { env });
   if (!r.ok)
     throw new Error(
       `the proposed configuration is invalid: ${r.violations.map((v) => `${v.path}: ${v.message}`).join('; ')}`,
@@ -317,7 +332,7 @@ interface Confirmation {
 }
 
 async function confirm(yaml: string, o: RecommendOptions, clients: number): Promise<Confirmation> {
-  const config = loaded(yaml, o.config?.config.file ?? 'recommended.yaml');
+  const config = loaded(yaml, o.env, o.config?.config.file ?? 'recommended.yaml');
   const r = replayReport(
     await runReplay({
       config: { name: 'proposed', config },

@@ -77,6 +77,8 @@ export class ReplayEngine {
    */
   clientsNotIp = 0;
   clientNotIpExample: string | undefined;
+  /** Lines with no client address and no caller identity: decided as one client, the key `ip:unknown`. */
+  clientsMissing = 0;
   firstMs = Number.NaN;
   lastMs = Number.NaN;
   #pending = new Set<Promise<unknown>>();
@@ -122,7 +124,10 @@ export class ReplayEngine {
     const a = r.clientIp;
     const addresses = this.#addresses;
     const known = a !== undefined && addresses.lookup(a);
-    if (!known && a !== undefined) this.#notIp(a);
+    if (!known) {
+      if (a !== undefined) this.#notIp(a);
+      else if (!r.identified) this.clientsMissing++;
+    }
     const rt = this.runtime;
     if (!this.config.enabled && rt.http.canonicalTarget(r.target).ok) {
       const v: Verdict = { action: 'exempt', status: 200, outcome: 'exempt_disabled', headers: [] };

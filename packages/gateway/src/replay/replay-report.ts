@@ -1,7 +1,7 @@
 import type { MemoryStore } from 'sluice/memory';
 import type { FlipCounts } from './replay-flips.js';
 import type { OutcomeCounts } from './replay-outcome.js';
-import type { LogStats, ReplayRun } from './replay-run.js';
+import type { LogStats, NamedConfig, ReplayRun } from './replay-run.js';
 import type { ReplayTally } from './replay-tally.js';
 
 /** How many limited keys and flipping keys the report lists. */
@@ -57,6 +57,21 @@ export interface ConfigReport {
     readonly evictions: number;
     readonly trackedKeys: number;
   };
+  /**
+   * The configuration's `penalty:` section (automatic blocks of keys limited too often), which replay does not
+   * apply: a live gateway also refuses the blocked keys' requests. Absent without the section.
+   */
+  readonly penalty?: PenaltyReport;
+}
+
+/** A `penalty:` section as the report names it: not replayed, durations in seconds. */
+export interface PenaltyReport {
+  readonly replayed: false;
+  readonly after: number;
+  readonly withinSeconds: number;
+  readonly blockSeconds: number;
+  readonly maxBlockSeconds: number;
+  readonly status: 403 | 429;
 }
 
 /** The report of `sluice replay`, as `--json` prints it. */
@@ -71,6 +86,11 @@ export interface ReplayReport extends ConfigReport {
    * key `ip:unknown`; `example` is the first such client as logged.
    */
   readonly clientsNotIp: { readonly lines: number; readonly example?: string };
+  /**
+   * Requests without a client address and without a caller identity (Envoy's default format at an edge Envoy
+   * logs X-Forwarded-For as `-`): decided as one client, the key `ip:unknown`.
+   */
+  readonly clientsMissing: { readonly lines: number };
   readonly against?: ConfigReport & {
     readonly flips: FlipCounts & {
       readonly policies: readonly ({ readonly policy: string } & FlipCounts)[];
@@ -79,7 +99,13 @@ export interface ReplayReport extends ConfigReport {
   };
 }
 
-const iso = (ms: number) => new Date(ms).toISOString();
+/**
+ * ISO time of a replayed time. The parsers read no time a Date cannot hold (log-time.ts); should one reach the
+ * report anyway, it is shown as its number rather than ending the report with a RangeError.
+ */
+export function iso(ms: number): string {
+  return Number.isFinite(ms) && Math.abs(ms) <= 8.64e15 ? new Date(ms).toISOString() : String(ms);
+}
 
 /**
  * Builds the report of a replay.
@@ -89,7 +115,7 @@ const iso = (ms: number) => new Date(ms).toISOString();
  */
 export function replayReport(run: ReplayRun): ReplayReport {
   const e = run.engine;
-  const base = configReport(run.config.name, e.tally, e.store);
+  const base = configReport(run.config, e.tally, e.store);
   const span = Number.isNaN(e.firstMs)
     ? undefined
     : { from: iso(e.firstMs), to: iso(e.lastMs), seconds: (e.lastMs - e.firstMs) / 1000 };
@@ -102,6 +128,7 @@ export function replayReport(run: ReplayRun): ReplayReport {
       e.clientNotIpExample === undefined
         ? { lines: e.clientsNotIp }
         : { lines: e.clientsNotIp, example: e.clientNotIpExample },
+    clientsMissing: { lines: e.clientsMissing },
   };
   const x = run.against;
   if (x === undefined) return report;
@@ -110,7 +137,7 @@ export function replayReport(run: ReplayRun): ReplayReport {
   return {
     ...report,
     against: {
-      ...configReport(x.config.name, x.engine.tally, x.engine.store),
+      ...configReport(x.config, x.engine.tally, x.engine.store),
       flips: {
         ...f.totals,
         policies: [...f.policies].map(([policy, c]) => ({ policy, ...c })).sort(byFlips),
@@ -123,7 +150,9 @@ export function replayReport(run: ReplayRun): ReplayReport {
   };
 }
 
-function configReport(name: string, t: ReplayTally, store: MemoryStore): ConfigReport {
+function configReport(named: NamedConfig, t: ReplayTally, store: MemoryStore): ConfigReport {
+  const name = named.name;
+  const p = named.config.penalty;
   const minutes = [...t.minutes].sort((a, b) => a[0] - b[0]);
   let busiest: MinuteReport | undefined;
   for (const [m, row] of minutes) {
@@ -180,5 +209,17 @@ function configReport(name: string, t: ReplayTally, store: MemoryStore): ConfigR
       evictions: stats.evictions,
       trackedKeys: stats.trackedKeys,
     },
+    ...(p === undefined
+      ? {}
+      : {
+          penalty: {
+            replayed: false,
+            after: p.after,
+            withinSeconds: p.withinMs / 1000,
+            blockSeconds: p.blockMs / 1000,
+            maxBlockSeconds: p.maxBlockMs / 1000,
+            status: p.status,
+          },
+        }),
   };
 }

@@ -1,8 +1,9 @@
 import type { Verdict } from 'sluice/http';
 import type { GatewayConfig } from '../config/gateway-config.js';
+import { FormatChoice } from './format-choice.js';
 import { type FieldMap, fieldMap } from './json-fields.js';
 import { forEachLine, type LogBytes } from './line-source.js';
-import { detectFormat, type LogFormat, parserFor } from './log-format.js';
+import type { LogFormat } from './log-format.js';
 import { type LineParser, LogRecord } from './log-record.js';
 import { ReplayEngine } from './replay-engine.js';
 import { FlipTally } from './replay-flips.js';
@@ -19,7 +20,13 @@ export interface ReplayLog {
 /** What reading one log found. */
 export interface LogStats {
   readonly name: string;
+  /** The format its lines were read in (`undefined` when no format read one). */
   format: Exclude<LogFormat, 'auto'> | undefined;
+  /**
+   * With `auto`: the line the format was chosen from, when lines before it were read by no format (a first line
+   * cut short). Absent when the first line that is not blank chose it.
+   */
+  formatLine?: number;
   lines: number;
   requests: number;
   blank: number;
@@ -44,7 +51,7 @@ export interface ReplayRunOptions {
   /** A second configuration decided on the same requests (`--against`). */
   readonly against?: NamedConfig;
   readonly logs: readonly ReplayLog[];
-  /** Default `auto` (per log, from its first line). */
+  /** Default `auto` (per log, from the first line a format reads). */
   readonly format?: LogFormat;
   /** Where the facts are in JSON logs; default the common names. */
   readonly fields?: FieldMap;
@@ -91,12 +98,16 @@ export async function runReplay(o: ReplayRunOptions): Promise<ReplayRun> {
       gzip: false,
     };
     stats.push(s);
-    let parse: LineParser | undefined = s.format === undefined ? undefined : parserFor(s.format, fields);
+    // Until a line is read, lines go through the choice of the format; then straight to its parser.
+    const choice = new FormatChoice(o.format ?? 'auto', fields);
+    let parse: LineParser | undefined;
+    let tried = 0;
     const unknown = (no: number) => {
       s.unknown++;
       if (s.unknownLines.length < UNKNOWN_SHOWN) s.unknownLines.push(no);
     };
     const name = log.name;
+    const auto = o.format === undefined || o.format === 'auto';
     let input: LogBytes;
     try {
       input = log.open();
@@ -110,12 +121,26 @@ export async function runReplay(o: ReplayRunOptions): Promise<ReplayRun> {
         s.blank++;
         return;
       }
+      let got: boolean | 'skip';
       if (parse === undefined) {
-        s.format = detectFormat(line);
-        parse = parserFor(s.format, fields);
+        const c = choice.read(line, rec);
+        tried++;
+        if (c === undefined) {
+          const guess = choice.giveUp();
+          if (guess !== undefined) {
+            s.format = guess.format;
+            parse = guess.parse;
+          }
+          return unknown(no);
+        }
+        s.format = c.format;
+        parse = c.parse;
+        if (tried > 1 && auto) s.formatLine = no;
+        got = c.got;
+      } else {
+        rec.clear();
+        got = parse(line, rec);
       }
-      rec.clear();
-      const got = parse(line, rec);
       if (got === false) return unknown(no);
       if (got === 'skip') {
         s.skipped++;

@@ -1,5 +1,6 @@
 import type { OutcomeCounts } from './replay-outcome.js';
 import type { ConfigReport, ReplayReport } from './replay-report.js';
+import type { LogStats } from './replay-run.js';
 
 const n = (v: number) => v.toLocaleString('en-US');
 const pct = (part: number, whole: number) =>
@@ -122,26 +123,67 @@ function configSection(r: ConfigReport): string[] {
 }
 
 /**
- * The terminal form of a replay report: what was read, the totals, per tier and per policy, the keys limited most,
- * the busiest minute, and with `--against` the requests that flip.
+ * The lines of a report on what reading each log found: its counts and format, the unknown lines, the line the
+ * format was chosen from, and a reading that stopped early.
+ *
+ * @param logs - the logs' statistics.
+ * @param only - which logs to show; default all.
  */
-export function renderReplayText(r: ReplayReport): string {
+export function renderLogStats(
+  logs: readonly LogStats[],
+  only: (l: LogStats) => boolean = () => true,
+): string[] {
   const out: string[] = [];
-  for (const l of r.logs) {
+  for (const l of logs) {
+    if (!only(l)) continue;
     const parts = [
       `${n(l.requests)} requests`,
       `${n(l.lines)} lines`,
       l.format ?? 'no request line',
       ...(l.gzip ? ['gzip'] : []),
     ];
-    out.push(`${l.name}: ${parts.join(', ')}`);
+    out.push(`${printable(l.name)}: ${parts.join(', ')}`);
+    if (l.formatLine !== undefined)
+      out.push(
+        `  format detected from line ${n(l.formatLine)}, the first line a format reads (the lines before it are unknown)`,
+      );
     if (l.unknown > 0)
       out.push(
         `  ${n(l.unknown)} unknown line${l.unknown === 1 ? '' : 's'} skipped (line ${l.unknownLines.join(', ')}${l.unknown > l.unknownLines.length ? ', ...' : ''})`,
       );
     if (l.skipped > 0) out.push(`  ${n(l.skipped)} lines that are no request to admit skipped`);
-    if (l.error !== undefined) out.push(`  reading stopped early: ${l.error}`);
+    if (l.error !== undefined) out.push(`  reading stopped early: ${printable(l.error)}`);
   }
+  return out;
+}
+
+/**
+ * The warning on requests without a client address, or `undefined` when every request had one.
+ *
+ * @param lines - requests without a client address or caller identity.
+ * @param requests - all requests.
+ */
+export function missingClientWarning(lines: number, requests: number): string | undefined {
+  if (lines === 0) return undefined;
+  return `  ${n(lines)} of ${n(requests)} request${requests === 1 ? '' : 's'} (${pct(lines, requests)}) had no client address: they were all decided as one client, ip:unknown, so their limits bind far earlier than the gateway's. Log the client's address (NGINX $remote_addr, Apache %a; Envoy's default format has only X-Forwarded-For, "-" at an edge Envoy: add %DOWNSTREAM_REMOTE_ADDRESS% to the format, or log JSON and name the field with --field client=NAME)`;
+}
+
+/** The note on a configuration's `penalty:` section, which replay does not apply. */
+function penaltyNote(r: ConfigReport): string[] {
+  const p = r.penalty;
+  if (p === undefined) return [];
+  return [
+    `  penalty: not replayed (a key limited ${n(p.after)} times within ${p.withinSeconds} s is blocked for ${p.blockSeconds} s, doubling up to ${p.maxBlockSeconds} s): the gateway refuses more than this replay shows`,
+  ];
+}
+
+/**
+ * The terminal form of a replay report: what was read, the totals, per tier and per policy, the keys limited most,
+ * the busiest minute, and with `--against` the requests that flip.
+ */
+export function renderReplayText(r: ReplayReport): string {
+  const out: string[] = [];
+  out.push(...renderLogStats(r.logs));
   if (r.span !== undefined)
     out.push(`Time: ${r.span.from} to ${r.span.to} (${formatSeconds(r.span.seconds)})`);
   if (r.outOfOrder.lines > 0)
@@ -152,6 +194,8 @@ export function renderReplayText(r: ReplayReport): string {
     out.push(
       `  ${n(r.clientsNotIp.lines)} request${r.clientsNotIp.lines === 1 ? '' : 's'} with a client that is no IP address (such as ${printable(JSON.stringify(r.clientsNotIp.example ?? ''))}) shared one key, ip:unknown: log the client's address (NGINX $remote_addr, Apache %a) instead of a host name`,
     );
+  const missing = missingClientWarning(r.clientsMissing.lines, r.totals.requests);
+  if (missing !== undefined) out.push(missing);
   out.push('');
   out.push(`Configuration ${r.config}:`);
   out.push(
@@ -161,6 +205,7 @@ export function renderReplayText(r: ReplayReport): string {
       [false, true, true, true, true, true, true, true],
     ),
   );
+  out.push(...penaltyNote(r));
   out.push('');
   out.push(...configSection(r));
   out.push('');
@@ -187,6 +232,7 @@ export function renderReplayText(r: ReplayReport): string {
         [false, true, true, true, true, true, true, true],
       ),
     );
+    out.push(...penaltyNote(x));
     out.push('');
     out.push(
       `Requests that flip: ${n(x.flips.toLimited)} admitted by ${r.config} are limited by ${x.config}; ${n(x.flips.toAllowed)} limited by ${r.config} are admitted by ${x.config}.`,

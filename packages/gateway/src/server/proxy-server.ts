@@ -14,6 +14,13 @@ import { handleRequest } from './request-pipeline.js';
 import { handleUpgrade } from './upgrade-path.js';
 
 /**
+ * The longest the proxy listener waits for a request's head (Node.js's default, set here because it would follow
+ * `requestTimeout` to 0): a client trickling its headers holds a socket this long at most, and no upstream
+ * connection at all (nothing is forwarded before the head is whole).
+ */
+const HEADERS_TIMEOUT_MS = 60_000;
+
+/**
  * The proxy listener (`server.host:server.port`, HTTP or HTTPS with optional client certificates): it runs the
  * request pipeline and the upgrade path, counts requests in flight and drains them on close.
  */
@@ -39,12 +46,16 @@ export class ProxyServer implements ProxyContext {
     const handler = (req: IncomingMessage, res: ServerResponse) => void handleRequest(this, req, res);
     const tls = server.tls;
     this.#tls = tls !== undefined;
+    // No whole-request timeout (Node.js's default, 300 s, would cut a large upload that keeps the pace): request
+    // bodies the gateway forwards keep `server.bodyTimeout` and `server.bodyMinRate` instead (D-G47).
+    const timeouts = { requestTimeout: 0, headersTimeout: HEADERS_TIMEOUT_MS };
     this.#server =
       tls === undefined
-        ? createHttpServer({ shouldUpgradeCallback: passesUpgrade }, handler)
+        ? createHttpServer({ shouldUpgradeCallback: passesUpgrade, ...timeouts }, handler)
         : createHttpsServer(
             {
               shouldUpgradeCallback: passesUpgrade,
+              ...timeouts,
               cert: readFileSync(tls.cert),
               key: readFileSync(tls.key),
               ca: tls.clientCa === undefined ? undefined : readFileSync(tls.clientCa),

@@ -8,6 +8,7 @@ import { answerPreflight, corsHeaders, isPreflight } from './cors-headers.js';
 import { drainBody, expectsContinue } from './drain-body.js';
 import { answerHealth, isHealthRequest } from './health-endpoints.js';
 import { hasBadHost } from './host-header.js';
+import { paceLeftover } from './pace-leftover.js';
 import { admitOwnRequest, type ProxyContext } from './proxy-context.js';
 
 /**
@@ -29,9 +30,14 @@ export async function handleRequest(
   let outcome = 'proxied';
   let key: string | undefined;
   let tier: string | undefined;
+  let forwarded = false;
   // `on`, not `once`: a response closes once, and `once` would wrap the listener and remove it again per request.
   res.on('close', () => {
     ctx.end();
+    // A body the gateway answered without forwarding (a denial, a health answer) is read and dropped by Node
+    // before the connection serves another request: it keeps the pace a forwarded body must keep, or the
+    // connection is closed, so a trickled leftover cannot hold a socket without end.
+    if (!forwarded && !req.complete && !req.destroyed) paceLeftover(req, c.server);
     if (!host.logger.isLevelEnabled('info')) return;
     host.logger.info(
       {
@@ -105,6 +111,7 @@ export async function handleRequest(
     if (admission.kind === 'exempt') {
       outcome = `exempt_${admission.reason}`;
       tier = admission.tier;
+      key = admission.key;
     } else {
       key = admission.key;
       tier = admission.tier;
@@ -115,6 +122,7 @@ export async function handleRequest(
     // In the extra fields too, so an upstream's own CORS fields give way to the section's.
     const extra = admittedHeaders(rt, id, admission);
     if (cors !== undefined) Object.assign(extra, cors);
+    forwarded = true;
     proxy(ctx, rt, req, res, target.path + target.query, id, extra, (o) => {
       outcome = o;
     });
@@ -189,9 +197,12 @@ function proxy(
   delete headers.expect;
   // Node leaves `100 Continue` to the gateway (checkContinue): only an admitted request is asked for its body.
   if (expectsContinue(req)) res.writeContinue();
-  rt.proxy.forward(req, res, pathAndQuery, headers, extra, c.server.maxBodyBytes, (failure) => {
+  // The `server:` section in effect is the body's rules as it is: its size limit and its pace (a reload applies to
+  // the next request).
+  rt.proxy.forward(req, res, pathAndQuery, headers, extra, c.server, (failure) => {
     if (failure === undefined) return;
-    setOutcome(`upstream_${failure.kind}`);
+    // A slow body is the client's doing, not the upstream's: logged under its own outcome.
+    setOutcome(failure.kind === 'body_timeout' ? 'body_timeout' : `upstream_${failure.kind}`);
     if (failure.kind === 'aborted') return;
     try {
       const problem: GatewayProblem =
@@ -199,12 +210,16 @@ function proxy(
           ? Problems.gatewayTimeout()
           : failure.kind === 'too_large'
             ? Problems.tooLarge(c.server.maxBodyBytes)
-            : Problems.badGateway();
+            : failure.kind === 'body_timeout'
+              ? Problems.bodyTimeout(failure.error.pace.bodyTimeoutMs, failure.error.pace.bodyMinRate)
+              : Problems.badGateway();
       ctx.host.logger.warn(
         { reqId: id, err: failure.error.message, kind: failure.kind },
-        'upstream request failed',
+        failure.kind === 'body_timeout' ? 'request body too slow' : 'upstream request failed',
       );
-      if (failure.kind === 'too_large') res.setHeader('connection', 'close');
+      // The rest of the body is unread: the connection cannot carry another request.
+      if (failure.kind === 'too_large' || failure.kind === 'body_timeout')
+        res.setHeader('connection', 'close');
       sendProblem(res, problem, instance, id, extra as Record<string, string>);
     } catch (e) {
       // Called from undici's handler: an error here must end this response, never reach the pool.

@@ -48,6 +48,8 @@ export class OverrideApplier {
    * @param tier - the caller's tier.
    * @param ip - the client IP.
    * @param clock - epoch milliseconds, read only when a rule matches.
+   * @param unhashed - per check, its key before a key over the length limit was hashed (from
+   *   `RulePlans.unhashedKeys`): patterns match the key as built, not its hash.
    */
   apply(
     index: OverrideIndex,
@@ -56,6 +58,7 @@ export class OverrideApplier {
     tier: string | undefined,
     ip: string | undefined,
     clock: () => number,
+    unhashed?: readonly (string | undefined)[],
   ): OverrideResult | undefined {
     const n = checks.length;
     let found: (CompiledOverride | undefined)[] | undefined;
@@ -63,7 +66,13 @@ export class OverrideApplier {
     let single = true;
     let mask = 0;
     for (let i = 0; i < n; i++) {
-      const e = index.find(checks[i].key, checks[i].policy.name, tier, ip, clock);
+      const raw = unhashed?.[i];
+      let e = index.find(raw ?? checks[i].key, checks[i].policy.name, tier, ip, clock);
+      if (raw !== undefined) {
+        // A rule may also name the hashed key itself (a penalty block sets the key it was limited under).
+        const h = index.find(checks[i].key, checks[i].policy.name, tier, ip, clock);
+        if (h !== undefined && (e === undefined || h.rank > e.rank)) e = h;
+      }
       if (e === undefined) continue;
       if (e.effect === 'block') return { kind: 'block', entry: e };
       found ??= new Array(n);

@@ -108,6 +108,22 @@ describe('run-time overrides in the HTTP limiter', () => {
     expect(sync(http.evaluate(req())).outcome).toBe('exempt_override');
   });
 
+  it('matches a key over the length limit as built, not its hash: a long client id does not escape a block', async () => {
+    const { http, set } = setup();
+    const long = req({ identity: { tenant: 'acme', client: 'c'.repeat(300), tier: 'gold' } });
+    // The bucket key is hashed (tenant:#...), so a pattern could only match the key as it was built.
+    expect(sync(http.evaluate(long)).key).toMatch(/^tenant:#/);
+    await set({ pattern: 'tenant:acme', block: 403, reason: 'x' });
+    expect(sync(http.evaluate(long)).status).toBe(403);
+    expect(sync(http.evaluate(req({ identity: { tenant: 'other', client: 'c'.repeat(300) } }))).status).toBe(
+      200,
+    );
+    // A block of the hashed key itself (what a penalty block sets) applies too.
+    const other = req({ identity: { tenant: 'other', client: 'c'.repeat(300) } });
+    await set({ pattern: sync(http.evaluate(other)).key as string, block: 403, reason: 'penalty' });
+    expect(sync(http.evaluate(other)).status).toBe(403);
+  });
+
   it('blocks with 429 and a Retry-After counting down to the end, then lets the key through', async () => {
     const { http, set, advance } = setup();
     await set({ pattern: 'tenant:acme', block: 429, ttlSeconds: 90, reason: 'abuse' });

@@ -170,10 +170,18 @@ export function createHttpLimiter<R extends HttpRequestInfo = HttpRequestInfo>(
     const cost = req.cost ?? (typeof plan.cost === 'function' ? plan.cost(req) : plan.cost);
     const index = overrides?.current();
     if (index !== undefined) {
-      const r = (overrides as OverrideApplier).apply(index, plan, checks, tierOf(identity), ip, o.wallClock);
+      const r = (overrides as OverrideApplier).apply(
+        index,
+        plan,
+        checks,
+        tierOf(identity),
+        ip,
+        o.wallClock,
+        plans.unhashedKeys(),
+      );
       if (r !== undefined) {
         if (r.kind === 'block') return writer.blocked(req, r.entry.rule, key, identity, ip, o.wallClock());
-        if (r.checks.length === 0) return writer.exempt('override', identity);
+        if (r.checks.length === 0) return writer.exempt('override', identity, key);
         plan = r.plan;
         checks = r.checks;
       }

@@ -14,6 +14,7 @@ export { boundKey, sha256Base64Url } from './key-hash.js';
 export { deriveKey, escapeKeyPart, ipKey, KEY_KINDS, type KeyKind, type KeySpec } from './keys.js';
 export { isPromiseLike } from './maybe-promise.js';
 export { canonicalOverridePattern, type OverridePatternKind, overridePattern } from './override-index.js';
+export { KEY_PATTERN_KINDS } from './override-pattern-shape.js';
 export {
   compileEndpoint,
   compilePathPattern,

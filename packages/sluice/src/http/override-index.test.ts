@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { type OverrideRule, parseOverride } from '../core/index.js';
 import { inRanges, parseIpRange } from './ip-address.js';
+import { deriveKey } from './keys.js';
 import { canonicalOverridePattern, OverrideIndex, overridePattern } from './override-index.js';
 
 const NOW = 1_000_000;
@@ -155,9 +156,8 @@ describe('overridePattern and canonicalOverridePattern on patterns naming an add
     'ip:2001:db8::1/128',
     'tenant:acme',
     'tenant:acme:client:*',
-    'apikey:abc',
-    'custom:Mixed:Case',
-    'acme:ci-bot',
+    'apikey:AbCdEfGhIjKlMnOpQr_-12',
+    'custom:Mixed%3ACase',
   ])('accepts %s as it is', (pattern) => {
     expect(canonicalOverridePattern(pattern)).toBe(pattern);
   });
@@ -209,5 +209,167 @@ describe('overridePattern and canonicalOverridePattern on patterns naming an add
     expect(index.find('ip:127.0.0.1', 'p', undefined, '127.0.0.1', at)?.rule.pattern).toBe(
       'ip:127.000.000.001',
     );
+  });
+});
+
+describe('overridePattern on patterns no bucket key can match', () => {
+  const HASH = 'AbCdEfGhIjKlMnOpQr_-12';
+
+  it.each([
+    'ip:*',
+    'i*',
+    'ip:0.0.0.0/0',
+    'te*',
+    'tenant:*',
+    'tenant:ac*',
+    'tenant:acme:*',
+    'tenant:acme:cl*',
+    'tenant:acme:client:*',
+    'tenant:acme:user:bob',
+    'tenant:acme:user:b*',
+    'tenant:org%3Aacme',
+    'tenant:50%25off',
+    'tenant:50%*',
+    'tenant:50%3*',
+    `apikey:${HASH}`,
+    'apikey:AbC*',
+    'apikey:*',
+    'principal:alice',
+    'principal:tenant%3Aacme%3Auser%3Abob',
+    'param:orgId:acme',
+    'param:orgId:*',
+    'custom:Mixed%3ACase',
+    'device:d1',
+    'token:t1',
+    'connection:c',
+    'agent:a',
+    'human:h',
+    'host:api.example.com',
+    'webhook:w-1',
+    'ip:unknown',
+    'ip:unk*',
+    'ip:2001:db8::/64',
+    'ip:2001:db8:*',
+  ])('accepts %s, which names keys the limiter makes', (pattern) => {
+    expect(canonicalOverridePattern(pattern)).toBe(pattern);
+  });
+
+  it.each([
+    // A part holding ":" or "%" is written escaped in every key: the escaped form is suggested.
+    ['tenant:org:acme', 'tenant:org%3Aacme'],
+    ['tenant:a:b', 'tenant:a%3Ab'],
+    ['tenant:50%off', 'tenant:50%25off'],
+    ['custom:Mixed:Case', 'custom:Mixed%3ACase'],
+    ['principal:user:*', 'principal:user%3A*'],
+    ['tenant:acme:client:web:1', 'tenant:acme:client:web%3A1'],
+    // Empty parts.
+    ['tenant:', 'a tenant name after tenant:'],
+    ['tenant:acme:', 'tenant:<t>, tenant:<t>:client:<c> or tenant:<t>:user:<u>'],
+    ['tenant:acme:client:', 'a name after tenant:acme:client:'],
+    ['tenant::*', 'a tenant name after tenant:'],
+    ['apikey:', 'apikey:<hash>'],
+    ['principal:', 'a value after principal:'],
+    ['param:orgId', 'param:<name>:<value>'],
+    // No kind, or one no key starts with.
+    ['foo', 'a bucket key starting with its kind (ip, tenant, principal, apikey'],
+    ['foo*', 'a prefix of a bucket key'],
+    ['acme:ci-bot', 'a bucket key starting with its kind'],
+    ['tennant:acme', 'tenant:acme if tennant is a typo'],
+    ['user:bob', 'tenant:<t>:user:bob'],
+    ['client:web', 'tenant:<t>:client:web'],
+    ['tenant:acme:clinet:*', 'tenant:acme:client:* if clinet is a typo'],
+    ['tenant:acme:team:x', 'tenant:<t>, tenant:<t>:client:<c> or tenant:<t>:user:<u>'],
+    // Values that no key of the kind holds.
+    ['apikey:zz', 'apikey:<hash>, the 22 base64url characters'],
+    ['apikey:zz:*', 'apikey:<hash>'],
+    ['ip:zz*', 'ip:'],
+    ['tenant:acme%3a*', 'tenant:acme%253a*'],
+  ])('refuses %s, naming the pattern and what it expects (%s)', (pattern, message) => {
+    for (const f of [canonicalOverridePattern, overridePattern]) {
+      let thrown: unknown;
+      try {
+        f(pattern);
+      } catch (e) {
+        thrown = e;
+      }
+      expect(thrown).toMatchObject({ code: 'ERR_INVALID_OPTION', details: { option: 'pattern' } });
+      expect((thrown as Error).message).toContain(message);
+      expect((thrown as Error).message).toMatch(/^pattern must /);
+      expect((thrown as Error).message).toContain(`got ${JSON.stringify(pattern)}`);
+    }
+  });
+
+  it('accepts every key the limiter derives, and every prefix of it before *, and matches them', () => {
+    const part = fc.string({
+      unit: fc.constantFrom('a', 'B', '1', ':', '%', '-', '.', '#', '_'),
+      minLength: 1,
+      maxLength: 8,
+    });
+    const specs = [
+      'principal',
+      'tenant-client',
+      'tenant-user',
+      'api-key',
+      'device',
+      'webhook',
+      'host',
+      'caller',
+    ] as const;
+    fc.assert(
+      fc.property(
+        fc.constantFrom(...specs, 'param', 'custom'),
+        fc.record({
+          tenant: part,
+          client: part,
+          user: part,
+          principal: part,
+          apiKey: part,
+          device: part,
+          host: part,
+        }),
+        part,
+        fc.nat(),
+        (spec, identity, value, cut) => {
+          const request = {
+            method: 'GET',
+            path: '/',
+            headers: {},
+            remoteAddress: undefined,
+            identity,
+            params: { webhook_id: value, orgId: value },
+          };
+          const key =
+            spec === 'param'
+              ? deriveKey({ param: 'orgId' }, request, '192.0.2.1')
+              : spec === 'custom'
+                ? deriveKey(() => value, request, '192.0.2.1')
+                : deriveKey(spec, request, '192.0.2.1');
+          expect(canonicalOverridePattern(key)).toBe(key);
+          const prefix = key.slice(0, 1 + (cut % key.length));
+          if (/^[:]*$/.test(prefix)) return;
+          expect(() => overridePattern(`${prefix}*`)).not.toThrow();
+          const rules = [key, `${prefix}*`].map((pattern) =>
+            parseOverride({ pattern, block: 403, reason: 'test' }, NOW, 'test'),
+          );
+          for (const r of rules) {
+            expect(new OverrideIndex([r]).find(key, 'p', undefined, undefined, () => NOW)?.rule).toBe(r);
+          }
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it('skips a stored rule whose pattern is now refused, and applies the others', () => {
+    const good = parseOverride({ pattern: 'tenant:acme', block: 403, reason: 'test' }, NOW, 'test');
+    const stored = ['tenant:org:acme', 'foo', 'user:bob', 'apikey:zz', 'tenant:'].map((pattern) => ({
+      ...good,
+      pattern,
+      id: pattern,
+    }));
+    const index = new OverrideIndex([...stored, good]);
+    expect(index.find('tenant:acme:client:web', 'p', undefined, undefined, () => NOW)?.rule).toBe(good);
+    expect(index.find('foo', 'p', undefined, undefined, () => NOW)).toBeUndefined();
+    expect(index.find('user:bob', 'p', undefined, undefined, () => NOW)).toBeUndefined();
   });
 });

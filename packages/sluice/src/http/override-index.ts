@@ -2,6 +2,7 @@ import { isIP } from 'node:net';
 import { invalidOption, type OverrideRule, overridePolicy, type Policy } from '../core/index.js';
 import { detached } from './detached-string.js';
 import { type IpRange, inRange, normalizeIp, parseAddress, parseIpRange } from './ip-address.js';
+import { checkPatternShape, KEY_PATTERN_KINDS } from './override-pattern-shape.js';
 
 /** One rule compiled for lookups. */
 export interface CompiledOverride {
@@ -30,28 +31,8 @@ export type OverridePatternKind =
   | { readonly kind: 'prefix'; readonly value: string }
   | { readonly kind: 'range'; readonly range: IpRange };
 
-/**
- * The kinds bucket keys start with (`apikey-name` is the gateway's name for an API key). Keys are written in lower
- * case, so a pattern whose kind is in another case (`IP:127.0.0.1`) would name no key.
- */
-const PATTERN_KINDS: readonly string[] = Object.freeze([
-  'ip',
-  'tenant',
-  'client',
-  'user',
-  'principal',
-  'apikey',
-  'apikey-name',
-  'device',
-  'token',
-  'connection',
-  'agent',
-  'human',
-  'host',
-  'webhook',
-  'param',
-  'custom',
-]);
+/** A bucket key hashed by `boundKey`: its kind, `#`, and 22 base64url characters of its SHA-256. */
+const HASHED_KEY = /^[a-z-]+:#[A-Za-z0-9_-]{22}$/;
 
 /**
  * Reads a pattern: `ip:<address>/<bits>` is an address range (matched against the client IP), `tenant:<t>` every
@@ -59,11 +40,14 @@ const PATTERN_KINDS: readonly string[] = Object.freeze([
  * key the gateway gives its client (see {@link canonicalOverridePattern}); a single IPv6 address is its /128
  * range, since an IPv6 client's key is its /64 and no key names one address.
  *
- * @throws SluiceError `ERR_INVALID_OPTION` naming `pattern` for a malformed address or range, or a key kind in
- * the wrong case.
+ * @throws SluiceError `ERR_INVALID_OPTION` naming `pattern` for a malformed address or range, a key kind in the
+ * wrong case, or any other pattern no bucket key can match: an unknown kind, an empty part, a tenant pattern of
+ * another shape than `tenant:<t>`, `tenant:<t>:client:<c>` or `tenant:<t>:user:<u>`, a name not escaped as keys
+ * escape it (the escaped form is suggested).
  */
 export function overridePattern(pattern: string): OverridePatternKind {
   checkKindCase(pattern);
+  checkPatternShape(pattern);
   if (pattern.startsWith('ip:') && pattern.includes('/')) {
     const range = parseIpRange(pattern.slice(3));
     if (range === undefined) {
@@ -77,7 +61,10 @@ export function overridePattern(pattern: string): OverridePatternKind {
   }
   if (pattern.endsWith('*')) return { kind: 'prefix', value: pattern.slice(0, -1) };
   if (pattern.startsWith('ip:')) return addressPattern(patternAddress(pattern));
-  if (/^tenant:[^:*]+$/.test(pattern)) return { kind: 'prefix', value: `${pattern}:` };
+  // A key over the length limit is its kind and a hash (`tenant:#` and 22 characters of SHA-256): that key
+  // itself, as a penalty block sets it, not the keys of a tenant named so.
+  if (/^tenant:[^:*]+$/.test(pattern) && !HASHED_KEY.test(pattern))
+    return { kind: 'prefix', value: `${pattern}:` };
   return { kind: 'exact', value: pattern };
 }
 
@@ -112,10 +99,10 @@ function checkKindCase(pattern: string): void {
   const colon = pattern.indexOf(':');
   const kind = colon < 0 ? '' : pattern.slice(0, colon);
   const lower = kind.toLowerCase();
-  if (kind !== lower && PATTERN_KINDS.includes(lower)) {
+  if (kind !== lower && KEY_PATTERN_KINDS.includes(lower)) {
     throw invalidOption(
       'pattern',
-      `written with its kind in lower case (${PATTERN_KINDS.join(', ')})`,
+      `written with its kind in lower case (${KEY_PATTERN_KINDS.join(', ')})`,
       pattern,
     );
   }
@@ -173,6 +160,8 @@ function unpaddedIpv4(text: string, pattern: string): string | undefined {
 const NONE: readonly CompiledOverride[] = Object.freeze([]);
 /** Keys (and client IPs) whose candidates are remembered, cleared at the cap so a flood cannot grow it. */
 const MEMO_MAX = 8192;
+/** Longer keys are looked up each time (a walk of the trie as long as the key), not remembered. */
+const MEMO_KEY_CHARS = 512;
 
 /**
  * The current rules compiled once per change: exact keys in a `Map`, prefixes in a character trie, address
@@ -241,8 +230,12 @@ export class OverrideIndex {
     let list = this.#memo.get(key);
     if (list === undefined) {
       list = this.#candidates(key);
-      if (this.#memo.size >= MEMO_MAX) this.#memo.clear();
-      this.#memo.set(detached(key), list);
+      // A key as built before hashing can be as long as a header: remembered only up to a bound, so the memo
+      // cannot hold megabytes of them.
+      if (key.length <= MEMO_KEY_CHARS) {
+        if (this.#memo.size >= MEMO_MAX) this.#memo.clear();
+        this.#memo.set(detached(key), list);
+      }
     }
     const ranges = this.#ranges;
     if (list.length === 0 && (ranges.length === 0 || ip === undefined)) return undefined;

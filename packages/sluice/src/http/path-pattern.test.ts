@@ -151,4 +151,17 @@ describe('endpoints', () => {
     expect(compileEndpoint('GET /.well-known/*').match('GET', '/.well-known/x')).toBe(true);
     expect(compileEndpoint('GET /health').match('GET', '/health/')).toBe(true);
   });
+
+  it('exempt paths in their own case only, where rules count every case', () => {
+    // A case-sensitive upstream serves /.WELL-KNOWN/x through a route the rules protect, not the exempt one.
+    const e = compileEndpoint('GET /.well-known/*');
+    expect(e.match('GET', '/.WELL-KNOWN/x')).toBe(false);
+    expect(e.match('GET', '/.Well-Known/openid-configuration')).toBe(false);
+    expect(e.match('GET', '/.well-known/X')).toBe(true);
+    expect(compileEndpoint('GET /Health').match('GET', '/health')).toBe(false);
+    expect(compileEndpoint('GET /Health').match('GET', '/Health')).toBe(true);
+    const cut = new PathSegments(2).cut('/.WELL-KNOWN/x');
+    expect(e.matchSegments('GET', cut)).toBe(false);
+    expect(compilePathPattern('/.well-known/*').matchSegments(cut)).toBe(true);
+  });
 });

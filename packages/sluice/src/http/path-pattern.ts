@@ -5,7 +5,8 @@ import { invalidOption } from '../core/index.js';
  * expression, so matching is linear in the path's length whatever the pattern or the input (no backtracking).
  *
  * Syntax (docs/DECISIONS.md, "Path patterns"):
- *   /health               literal segments, compared ASCII case-insensitively (Express routes that way)
+ *   /health               literal segments, compared ASCII case-insensitively (Express routes that way);
+ *                         exemptions compare them exactly (see PathPatternOptions.caseSensitive)
  *   /hooks/:webhook_id    `:name` matches one non-empty segment and captures it as a route parameter
  *   /api/* /items         `*` in the middle matches exactly one non-empty segment
  *   /api/studio/*         `*` as the last segment matches the remaining segments and the prefix itself
@@ -14,12 +15,12 @@ import { invalidOption } from '../core/index.js';
  * (`compileEndpoint`) match one or more segments only: an exemption never takes the prefix from an exact rule.
  */
 
-const Kind = { Literal: 0, Param: 1, One: 2, Rest: 3 } as const;
+const Kind = { Literal: 0, Param: 1, One: 2, Rest: 3, ExactLiteral: 4 } as const;
 type Kind = (typeof Kind)[keyof typeof Kind];
 
 interface Segment {
   readonly kind: Kind;
-  /** Literal text, lower case; or the parameter name. */
+  /** Literal text (lower case for `Literal`, as written for `ExactLiteral`); or the parameter name. */
   readonly text: string;
 }
 
@@ -53,6 +54,13 @@ export interface PathPatternOptions {
    * a rule for `/a/*` that left the prefix out would let it pass uncounted. Exemptions set it to false.
    */
   readonly includePrefix?: boolean;
+  /**
+   * Whether literal segments must match in the same ASCII case; default false. Rules compare without case, the
+   * safe side for a limit (a path in another case is counted too). An exemption is the other way round: a
+   * case-sensitive upstream (Fastify by default, Go's ServeMux, NGINX `location`) serves `/.WELL-KNOWN/x` through
+   * a parameter or catch-all route that the rules protect, not through the exempt one, so exemptions set it.
+   */
+  readonly caseSensitive?: boolean;
 }
 
 /**
@@ -77,6 +85,7 @@ export function compilePathPattern(
   options: PathPatternOptions = {},
 ): PathPattern {
   const includePrefix = options.includePrefix !== false;
+  const exact = options.caseSensitive === true;
   if (typeof source !== 'string' || source.charCodeAt(0) !== 47 /* / */) {
     throw invalidOption(option, 'a path pattern starting with "/"', source);
   }
@@ -99,7 +108,9 @@ export function compilePathPattern(
       } else if (part.includes('*') || part.includes(':')) {
         throw invalidOption(option, '"*" and ":name" only as whole segments', source);
       } else {
-        segments.push({ kind: Kind.Literal, text: part.toLowerCase() });
+        segments.push(
+          exact ? { kind: Kind.ExactLiteral, text: part } : { kind: Kind.Literal, text: part.toLowerCase() },
+        );
       }
     });
   }
@@ -205,6 +216,8 @@ function walk(
     if (len === 0) return false;
     if (seg.kind === Kind.Literal) {
       if (len !== seg.text.length || !equalsLower(path, pos, seg.text)) return false;
+    } else if (seg.kind === Kind.ExactLiteral) {
+      if (len !== seg.text.length || !path.startsWith(seg.text, pos)) return false;
     } else if (seg.kind === Kind.Param && out !== undefined) {
       out[seg.text] = path.slice(pos, cut.ends[i]);
     }
@@ -235,7 +248,8 @@ export interface EndpointPattern {
 
 /**
  * Compiles an endpoint such as `GET /health`, `GET,HEAD /ready` or `/.well-known/*`, as exemptions use it: a
- * trailing `/*` does not match its prefix (`/.well-known`, `/.well-known/`), see {@link PathPatternOptions}.
+ * trailing `/*` does not match its prefix (`/.well-known`, `/.well-known/`) and literal segments match in their
+ * own case only (`/.WELL-KNOWN/x` is not exempt), see {@link PathPatternOptions}.
  *
  * @throws SluiceError `ERR_INVALID_OPTION` for an invalid method list or pattern.
  */
@@ -245,7 +259,7 @@ export function compileEndpoint(text: string, option = 'endpoint'): EndpointPatt
   const space = trimmed.indexOf(' ');
   const methods = space < 0 ? [] : parseMethods(trimmed.slice(0, space), option);
   const source = space < 0 ? trimmed : trimmed.slice(space + 1).trim();
-  return endpoint(methods, compilePathPattern(source, option, { includePrefix: false }));
+  return endpoint(methods, compilePathPattern(source, option, { includePrefix: false, caseSensitive: true }));
 }
 
 /**

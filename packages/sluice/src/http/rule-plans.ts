@@ -58,6 +58,9 @@ export class RulePlans {
   #lastPlan: RulePlan | undefined;
   #lastTier: string | undefined;
   #lastTierMask = 0;
+  /** Per check of the last {@link RulePlans.checks} call, the prefixed key before hashing, where it was hashed. */
+  readonly #unhashed: (string | undefined)[] = [];
+  #anyHashed = false;
 
   /**
    * @param rules - the compiled rules, in configuration order.
@@ -184,11 +187,29 @@ export class RulePlans {
     const ipk = requestIpKey(req, ip);
     const n = plan.policies.length;
     const checks: Check[] = new Array(n);
+    this.#anyHashed = false;
     for (let i = 0; i < n; i++) {
       const key = plan.keyedBy[i].key(view, ipk, ip, identity);
-      checks[i] = { policy: plan.policies[i], key: this.bucketKey(key) };
+      const full = this.#prefix === '' ? key : this.#prefix + key;
+      const bounded = boundKey(full, this.#maxKeyLength);
+      checks[i] = { policy: plan.policies[i], key: bounded };
+      if (bounded !== full) {
+        // Overrides match the key as built (`tenant:acme:*` must still find a tenant whose client id is long).
+        if (!this.#anyHashed) this.#unhashed.fill(undefined);
+        this.#anyHashed = true;
+        this.#unhashed[i] = full;
+      }
     }
     return checks;
+  }
+
+  /**
+   * The keys of the last {@link RulePlans.checks} call as built, before a key over the length limit was hashed
+   * (`undefined` where it was not), or `undefined` when none was: what run-time overrides match against. Valid
+   * until the next call.
+   */
+  unhashedKeys(): readonly (string | undefined)[] | undefined {
+    return this.#anyHashed ? this.#unhashed : undefined;
   }
 
   /** A key with the prefix, bounded in length. */

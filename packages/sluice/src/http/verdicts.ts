@@ -54,9 +54,12 @@ export class VerdictWriter {
     this.#legacy = options.mode === 'legacy' || options.mode === 'both';
   }
 
-  /** The exempt verdict of a reason, frozen and shared, unless it must carry the identity. */
-  exempt(reason: string, identity?: Identity): Verdict {
-    if (identity !== undefined) {
+  /**
+   * The exempt verdict of a reason, frozen and shared, unless it must carry the identity or the key (an
+   * `unlimited` override names the key it let through, for the logs).
+   */
+  exempt(reason: string, identity?: Identity, key?: string): Verdict {
+    if (identity !== undefined || key !== undefined) {
       return {
         action: 'exempt',
         status: 200,
@@ -64,6 +67,7 @@ export class VerdictWriter {
         exemptReason: reason,
         headers: EMPTY,
         identity,
+        key,
       };
     }
     let v = this.#exempt.get(reason);

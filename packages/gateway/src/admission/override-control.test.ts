@@ -1,0 +1,58 @@
+import { Writable } from 'node:stream';
+import { MemoryOverrides } from 'sluice/memory';
+import { describe, expect, it } from 'vitest';
+import { createLogger } from '../log/create-logger.js';
+import { OverrideControl, OverrideInputError } from './override-control.js';
+import type { Runtime } from './runtime.js';
+
+function control() {
+  const now = Date.UTC(2026, 0, 1);
+  const store = new MemoryOverrides(() => now);
+  const logger = createLogger('silent', new Writable({ write: (_c, _e, cb) => cb() }));
+  return {
+    store,
+    control: new OverrideControl(
+      store,
+      () => undefined as unknown as Runtime,
+      logger,
+      () => now,
+    ),
+  };
+}
+
+async function refusal(pattern: string): Promise<OverrideInputError> {
+  const { control: c, store } = control();
+  const e = await c.set({ pattern, block: 403, reason: 'test' }, 'alice').catch((x: unknown) => x);
+  expect(e).toBeInstanceOf(OverrideInputError);
+  expect(store.snapshot().rules).toHaveLength(0);
+  return e as OverrideInputError;
+}
+
+describe('OverrideControl patterns', () => {
+  it.each([
+    ['tenant:org:acme', 'tenant:org%3Aacme'],
+    ['tenant:50%off', 'tenant:50%25off'],
+    ['tennant:acme', 'tenant:acme if tennant is a typo'],
+    ['user:bob', 'tenant:<t>:user:bob'],
+    ['apikey:zz', 'apikey:<hash>'],
+    ['foo', 'a bucket key starting with its kind'],
+    // Keys of sluice/http that the gateway never makes.
+    ['custom:x', 'the gateway keys no request by param: or custom:'],
+    ['param:org:acme', 'the gateway keys no request by param: or custom:'],
+    ['param*', 'the gateway keys no request by param: or custom:'],
+    ['apikey-nme:ci-bot', 'apikey-name:ci-bot if apikey-nme is a typo'],
+  ])('refuses %s as a pattern that names no request (%s)', async (pattern, message) => {
+    const e = await refusal(pattern);
+    expect(e.field).toBe('pattern');
+    expect(e.message).toContain(message);
+    expect(e.message).toContain(`got ${JSON.stringify(pattern)}`);
+  });
+
+  it.each(['tenant:acme', 'tenant:acme:client:*', 'i*', 'ip:*', 'ip:0.0.0.0/0', 'principal:user%3Abob'])(
+    'sets %s',
+    async (pattern) => {
+      const { control: c } = control();
+      expect((await c.set({ pattern, block: 403, reason: 'test' }, 'alice')).pattern).toBe(pattern);
+    },
+  );
+});

@@ -1,0 +1,166 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { OVERRIDE_HELP, overrideCommand } from './override-command.js';
+
+/** The requests the command sent, and the answer each got. */
+let sent: { method: string; url: string; body: unknown }[];
+let answer: { status: number; body: unknown };
+
+beforeEach(() => {
+  sent = [];
+  answer = { status: 200, body: { override: { id: 'x' } } };
+  vi.stubGlobal('fetch', async (url: string, init: { method: string; body?: string }) => {
+    sent.push({
+      method: init.method,
+      url,
+      body: init.body === undefined ? undefined : JSON.parse(init.body),
+    });
+    return new Response(JSON.stringify(answer.body), { status: answer.status });
+  });
+});
+afterEach(() => {
+  vi.unstubAllGlobals();
+});
+
+async function run(kind: 'override' | 'block', ...argv: string[]) {
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await overrideCommand(kind, argv, {
+    out: (t) => out.push(t),
+    err: (t) => err.push(t),
+    env: { SLUICE_ADMIN_URL: 'http://admin.test', SLUICE_ADMIN_TOKEN: 'token' },
+  });
+  return { code, out: out.join(''), err: err.join('').replace(OVERRIDE_HELP, '') };
+}
+
+describe('sluice override set and sluice block set: arguments', () => {
+  it('refuses arguments after PATTERN, naming them and suggesting quotes for a * pattern', async () => {
+    const r = await run('override', 'set', 'foo', 'bar', 'baz', '--unlimited', '--reason', 'x');
+    expect(r.code).toBe(2);
+    expect(r.err).toContain('sluice override: override set takes one PATTERN; unexpected "bar", "baz"');
+    expect(r.err).toContain("quote a pattern with * ('tenant:acme:client:*')");
+    expect(sent).toEqual([]);
+    const rm = await run('block', 'rm', 'ip:192.0.2.1', 'ip:192.0.2.2');
+    expect(rm.code).toBe(2);
+    expect(rm.err).toContain('block rm takes one ID; unexpected "ip:192.0.2.2"');
+    expect((await run('override', 'list', 'all')).err).toContain(
+      'override list takes no argument; unexpected "all"',
+    );
+  });
+
+  it('names a PATTERN that is a file here: the shell expanded an unquoted *', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sluice-cli-'));
+    try {
+      // The shell hands over the names as they are found, relative or not; an absolute one needs no chdir here.
+      const file = join(dir, 'access.log');
+      writeFileSync(file, '');
+      const r = await run('block', 'set', file, '--reason', 'x');
+      expect(r.code).toBe(2);
+      expect(r.err).toContain(`PATTERN ${JSON.stringify(file)} is a file name here`);
+      expect(r.err).toContain("'ip:*'");
+      expect(sent).toEqual([]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it.each([
+    [
+      ['override', 'set', 'k', '--unlimited', '--quota', '5', '--window', '1m'],
+      '--unlimited cannot be combined with --quota, --window',
+    ],
+    [['override', 'set', 'k', '--unlimited', '--burst', '5'], '--unlimited cannot be combined with --burst'],
+    [
+      ['override', 'set', 'k', '--status', '429', '--quota', '5', '--window', '1m'],
+      '--status does not apply to sluice override set (it is for sluice block set)',
+    ],
+    [
+      ['block', 'set', 'k', '--quota', '5', '--window', '1m'],
+      '--quota, --window do not apply to sluice block set (they are for sluice override set)',
+    ],
+    [
+      ['block', 'set', 'k', '--unlimited'],
+      '--unlimited does not apply to sluice block set (it is for sluice override set)',
+    ],
+    [
+      ['override', 'set', 'k', '--unlimited', '--policy', 'p', '--tier', 't'],
+      '--policy and --tier cannot be combined: a rule applies to one policy or one tier',
+    ],
+    [
+      ['block', 'set', 'k', '--for', '1h', '--until', '2030-01-01T00:00:00Z'],
+      '--for and --until cannot be combined',
+    ],
+    [['override', 'list', '--reason', 'x'], '--reason does not apply to sluice override list'],
+    [['block', 'rm', 'k', '--json'], '--json does not apply to sluice block rm'],
+  ])('refuses conflicting options %j with exit 2', async (argv, message) => {
+    const [kind, ...rest] = argv;
+    const r = await run(
+      kind as 'override' | 'block',
+      ...rest,
+      ...(rest.includes('--reason') || rest[0] !== 'set' ? [] : ['--reason', 'x']),
+    );
+    expect(r.err).toContain(message);
+    expect(r.code).toBe(2);
+    expect(sent).toEqual([]);
+  });
+
+  it('reads --for and --window in days, as the README example does', async () => {
+    const r = await run(
+      'override',
+      'set',
+      'tenant:acme',
+      '--policy',
+      'standard',
+      '--quota',
+      '600',
+      '--window',
+      '1m',
+      '--for',
+      '7d',
+      '--reason',
+      'launch week',
+    );
+    expect(r).toMatchObject({ code: 0, err: '' });
+    expect(sent[0].body).toEqual({
+      pattern: 'tenant:acme',
+      policy: 'standard',
+      quota: 600,
+      window: 60,
+      ttlSeconds: 604_800,
+      reason: 'launch week',
+    });
+    await run('override', 'set', 'tenant:acme', '--quota', '5', '--window', '1d', '--reason', 'x');
+    expect(sent[1].body).toMatchObject({ window: 86_400 });
+    const bad = await run('override', 'set', 'tenant:acme', '--unlimited', '--for', '7w', '--reason', 'x');
+    expect(bad.err).toContain('--for must be a duration such as 500ms, 60s, 5m, 1h, 7d, got "7w"');
+  });
+});
+
+describe('sluice override list', () => {
+  it('shows the time left as the dashboard does', async () => {
+    const rule = { id: 'tenant:acme', effect: 'unlimited', author: 'alice', reason: 'promo' };
+    answer = {
+      status: 200,
+      body: {
+        overrides: [
+          { ...rule, expiresInSeconds: 3591 },
+          { ...rule, expiresInSeconds: 9 },
+          { ...rule, expiresInSeconds: 7500 },
+          { ...rule, expiresInSeconds: 3 * 86400 + 7200 },
+          rule,
+        ],
+      },
+    };
+    const r = await run('override', 'list');
+    expect(r.out.split('\n').map((l) => l.split('\t')[2])).toEqual([
+      '59 min 51 s left',
+      '9 s left',
+      '2 h 05 min left',
+      '74 h 00 min left',
+      'no end',
+      undefined,
+    ]);
+  });
+});
