@@ -151,6 +151,13 @@ store:
     expect(pattern?.message).toMatch(/^A path; .* everything below; got "api\/x"$/);
   });
 
+  it('reports a missing endpoint pattern once', () => {
+    const v = violations(`${BASE}  endpoints:\n    - limit: 5\n      window: 60s\n`);
+    expect(v.map((x) => `${x.path}: ${x.message}`)).toEqual([
+      'rateLimiting.endpoints[0]: missing required key "pattern"',
+    ]);
+  });
+
   it('rejects an empty or non-mapping file', () => {
     expect(violations('')[0].message).toMatch(/rateLimiting/);
     expect(violations('- a\n')[0].message).toMatch(/mapping/);

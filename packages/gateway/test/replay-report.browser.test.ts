@@ -88,9 +88,40 @@ describe('the HTML replay report', () => {
     expect(await page.locator('#against-summary').textContent()).toMatch(
       /^[\d,]+ requests admitted by rate-limits\.yaml are limited by stricter\.yaml/,
     );
+    // The other configuration's own numbers, not only the flips.
+    expect(await page.locator('#against-kpis').textContent()).toMatch(
+      /Requests60,000Admitted[\d,]+Limited[\d,]+/,
+    );
+    expect(await page.locator('#against-policies-title').textContent()).toBe('Policies under stricter.yaml');
+    expect(await page.locator('#against-policies tbody tr').count()).toBeGreaterThanOrEqual(4);
+    expect(await page.locator('#against-tiers tbody tr').count()).toBeGreaterThanOrEqual(1);
+    expect(await page.locator('#flip-keys tbody tr').count()).toBeGreaterThanOrEqual(1);
+    // Nothing to warn about in a clean log.
+    expect(await page.locator('#notices-card').isVisible()).toBe(false);
     await page.selectOption('#view', 'all');
     await page.screenshot({ path: join(ARTIFACTS, 'replay-report.png'), fullPage: true });
     expect(requested.filter((u) => u !== url && !u.startsWith('data:'))).toEqual([]);
+    expect(problems).toEqual([]);
+  });
+
+  it('says what to read with care: requests without a client, a penalty section it does not replay', async () => {
+    const log = join(dir, 'edge.log');
+    await writeFile(
+      log,
+      `- - - [03/Dec/2026:06:00:00 +0000] "GET /api/x HTTP/1.1" 200 1 "-" "t"\n`.repeat(3),
+    );
+    const withPenalty = `${EXAMPLE}penalty:\n  after: 3\n  within: 60s\n  block: 10m\n`;
+    const run = await runReplay({
+      config: { name: 'penalty.yaml', config: config(withPenalty) },
+      logs: [{ name: 'edge.log', open: () => createReadStream(log) }],
+    });
+    await writeFile(join(dir, 'edge.html'), replayHtml(replayReport(run)));
+    await page.goto(pathToFileURL(join(dir, 'edge.html')).href);
+    await page.waitForFunction(() => document.documentElement.dataset.ready === 'true');
+    expect(await page.locator('#notices-card').isVisible()).toBe(true);
+    const text = await page.locator('#notices').textContent();
+    expect(text).toContain('3 requests had no client address: all were decided as one client, ip:unknown');
+    expect(text).toContain('penalty.yaml has a penalty: section, which replay does not apply');
     expect(problems).toEqual([]);
   });
 });

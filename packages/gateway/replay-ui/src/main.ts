@@ -55,18 +55,86 @@ function kpi(label: string, value: string, tone = ''): HTMLElement {
 const data = JSON.parse(byId('replay-data').textContent ?? 'null') as ReplayReport | null;
 if (data !== null) render(data);
 
-function render(r: ReplayReport): void {
-  const span = r.span === undefined ? 'no requests' : `${r.span.from} to ${r.span.to}`;
-  byId('subtitle').textContent = `${r.config} over ${r.logs.map((l) => l.name).join(', ')}: ${span}`;
-  const t = r.totals;
-  byId('kpis').append(
+/** The totals of one configuration as key figures. */
+function kpis(t: ReplayReport['totals'], keysLimited: number): HTMLElement[] {
+  return [
     kpi('Requests', count(t.requests)),
     kpi('Admitted', count(t.allowed + t.exempt), 'tone-ok'),
     kpi('Limited', count(t.limited), 'tone-danger'),
     kpi('Queued', count(t.queued), 'tone-info'),
     kpi('Limited share', percent(t.limited, t.requests)),
-    kpi('Keys limited', count(r.limitedKeyCount)),
+    kpi('Keys limited', count(keysLimited)),
+  ];
+}
+
+/** A configuration's policies as a table. */
+function policyTable(policies: ReplayReport['policies']): HTMLElement {
+  return table(
+    ['Policy', 'Requests', 'Admitted', 'Queued', 'Limited here', 'Shadow would limit'],
+    policies.map((p) => [
+      p.policy,
+      count(p.requests),
+      count(p.allowed + p.exempt),
+      count(p.queued),
+      count(p.limitedHere),
+      count(p.wouldLimit),
+    ]),
+    [false, true, true, true, true, true],
   );
+}
+
+/** A configuration's tiers as a table. */
+function tierTable(tiers: ReplayReport['tiers']): HTMLElement {
+  return table(
+    ['Tier', 'Requests', 'Admitted', 'Queued', 'Limited', 'Limited share'],
+    tiers.map((x) => [
+      x.tier,
+      count(x.requests),
+      count(x.allowed + x.exempt),
+      count(x.queued),
+      count(x.limited),
+      percent(x.limited, x.requests),
+    ]),
+    [false, true, true, true, true, true],
+  );
+}
+
+/** What the text report warns about, as sentences (the same facts, from the same JSON). */
+function notices(r: ReplayReport): string[] {
+  const out: string[] = [];
+  if (r.clientsMissing.lines > 0)
+    out.push(
+      `${count(r.clientsMissing.lines)} requests had no client address: all were decided as one client, ip:unknown. Log the client's address (Envoy: %DOWNSTREAM_REMOTE_ADDRESS%, or a JSON format with --field client=NAME).`,
+    );
+  if (r.clientsNotIp.lines > 0)
+    out.push(
+      `${count(r.clientsNotIp.lines)} requests named a client that is no IP address${r.clientsNotIp.example === undefined ? '' : ` (such as ${r.clientsNotIp.example})`}: they were decided as one client, ip:unknown.`,
+    );
+  if (r.outOfOrder.lines > 0)
+    out.push(
+      `${count(r.outOfOrder.lines)} lines were earlier than a line before them (at most ${r.outOfOrder.maxSeconds} s) and were decided at the later time.`,
+    );
+  for (const c of [r, ...(r.against === undefined ? [] : [r.against])]) {
+    if (c.penalty !== undefined)
+      out.push(
+        `${c.config} has a penalty: section, which replay does not apply: a live gateway also blocks keys limited ${c.penalty.after} times within ${c.penalty.withinSeconds} s, so it refuses more than shown here.`,
+      );
+  }
+  for (const l of r.logs) {
+    if (l.error !== undefined) out.push(`${l.name} was read only in part: ${l.error}.`);
+  }
+  return out;
+}
+
+function render(r: ReplayReport): void {
+  const span = r.span === undefined ? 'no requests' : `${r.span.from} to ${r.span.to}`;
+  byId('subtitle').textContent = `${r.config} over ${r.logs.map((l) => l.name).join(', ')}: ${span}`;
+  byId('kpis').append(...kpis(r.totals, r.limitedKeyCount));
+  const warn = notices(r);
+  if (warn.length > 0) {
+    byId('notices-card').hidden = false;
+    byId('notices').append(...warn.map((w) => el('li', w)));
+  }
   const policies = r.timeline.policies;
   const select = byId('view') as HTMLSelectElement;
   policies.forEach((p, i) => {
@@ -96,34 +164,8 @@ function render(r: ReplayReport): void {
   };
   select.addEventListener('change', show);
   show();
-  byId('policies').append(
-    table(
-      ['Policy', 'Requests', 'Admitted', 'Queued', 'Limited here', 'Shadow would limit'],
-      r.policies.map((p) => [
-        p.policy,
-        count(p.requests),
-        count(p.allowed + p.exempt),
-        count(p.queued),
-        count(p.limitedHere),
-        count(p.wouldLimit),
-      ]),
-      [false, true, true, true, true, true],
-    ),
-  );
-  byId('tiers').append(
-    table(
-      ['Tier', 'Requests', 'Admitted', 'Queued', 'Limited', 'Limited share'],
-      r.tiers.map((x) => [
-        x.tier,
-        count(x.requests),
-        count(x.allowed + x.exempt),
-        count(x.queued),
-        count(x.limited),
-        percent(x.limited, x.requests),
-      ]),
-      [false, true, true, true, true, true],
-    ),
-  );
+  byId('policies').append(policyTable(r.policies));
+  byId('tiers').append(tierTable(r.tiers));
   byId('keys').append(
     table(
       ['Key', 'Limited', 'First', 'Last', 'Max Retry-After', 'Policies'],
@@ -145,11 +187,24 @@ function render(r: ReplayReport): void {
     byId('against-summary').textContent =
       `${count(x.flips.toLimited)} requests admitted by ${r.config} are limited by ${x.config}; ` +
       `${count(x.flips.toAllowed)} limited by ${r.config} are admitted by ${x.config}.`;
+    byId('against-kpis').append(...kpis(x.totals, x.limitedKeyCount));
+    byId('against-policies-title').textContent = `Policies under ${x.config}`;
+    byId('against-policies').append(policyTable(x.policies));
+    byId('against-tiers-title').textContent = `Tiers under ${x.config}`;
+    byId('against-tiers').append(tierTable(x.tiers));
     byId('flips').append(
       table(
         ['Policy', 'Admitted to limited', 'Limited to admitted'],
         x.flips.policies.map((p) => [p.policy, count(p.toLimited), count(p.toAllowed)]),
         [false, true, true],
+      ),
+    );
+    byId('flip-keys').append(
+      table(
+        ['Key', 'Admitted to limited', 'Limited to admitted'],
+        x.flips.keys.map((k) => [k.key, count(k.toLimited), count(k.toAllowed)]),
+        [false, true, true],
+        0,
       ),
     );
   }

@@ -41,11 +41,12 @@ Commands:
              counted and their first line numbers shown; lines earlier than the line before them
              are decided at the later time. Memory stays bounded by the key cap of FILE.
   recommend  Propose tiers and endpoint rules from access logs: per endpoint pattern (FILE's
-             rules, or the most requested paths with numeric and UUID segments folded to *)
-             the distribution of per-client peak rates over 1 s, 1 min and 1 h (p50, p90, p99,
-             max), and limits that would have limited at most --spare of the clients (default
-             0.01) and never the p99 client, printed as a configuration file that validate
-             accepts, then confirmed by a replay of the logs under it (printed at the end).
+             rules, or the most requested paths with numeric and UUID segments folded to *,
+             or :id as the last segment), the distribution of per-client peak rates over 1 s,
+             1 min and 1 h (p50, p90, p99, max), and limits that would have limited at most
+             --spare of the clients (default 0.01) and never the p99 client, printed as a
+             configuration file that validate accepts, then confirmed by a replay of the logs
+             under it (printed at the end).
   hash-key   Print the SHA-256 of an API key, for the hash field of the API key file.
   override   Give a key, tenant, prefix or address range other limits (or none) at run time, for a
              while, through a running gateway's admin API (SLUICE_ADMIN_URL, SLUICE_ADMIN_TOKEN).

@@ -110,7 +110,9 @@ export function resolveConfig(
   const names = new Set<string>();
   (rl.endpoints ?? []).forEach((e: Raw, index: number) => {
     const path = ['rateLimiting', 'endpoints', index];
-    patternIssue(() => compilePathPattern(e.pattern), [...path, 'pattern'], issues);
+    // A missing pattern is the schema's violation already; compiling nothing would report it twice.
+    if (e.pattern !== undefined)
+      patternIssue(() => compilePathPattern(e.pattern), [...path, 'pattern'], issues);
     let limit = 0;
     let windowSeconds = 60;
     let burst = 0;

@@ -293,9 +293,11 @@ describe('formats', () => {
   });
 
   it('folds numeric and UUID segments of paths to *', () => {
-    expect(pathTemplate('/api/items/42?x=1')).toBe('/api/items/*');
+    expect(pathTemplate('/api/items/42?x=1')).toBe('/api/items/:id');
+    expect(pathTemplate('/api/items/42/')).toBe('/api/items/:id');
+    expect(pathTemplate('/api/items/42/parts')).toBe('/api/items/*/parts');
     expect(pathTemplate('/api/documents/6f1c0001-1b2c-4d3e-8f90-0a1b2c3d4e5f/v/2')).toBe(
-      '/api/documents/*/v/*',
+      '/api/documents/*/v/:id',
     );
     expect(pathTemplate('/api//items/')).toBe('/api/items');
     expect(pathTemplate('/')).toBe('/');

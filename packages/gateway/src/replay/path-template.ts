@@ -1,7 +1,10 @@
 /**
- * The path template of a request target: the query dropped, and every segment that is a number or a UUID folded to
- * `*`, so `/api/items/42?x=1` and `/api/items/7` are both `/api/items/*`; empty segments are dropped. Segments are compared as they are (no
- * case folding: the gateway's own patterns compare literals case-insensitively anyway).
+ * The path template of a request target: the query dropped, and every segment that is a number or a UUID folded,
+ * so `/api/items/42?x=1` and `/api/items/7` are both `/api/items/:id`; empty segments are dropped. A folded segment
+ * in the middle is `*` (one segment, in the gateway's patterns) and the last one is `:id`: a last `*` would, as an
+ * endpoint rule, also take every path below it (`/api/items/7/parts`), which the template did not measure.
+ * Segments are compared as they are (no case folding: the gateway's own patterns compare literals
+ * case-insensitively anyway).
  *
  * @param target - the request target (origin form).
  */
@@ -16,7 +19,10 @@ export function pathTemplate(target: string): string {
     let slash = target.indexOf('/', start);
     if (slash < 0 || slash > end) slash = end;
     // Empty segments (`//`, a trailing slash) are dropped, as the gateway's patterns ignore them.
-    if (slash > start) out += isVariable(target, start, slash) ? '/*' : `/${target.slice(start, slash)}`;
+    if (slash > start) {
+      if (!isVariable(target, start, slash)) out += `/${target.slice(start, slash)}`;
+      else out += onlySlashes(target, slash, end) ? '/:id' : '/*';
+    }
     start = slash + 1;
   }
   return out === '' ? '/' : out;
@@ -37,5 +43,11 @@ function isVariable(s: string, from: number, to: number): boolean {
       if (c !== 45) return false;
     } else if (!((c >= 48 && c <= 57) || (c >= 97 && c <= 102) || (c >= 65 && c <= 70))) return false;
   }
+  return true;
+}
+
+/** True when `s[from, to)` holds nothing but slashes: the segment before `from` is the path's last. */
+function onlySlashes(s: string, from: number, to: number): boolean {
+  for (let i = from; i < to; i++) if (s.charCodeAt(i) !== 47) return false;
   return true;
 }

@@ -55,13 +55,33 @@ describe('sluice recommend', () => {
       expect(r.confirmation.share).toBeLessThanOrEqual(spare);
       // An independent replay of the printed file agrees.
       expect(await limitedShare(r.yaml)).toBeLessThanOrEqual(spare);
-      expect(r.yaml).toMatch(/pattern: \/api\/items\/\*/);
+      expect(r.yaml).toMatch(/pattern: \/api\/items\/:id/);
       const tier = r.groups.find((g) => g.group === 'tier:standard')!;
       // Never below the p99 client's busiest minute.
       expect(r.proposals.find((p) => p.name === 'standard')!.perMinute).toBeGreaterThanOrEqual(
         tier.windows[1].p99,
       );
     }
+  });
+
+  it('proposes for a template the rule that matches what it measured, not the paths below it too', async () => {
+    const lines: string[] = [];
+    for (let i = 0; i < 600; i++) {
+      const t = `03/Dec/2026:06:${String(Math.floor(i / 20)).padStart(2, '0')}:00 +0000`;
+      const path = i % 2 === 0 ? `/api/orders/${i}` : `/api/orders/${i}/items`;
+      lines.push(`10.0.${i % 7}.${i % 50} - - [${t}] "GET ${path} HTTP/1.1" 200 1 "-" "t"`);
+    }
+    const file = join(dir, 'orders.log');
+    writeFileSync(file, `${lines.join('\n')}\n`);
+    const orders = [{ name: file, open: () => createReadStream(file) }];
+    const r = await recommend({ logs: orders, spare: 0.01, top: 5 });
+    const measured = r.groups.find((g) => g.group === 'rule:/api/orders/:id');
+    expect(measured?.requests).toBe(300);
+    // Replayed, the proposed rule checks the same requests the table counted.
+    const replayed = replayReport(
+      await runReplay({ config: { name: 'p', config: configOf(r.yaml) }, logs: orders }),
+    );
+    expect(replayed.policies.find((p) => p.policy === '/api/orders/:id')?.requests).toBe(300);
   });
 
   it('keeps the configuration file, comments and all, with new numbers that sluice validate accepts', async () => {
