@@ -10,7 +10,8 @@ export function createLimits() {
     policies: [{ name: 'api', quota: 60, window: 60, burst: 5 }],
     store: new MemoryStore({ maxTrackedKeys: 100_000 }),
   });
-  // A rule with path '/api/*' does not match '/api' itself: list both when both exist.
+  // '/api/*' limits '/api' and '/api/' too, not only the paths below: routers serve the prefix with the routes
+  // below it, so a rule that left it out would let it through uncounted.
   return createHttpLimiter({ limiter, rules: [{ path: '/api/*', policies: ['api'], key: 'ip' }] });
 }
 

@@ -61,6 +61,28 @@ describe('examples/engine.mjs', () => {
   });
 });
 
+describe('examples/limits.mjs', () => {
+  it("limits '/api' and '/api/' with the '/api/*' rule, as its comment says", async () => {
+    const { createLimits } = await example<{ createLimits: () => HttpLimiter }>('limits.mjs');
+    const http = createLimits();
+    for (const path of ['/api', '/api/', '/api/hello/x']) {
+      const v = await http.evaluate({ method: 'GET', path, headers: {}, remoteAddress: '192.0.2.1' });
+      expect(v.action, path).toBe('allow');
+      expect(
+        v.decision?.outcomes.map((o) => o.policy.name),
+        path,
+      ).toEqual(['api']);
+    }
+    const other = await http.evaluate({
+      method: 'GET',
+      path: '/apis',
+      headers: {},
+      remoteAddress: '192.0.2.1',
+    });
+    expect(other.action).toBe('exempt');
+  });
+});
+
 describe('examples/browser/index.html', () => {
   it('shows the status element and the retries against the node:http quick start', async () => {
     const { createLimits } = await example<{ createLimits: () => HttpLimiter }>('limits.mjs');

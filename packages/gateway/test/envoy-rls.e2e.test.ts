@@ -305,6 +305,59 @@ describe('Envoy rate limit service (gRPC ShouldRateLimit)', () => {
     expect((await ask('edge', [o])).overall_code).toBe('OVER_LIMIT');
   });
 
+  it.each([
+    ['SECOND', 'SECOND'],
+    ['MINUTE', 'MINUTE'],
+    ['HOUR', 'HOUR'],
+    ['DAY', 'DAY'],
+    ['WEEK', 'UNKNOWN'],
+    ['MONTH', 'MONTH'],
+    ['YEAR', 'YEAR'],
+  ])(
+    'applies the largest override per %s (4294967295) as a limit, never failing the call',
+    async (unit, shown) => {
+      const o: Descriptor = {
+        ...d(['remote_address', `10.8.0.${shown.length}${unit.length}`]),
+        limit: { requests_per_unit: 4_294_967_295, unit },
+      };
+      const a = await ask('edge', [o]);
+      expect(a.overall_code).toBe('OK');
+      expect(a.statuses[0].current_limit).toEqual({
+        name: 'edge.remote_address',
+        requests_per_unit: 4_294_967_295,
+        unit: shown,
+      });
+      const left = a.statuses[0].limit_remaining;
+      expect(left).toBeGreaterThan(200_000);
+      expect((await ask('edge', [o])).statuses[0].limit_remaining).toBe(left - 1);
+    },
+  );
+
+  it('reads a zero override as one request per unit: limited, not unlimited', async () => {
+    const o: Descriptor = {
+      ...d(['remote_address', '10.9.0.1']),
+      limit: { requests_per_unit: 0, unit: 'HOUR' },
+    };
+    const a = await ask('edge', [o]);
+    expect(a.statuses[0]).toMatchObject({
+      code: 'OK',
+      limit_remaining: 0,
+      current_limit: { requests_per_unit: 1, unit: 'HOUR' },
+    });
+    expect((await ask('edge', [o])).overall_code).toBe('OVER_LIMIT');
+  });
+
+  it('refuses an override of an unknown unit with INVALID_ARGUMENT naming the field', async () => {
+    for (const unit of ['UNKNOWN', 99] as unknown as string[]) {
+      const e = await refused('edge', [
+        d(['remote_address', '10.9.0.2']),
+        { ...d(['remote_address', '10.9.0.3']), limit: { requests_per_unit: 5, unit } },
+      ]);
+      expect(e?.code, String(unit)).toBe(status.INVALID_ARGUMENT);
+      expect(e?.details).toContain('descriptors[1].limit.unit');
+    }
+  });
+
   it('refuses malformed requests with INVALID_ARGUMENT', async () => {
     expect((await refused('', [d(['a', 'b'])]))?.code).toBe(status.INVALID_ARGUMENT);
     expect((await refused('edge', []))?.code).toBe(status.INVALID_ARGUMENT);

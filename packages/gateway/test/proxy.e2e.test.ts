@@ -135,6 +135,45 @@ describe('forwarding', () => {
     expect(res.headers.ratelimit).toBe('"free";r=2;t=1');
   });
 
+  // Every spelling a CGI-style upstream (PHP, WSGI, Rack) reads as one of the forwarding fields: `X_Real_IP` is
+  // HTTP_X_REAL_IP there, as `X-Real-IP` is.
+  const LOOK_ALIKES: Record<string, string> = {
+    X_Real_IP: '6.6.6.6',
+    X_Original_URL: '/admin',
+    X_Rewrite_URL: '/admin',
+    X_Forwarded_Host: 'evil.example',
+    X_Forwarded_Proto: 'https',
+    X_Forwarded_For: '6.6.6.6',
+    'X-forwarded_for': '6.6.6.7',
+    'x-Forwarded-For_': 'not a forwarding field',
+  };
+
+  it.each([
+    ['an untrusted client', ''],
+    ['a trusted proxy', 'server: { trustedProxies: [loopback] }\n'],
+  ])('never forwards another spelling of a forwarding field from %s', async (_who, trust) => {
+    const base = await start(trust);
+    const { res, body } = await rawRequest(`${base}/p`, {
+      ...LOOK_ALIKES,
+      forwarded: 'for=192.0.2.1',
+      'x-real-ip': '192.0.2.1',
+      'x-original-url': '/system',
+    });
+    expect(res.statusCode).toBe(200);
+    const seen = (JSON.parse(body) as { headers: Record<string, string> }).headers;
+    const port = new URL(base).port;
+    const spelled = Object.keys(seen).filter((n) => n.includes('_') && n !== 'x-forwarded-for_');
+    expect(spelled).toEqual([]);
+    expect(seen['x-forwarded-for_']).toBe('not a forwarding field');
+    expect(seen['x-forwarded-for']).toBe('127.0.0.1');
+    expect(seen.forwarded).toBe(`for=192.0.2.1, for=127.0.0.1;proto=http;host="127.0.0.1:${port}"`);
+    expect(seen['x-forwarded-proto']).toBe('http');
+    expect(seen['x-forwarded-host']).toBe(`127.0.0.1:${port}`);
+    // A trusted proxy's own X-Real-IP and X-Original-URL stand; a client's are replaced and dropped.
+    expect(seen['x-real-ip']).toBe(trust === '' ? '127.0.0.1' : '192.0.2.1');
+    expect(seen['x-original-url']).toBe(trust === '' ? undefined : '/system');
+  });
+
   it('prefixes the upstream base path and keeps the query', async () => {
     const base = await start('', `${upstream.url}/base/`);
     const r = await send(agent, `${base}/a/b?c=d&e`);

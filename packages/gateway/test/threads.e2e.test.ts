@@ -1,4 +1,5 @@
 import { type ChildProcess, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -193,6 +194,55 @@ describe('sluice serve --threads', () => {
     expect(await p.exited).toBe(0);
     expect(p.lines.filter((l) => l.includes('sluice gateway stopped'))).toHaveLength(2);
     expect(p.lines.some((l) => l.includes(THREADS_UNSUPPORTED_MESSAGE))).toBe(false);
+  });
+
+  it('reads a reloaded file once on the main thread: one report of a bad file, one version on every thread', async () => {
+    const file = join(tmp.dir, 'threads-one-read.yaml');
+    writeFileSync(file, `${CONFIG}reload: { watch: false }\n`);
+    const p = serveTwoThreads(threadedNode(), file);
+    const first = JSON.parse(await p.waitFor(/sluice gateway listening/)) as { url: string };
+    await p.waitFor(/listening on every thread/);
+    // A bad file is reported once, by the main thread, and no thread drops what it serves.
+    writeFileSync(file, `${CONFIG}reload: { watch: false }\nserver: { port: -1 }\n`);
+    p.child.kill('SIGHUP');
+    await p.waitFor(/configuration reload rejected/);
+    await new Promise((r) => setTimeout(r, 1000));
+    const rejected = p.lines.filter((l) => l.includes('configuration reload rejected'));
+    expect(rejected).toHaveLength(1);
+    expect(JSON.parse(rejected[0] ?? '{}')).not.toHaveProperty('thread');
+    // A good file is read once and handed to every thread: each runs that text's version.
+    const next = `${CONFIG.replaceAll(`${BURST}`, '8')}reload: { watch: false }\n`;
+    writeFileSync(file, next);
+    p.child.kill('SIGHUP');
+    const read = JSON.parse(await p.waitFor(/configuration read for every thread/)) as { version: string };
+    const version = createHash('sha256').update(next).digest('hex').slice(0, 12);
+    expect(read.version).toBe(version);
+    const reloaded = await Promise.all(
+      [0, 1].map((i) =>
+        p.waitFor(new RegExp(`"thread":${i}.*configuration reloaded|configuration reloaded.*"thread":${i}`)),
+      ),
+    );
+    expect(reloaded.map((l) => (JSON.parse(l) as { version?: string }).version)).toEqual([version, version]);
+    expect((await burst(first.url, 8 + EXTRA)).filter((c) => c === 200)).toHaveLength(8);
+    p.child.kill('SIGTERM');
+    expect(await p.exited).toBe(0);
+  });
+
+  it('watches the file on the main thread only, and hands a saved file to every thread', async () => {
+    const file = join(tmp.dir, 'threads-watch.yaml');
+    writeFileSync(file, CONFIG);
+    const p = serveTwoThreads(threadedNode(), file);
+    await p.waitFor(/listening on every thread/);
+    const next = CONFIG.replaceAll(`${BURST}`, '9');
+    writeFileSync(file, next);
+    const version = createHash('sha256').update(next).digest('hex').slice(0, 12);
+    for (const i of [0, 1])
+      await p.waitFor(new RegExp(`"thread":${i}.*"version":"${version}".*configuration reloaded`));
+    await new Promise((r) => setTimeout(r, 500));
+    // One read (the main thread's), however many threads.
+    expect(p.lines.filter((l) => l.includes('configuration read for every thread'))).toHaveLength(1);
+    p.child.kill('SIGTERM');
+    expect(await p.exited).toBe(0);
   });
 
   it('answers /ready 503 "starting" until every thread listens, then 200 from each', async () => {

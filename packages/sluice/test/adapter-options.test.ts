@@ -25,14 +25,14 @@ const MOUNTS: Record<string, Mount> = {
   'node withRateLimit': async (l, o) => withRateLimit(l as never, () => {}, o as never),
   express: async (l, o) => expressRateLimit(l as never, o as never),
   hono: async (l, o) => honoRateLimit(l as never, o as never),
-  // The plugin takes the limiter among its options, so a foreign options object stands in the options.
+  // The plugin takes the limiter among its options, so a foreign options object stands in the options; any other
+  // limiter (an HttpLimiter, or the engine's Limiter given by mistake) goes in `limiter`.
   fastify: async (l, o) => {
     const app = Fastify();
     apps.push(app);
-    const options =
-      typeof (l as { evaluate?: unknown })?.evaluate === 'function'
-        ? { limiter: l, ...o }
-        : { ...(l as object) };
+    const http = typeof (l as { evaluate?: unknown })?.evaluate === 'function';
+    const plain = l === undefined || Object.getPrototypeOf(l) === Object.prototype;
+    const options = http || !plain ? { limiter: l, ...o } : { ...(l as object) };
     return app.register(sluiceFastify, options as never);
   },
 };
@@ -88,6 +88,29 @@ describe.each(Object.keys(MOUNTS))('%s: options checked at mount time', (name) =
     const e = await failure(mount({ limiter, rules: [] }));
     expect(e).toMatchObject({ code: ErrorCode.InvalidOption });
     expect(e.message).toMatch(/createHttpLimiter/);
+  });
+
+  it("names the engine's Limiter given in place of the HttpLimiter and shows how to build one", async () => {
+    const { limiter } = fixture();
+    const e = await failure(mount(limiter));
+    expect(e).toBeInstanceOf(SluiceError);
+    expect(e.code).toBe(ErrorCode.InvalidOption);
+    expect(e.message).toMatch(
+      /must be an HttpLimiter from createHttpLimiter \(sluice\/http\), got a Limiter \(the engine of 'sluice'\)/,
+    );
+    // The example names a policy of the limiter given, so it can be pasted as it is.
+    expect(e.message).toContain(
+      "createHttpLimiter({ limiter, rules: [{ path: '/api/*', policies: ['rl.read'], key: 'ip' }] })",
+    );
+    expect(e.message).not.toMatch(/belongs to another rate limiter/);
+    expect(e.details).toMatchObject({ given: 'a Limiter' });
+    expect(String(e.details.option)).toMatch(/limiter\)?$/);
+  });
+
+  it('says "an object", never "a object", for an object that is no limiter', async () => {
+    const e = await failure(mount(new Map()));
+    expect(e.message).toMatch(/got an object$/);
+    expect(e.message).not.toMatch(/\ba object\b/);
   });
 
   it('mounts with valid options', async () => {

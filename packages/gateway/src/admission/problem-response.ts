@@ -48,6 +48,18 @@ export const Problems = Object.freeze({
     detail: 'The upstream service did not answer in time.',
     code: 'upstream_timeout',
   }),
+  upstreamQueueTimeout: (queueTimeoutMs: number): GatewayProblem => ({
+    status: 503,
+    title: 'Service Unavailable',
+    detail: `No upstream connection became free within ${queueTimeoutMs / 1000} s.`,
+    code: 'upstream_queue_timeout',
+  }),
+  tooManyRequestBodies: (maxBodiesPerClient: number): GatewayProblem => ({
+    status: 429,
+    title: 'Too Many Requests',
+    detail: `This client is already sending ${maxBodiesPerClient} request ${maxBodiesPerClient === 1 ? 'body' : 'bodies'} to the upstream, the most it may send at once.`,
+    code: 'too_many_request_bodies',
+  }),
   storeUnavailable: (): GatewayProblem => ({
     status: 503,
     title: 'Service Unavailable',

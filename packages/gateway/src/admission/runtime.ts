@@ -137,5 +137,16 @@ export class Runtime {
 }
 
 function sameUpstream(a: GatewayConfig, b: GatewayConfig): boolean {
-  return JSON.stringify(a.upstream) === JSON.stringify(b.upstream);
+  return JSON.stringify(poolSettings(a)) === JSON.stringify(poolSettings(b));
+}
+
+/**
+ * The `upstream:` settings the pool is built with. `queueTimeout` and `maxBodiesPerClient` are read per request,
+ * so a reload that changes only them keeps the pool, its connections and its count of bodies per client.
+ */
+function poolSettings(
+  c: GatewayConfig,
+): Omit<GatewayConfig['upstream'], 'queueTimeoutMs' | 'maxBodiesPerClient'> {
+  const { queueTimeoutMs: _wait, maxBodiesPerClient: _cap, ...pool } = c.upstream;
+  return pool;
 }

@@ -229,7 +229,7 @@ async function serve(
     if (threads > 1 && !threadsSupported()) io.err(`sluice: ${THREADS_UNSUPPORTED_MESSAGE}\n`);
     else if (threads > 1) {
       const { ThreadedGateway } = await import('../gateway/thread-main.js');
-      const { gateway: g } = await ThreadedGateway.start({ config, file, overrides, threads });
+      const { gateway: g } = await ThreadedGateway.start({ file, overrides, threads });
       return untilStopped(io, signals, { stop: () => g.close(), reload: () => g.reload(), ended: g.ended });
     }
     // The gateway starts every listener the file configures (proxy, admin, decision API, Envoy) and closes them.

@@ -142,6 +142,17 @@ export interface GatewayConfig {
      * deadline by a second; `0` wants the whole body within `bodyTimeoutMs`.
      */
     readonly bodyMinRate: number;
+    /**
+     * Most connections the proxy listener holds open at once, over every thread of the process
+     * (`server.maxConnections`); `0` is no cap, `undefined` a cap derived at start from the open file limit (see
+     * `defaultMaxConnections`).
+     */
+    readonly maxConnections: number | undefined;
+    /**
+     * Most connections one client address holds open at once (`server.maxConnectionsPerClient`), trusted proxies
+     * not counted; `0` is no cap.
+     */
+    readonly maxConnectionsPerClient: number;
     readonly shutdownTimeoutMs: number;
     readonly requestIdHeader: string;
     readonly tls:
@@ -155,6 +166,16 @@ export interface GatewayConfig {
     readonly bodyTimeoutMs: number;
     readonly preserveHost: boolean;
     readonly connections: number;
+    /**
+     * How long an admitted request may wait for a free upstream connection (`upstream.queueTimeout`) before it is
+     * answered 503 `upstream_queue_timeout`; `0` waits without bound.
+     */
+    readonly queueTimeoutMs: number;
+    /**
+     * Request bodies one client address may stream upstream at once, waiting ones included
+     * (`upstream.maxBodiesPerClient`); one more is answered 429 `too_many_request_bodies`; `0` turns the cap off.
+     */
+    readonly maxBodiesPerClient: number;
   };
   readonly store: {
     readonly type: 'memory' | 'redis';

@@ -153,14 +153,16 @@ export function loadConfigText(
 }
 
 /**
- * Reads and loads a configuration file; see {@link loadConfigText}.
+ * The text of a configuration file. `sluice serve --threads` reads it once, on the main thread, and hands the same
+ * text to every thread, so that all of them run one version even when the file changes meanwhile.
  *
- * @throws SluiceError `ERR_INVALID_CONFIG` only when the file cannot be read; violations are returned.
+ * @param file - the configuration file.
+ * @returns its text (UTF-8).
+ * @throws SluiceError `ERR_INVALID_CONFIG` when the file cannot be read.
  */
-export function loadConfigFile(file: string, options: LoadConfigOptions = {}): LoadResult {
-  let text: string;
+export function readConfigSource(file: string): string {
   try {
-    text = readFileSync(file, 'utf8');
+    return readFileSync(file, 'utf8');
   } catch (cause) {
     throw new SluiceError(
       ErrorCode.InvalidConfig,
@@ -169,7 +171,15 @@ export function loadConfigFile(file: string, options: LoadConfigOptions = {}): L
       { cause },
     );
   }
-  return loadConfigText(text, file, options);
+}
+
+/**
+ * Reads and loads a configuration file; see {@link loadConfigText}.
+ *
+ * @throws SluiceError `ERR_INVALID_CONFIG` only when the file cannot be read; violations are returned.
+ */
+export function loadConfigFile(file: string, options: LoadConfigOptions = {}): LoadResult {
+  return loadConfigText(readConfigSource(file), file, options);
 }
 
 /**

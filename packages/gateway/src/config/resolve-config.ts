@@ -7,6 +7,8 @@ import {
   parseTrustedProxies,
   problemTypeResolver,
 } from 'sluice/http';
+import { defaultBodiesPerClient } from './bodies-per-client.js';
+import { connectionCapIssues, DEFAULT_MAX_CONNECTIONS_PER_CLIENT } from './connection-caps.js';
 import { resolveCorsConfig } from './cors-config.js';
 import { resolveDecisionConfig } from './decision-config.js';
 import { durationMs, sizeBytes } from './duration.js';
@@ -200,6 +202,7 @@ export function resolveConfig(
       message: 'must be a CIDR (10.0.0.0/8), an IP address, or one of loopback, linklocal, uniquelocal',
     });
   }
+  issues.push(...connectionCapIssues(server.maxConnections, server.maxConnectionsPerClient));
   const upstream = (raw.upstream ?? {}) as Raw;
   checkUrl(upstream.url, ['upstream', 'url'], issues);
   const store = (raw.store ?? {}) as Raw;
@@ -304,6 +307,8 @@ export function resolveConfig(
       maxBodyBytes: sizeBytes(server.maxBodySize) ?? 10 * 1024 * 1024,
       bodyTimeoutMs: timerMs(server.bodyTimeout, ['server', 'bodyTimeout'], issues) ?? 20_000,
       bodyMinRate: server.bodyMinRate ?? 500,
+      maxConnections: server.maxConnections,
+      maxConnectionsPerClient: server.maxConnectionsPerClient ?? DEFAULT_MAX_CONNECTIONS_PER_CLIENT,
       shutdownTimeoutMs: timerMs(server.shutdownTimeout, ['server', 'shutdownTimeout'], issues) ?? 30_000,
       requestIdHeader: (server.requestIdHeader ?? 'x-request-id').toLowerCase(),
       tls:
@@ -322,6 +327,8 @@ export function resolveConfig(
       bodyTimeoutMs: timerMs(upstream.bodyTimeout, ['upstream', 'bodyTimeout'], issues) ?? 30_000,
       preserveHost: upstream.preserveHost === true,
       connections: upstream.connections ?? 128,
+      queueTimeoutMs: timerMs(upstream.queueTimeout, ['upstream', 'queueTimeout'], issues) ?? 5_000,
+      maxBodiesPerClient: upstream.maxBodiesPerClient ?? defaultBodiesPerClient(upstream.connections ?? 128),
     },
     store: {
       type: storeType,

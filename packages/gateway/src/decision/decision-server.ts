@@ -90,6 +90,10 @@ export class DecisionServer {
       server.once('error', reject);
       server.listen(config.port, config.host, () => {
         server.off('error', reject);
+        // A failed accept (EMFILE: no descriptor left) must not end the process and every listener with it.
+        server.on('error', (e: NodeJS.ErrnoException) =>
+          host.logger.warn({ code: e.code }, 'decision API: accept failed'),
+        );
         resolve();
       });
     });

@@ -118,9 +118,35 @@ describe('EnvoyPlan', () => {
     const plan = new EnvoyPlan(config(tree));
     expect(plan.overridePolicy('n', 5, 'WEEK')?.window).toBe(604_800);
     expect(plan.overridePolicy('n', 5, 'WEEK')).toBe(plan.overridePolicy('n', 5, 'WEEK'));
-    expect(plan.overridePolicy('n', 5, 'FORTNIGHT')).toBeUndefined();
-    expect(plan.overridePolicy('n', 0, 'SECOND')).toBeUndefined();
+    expect(() => plan.overridePolicy('n', 5, 'FORTNIGHT')).toThrow(
+      expect.objectContaining({ kind: 'invalid_argument', message: expect.stringContaining('FORTNIGHT') }),
+    );
     for (let i = 1; i < 1024; i++) plan.overridePolicy('n', i, 'SECOND');
     expect(plan.overridePolicy('n', 5000, 'SECOND')).toBeUndefined();
+  });
+
+  it.each(['SECOND', 'MINUTE', 'HOUR', 'DAY', 'WEEK', 'MONTH', 'YEAR'])(
+    'applies the largest uint32 override per %s at its rate, its burst bounded to what a bucket holds',
+    (unit) => {
+      const plan = new EnvoyPlan(config(tree));
+      const p = plan.overridePolicy('n', 4_294_967_295, unit);
+      expect(p?.quota).toBe(4_294_967_295);
+      expect(p?.burst).toBeGreaterThan(200_000);
+      expect(p?.burst).toBeLessThanOrEqual(4_294_967_295);
+      // The bound definePolicy holds every bucket to: one more token would not be exact.
+      const units = (p?.window ?? 0) * 1000;
+      expect((p?.burst ?? 0) * units + 4_294_967_295).toBeLessThanOrEqual(Number.MAX_SAFE_INTEGER);
+      // Bounded only where the whole quota does not fit (an hour and longer), and then to the largest that does.
+      if (unit === 'SECOND' || unit === 'MINUTE') expect(p?.burst).toBe(4_294_967_295);
+      else expect(((p?.burst ?? 0) + 1) * units + 4_294_967_295).toBeGreaterThan(Number.MAX_SAFE_INTEGER);
+    },
+  );
+
+  it('reads a zero override as the strictest limit it can hold, one per unit, and refuses what is no uint32', () => {
+    const plan = new EnvoyPlan(config(tree));
+    expect(plan.overridePolicy('n', 0, 'SECOND')).toMatchObject({ quota: 1, burst: 1, window: 1 });
+    expect(plan.overridePolicy('n', 0, 'SECOND')).toBe(plan.overridePolicy('n', 1, 'SECOND'));
+    for (const bad of [-1, 1.5, 4_294_967_296, Number.NaN])
+      expect(() => plan.overridePolicy('n', bad, 'SECOND'), String(bad)).toThrow(/requests_per_unit/);
   });
 });

@@ -8,6 +8,7 @@ import {
   UNIT_SECONDS,
 } from '../config/envoy-config.js';
 import type { GatewayConfig } from '../config/gateway-config.js';
+import { type OverrideSizes, overrideSizes } from './override-sizes.js';
 
 /** A descriptor node with its policy built. */
 export interface CompiledNode {
@@ -32,17 +33,6 @@ export interface DescriptorEntry {
   readonly key: string;
   readonly value: string;
 }
-
-/** Units Envoy may name in a descriptor's limit override (`envoy.type.v3.RateLimitUnit`), in seconds. */
-const OVERRIDE_UNITS: Readonly<Record<string, number>> = Object.freeze({
-  SECOND: 1,
-  MINUTE: 60,
-  HOUR: 3600,
-  DAY: 86_400,
-  MONTH: 2_592_000,
-  YEAR: 31_536_000,
-  WEEK: 604_800,
-});
 
 /** Distinct override limits kept; Envoy's overrides come from its route configuration, so a few are normal. */
 const MAX_OVERRIDES = 1024;
@@ -138,19 +128,30 @@ export class EnvoyPlan {
   }
 
   /**
-   * The policy of a limit override sent by Envoy, one per name and limit, at most {@link MAX_OVERRIDES}.
+   * The policy of a limit override sent by Envoy, one per name and sizes, at most {@link MAX_OVERRIDES}. An
+   * override Sluice cannot hold exactly is applied as the nearest it can, on the strict side (see
+   * {@link overrideSizes}).
    *
-   * @returns the policy, or `undefined` for an unknown unit, a zero limit, or a full override table.
+   * @param field - the override's place in the request, for messages (`descriptors[2].limit`).
+   * @param onAdjusted - called once per distinct override whose sizes are not the ones sent, when it is added.
+   * @returns the policy, or `undefined` when the override table is full.
+   * @throws RateLimitServiceError `invalid_argument` for an unknown unit or a count that is no uint32.
    */
-  overridePolicy(name: string, requestsPerUnit: number, unit: string): Policy | undefined {
-    const seconds = OVERRIDE_UNITS[unit];
-    if (seconds === undefined || !(requestsPerUnit >= 1)) return undefined;
-    const id = `${name}|${requestsPerUnit}|${unit}`;
+  overridePolicy(
+    name: string,
+    requestsPerUnit: number,
+    unit: string,
+    field = 'limit',
+    onAdjusted?: (sizes: OverrideSizes) => void,
+  ): Policy | undefined {
+    const sizes = overrideSizes(requestsPerUnit, unit, field);
+    const id = `${name}|${sizes.quota}|${sizes.window}`;
     let p = this.#overrides.get(id);
     if (p === undefined) {
       if (this.#overrides.size >= MAX_OVERRIDES) return undefined;
-      p = definePolicy({ name, quota: requestsPerUnit, window: seconds, burst: requestsPerUnit });
+      p = definePolicy({ name, quota: sizes.quota, window: sizes.window, burst: sizes.burst });
       this.#overrides.set(id, p);
+      if (sizes.adjusted) onAdjusted?.(sizes);
     }
     return p;
   }

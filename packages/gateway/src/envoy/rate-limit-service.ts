@@ -95,7 +95,7 @@ export class RateLimitService {
    * @param requestId - Envoy's `x-request-id`, for the problem body; a new id when absent or unsafe.
    * @returns the `RateLimitResponse`.
    * @throws RateLimitServiceError `invalid_argument` for an empty domain, no descriptors, too many, an empty
-   * entry list or key; `unavailable` when the store cannot decide.
+   * entry list or key, a limit override of an unknown unit; `unavailable` when the store cannot decide.
    */
   async shouldRateLimit(
     request: RateLimitRequestMessage,
@@ -119,7 +119,7 @@ export class RateLimitService {
     const hits = request.hits_addend === undefined || request.hits_addend === 0 ? 1 : request.hits_addend;
     const resolved: Resolved[] = [];
     for (let i = 0; i < descriptors.length; i++)
-      resolved.push(resolve(plan, domain, descriptors[i], hits, i));
+      resolved.push(resolve(plan, host.logger, domain, descriptors[i], hits, i));
 
     const decision = await this.#decide(resolved);
     const shadow = plan.config.shadowMode;
@@ -285,6 +285,7 @@ async function decideUnits(
 
 function resolve(
   plan: EnvoyPlan,
+  logger: AdmissionHost['logger'],
   domain: string,
   d: NonNullable<RateLimitRequestMessage['descriptors']>[number],
   hits: number,
@@ -318,12 +319,20 @@ function resolve(
   const node = plan.match(domain, entries);
   const key = plan.bucketKey(domain, entries);
   const override = d.limit;
-  if (override !== undefined && override !== null && (override.requests_per_unit ?? 0) > 0) {
-    const name = node?.limit?.name ?? `${domain}.${entries.map((e) => e.key).join('.')}`;
+  if (override !== undefined && override !== null) {
+    const name = safeName(node?.limit?.name ?? `${domain}.${entries.map((e) => e.key).join('.')}`);
+    // Applied whatever its count: an override that cannot be held exactly becomes the nearest limit that can,
+    // never none (an error would be Envoy's failure mode, by default "allow").
     const policy = plan.overridePolicy(
-      safeName(name),
-      override.requests_per_unit as number,
+      name,
+      override.requests_per_unit ?? 0,
       String(override.unit ?? ''),
+      `descriptors[${index}].limit`,
+      (sizes) =>
+        logger.warn(
+          { policy: name, asked: override.requests_per_unit ?? 0, unit: override.unit, ...sizes },
+          'envoy limit override adjusted to the nearest limit Sluice can hold',
+        ),
     );
     if (policy !== undefined) return { check: { policy, key }, node, cost };
   }

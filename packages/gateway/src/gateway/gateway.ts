@@ -25,9 +25,11 @@ import { TappedMetrics } from '../metrics/tapped-metrics.js';
 import { UpstreamProxy } from '../proxy/upstream-proxy.js';
 import { TenantQuota } from '../quota/tenant-quota.js';
 import type { BucketView } from '../server/admin-server.js';
+import { ConnectionCounts } from '../server/connection-counts.js';
 import { ProxyServer } from '../server/proxy-server.js';
 import { createStore, type OpenedStore } from '../store/create-store.js';
 import { observeStore } from '../store/observe-store.js';
+import { connectionLimits } from './connection-limits.js';
 import { bucketsOf } from './key-buckets.js';
 import { penaltyBlocks } from './penalty-blocks.js';
 import { ReloadController, type ReloadResult } from './reload-controller.js';
@@ -211,7 +213,13 @@ export class Gateway extends EventEmitter {
       // Quota buckets are wall-clock time, shared by a fleet through Redis.
       clock: { now: () => now(), sleep: (ms, signal) => wallClock.sleep(ms, signal) },
     });
-    this.#proxy = new ProxyServer(this, config.server, now);
+    const gate = connectionLimits({
+      runtime: () => this.#reloads.runtime,
+      logger: this.logger,
+      metrics: { registry: this.metrics.registry, prefix: config.metrics.prefix },
+      ...(thread?.connections === undefined ? {} : { counts: ConnectionCounts.on(thread.connections) }),
+    });
+    this.#proxy = new ProxyServer(this, config.server, now, { gate });
     this.#side = new SideListeners(this, config, now);
   }
 
@@ -308,9 +316,12 @@ export class Gateway extends EventEmitter {
   /**
    * Reads the configuration file again. A valid file replaces the configuration; policies whose limits did not
    * change keep their buckets. An invalid file changes nothing and every violation is logged.
+   *
+   * @param source - the file's text, read once by the main thread of `sluice serve --threads` for every thread;
+   * absent, the file is read here.
    */
-  async reload(): Promise<ReloadResult> {
-    return this.#reloads.reload();
+  async reload(source?: string): Promise<ReloadResult> {
+    return this.#reloads.reload(source);
   }
 
   /**

@@ -1,11 +1,12 @@
-import { type FSWatcher, watch } from 'node:fs';
-import { basename, dirname } from 'node:path';
 import type { RateLimitStore } from 'sluice';
 import { Runtime } from '../admission/runtime.js';
-import { type ConfigOverrides, loadConfigFile } from '../config/load-config.js';
+import { type ConfigOverrides, loadConfigText, readConfigSource } from '../config/load-config.js';
 import type { Violation } from '../config/violation.js';
 import type { Logger } from '../log/create-logger.js';
 import { logConfigWarnings } from '../log/log-config-warnings.js';
+import { logRejectedReload } from '../log/log-rejected-reload.js';
+import { sourceVersion } from './config-source.js';
+import { watchConfigFile } from './config-watch.js';
 import { restartRequired } from './restart-settings.js';
 
 /** The outcome of a reload. */
@@ -40,8 +41,7 @@ export interface ReloadOptions {
 export class ReloadController {
   readonly #options: ReloadOptions;
   #runtime: Runtime;
-  #watcher: FSWatcher | undefined;
-  #timer: ReturnType<typeof setTimeout> | undefined;
+  #unwatch: (() => void) | undefined;
 
   constructor(options: ReloadOptions) {
     this.#options = options;
@@ -61,13 +61,16 @@ export class ReloadController {
   /**
    * Reads the configuration file again. A valid file replaces the runtime; policies whose limits did not change
    * keep their buckets; settings bound at start are reported, not applied. Every violation is logged.
+   *
+   * @param source - the file's text as another thread read it (the main thread of `sluice serve --threads`,
+   * which reads the file once for every thread); absent, the file is read here.
    */
-  reload(): ReloadResult {
+  reload(source?: string): ReloadResult {
     const file = this.file;
     const result: ReloadResult =
       file === undefined
         ? { ok: false, violations: [violation('no configuration file to reload')], restartRequired: [] }
-        : this.#reloadFrom(file);
+        : this.#reloadFrom(file, source);
     this.#options.onReload(result);
     return result;
   }
@@ -76,50 +79,28 @@ export class ReloadController {
   watch(): void {
     const file = this.file;
     if (file === undefined) return;
-    const name = basename(file);
-    const logger = this.#options.logger;
-    try {
-      this.#watcher = watch(dirname(file), (_event, changed) => {
-        if (changed !== null && changed !== name) return;
-        if (this.#timer !== undefined) clearTimeout(this.#timer);
-        // One save often arrives as several events; reload once they settle.
-        this.#timer = setTimeout(() => this.reload(), 50);
-      });
-      this.#watcher.on('error', (e) =>
-        logger.warn({ err: e }, 'configuration watch failed; SIGHUP still reloads'),
-      );
-    } catch (e) {
-      logger.warn({ err: e }, 'cannot watch the configuration file; SIGHUP still reloads');
-    }
+    this.#unwatch = watchConfigFile(file, () => this.reload(), this.#options.logger);
   }
 
   /** Stops watching. */
   close(): void {
-    this.#watcher?.close();
-    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#unwatch?.();
   }
 
-  #reloadFrom(file: string): ReloadResult {
+  #reloadFrom(file: string, given: string | undefined): ReloadResult {
     const { logger, env, overrides } = this.#options;
-    let loaded: ReturnType<typeof loadConfigFile>;
+    let loaded: ReturnType<typeof loadConfigText>;
+    let source: string;
     try {
-      loaded = loadConfigFile(file, { env, overrides });
+      source = given ?? readConfigSource(file);
+      loaded = loadConfigText(source, file, { env, overrides });
     } catch (e) {
       const v = violation((e as Error).message);
       logger.error({ file, violation: v }, 'configuration reload failed; keeping the current configuration');
       return { ok: false, violations: [v], restartRequired: [] };
     }
     if (!loaded.ok) {
-      for (const v of loaded.violations) {
-        logger.error(
-          { file, path: v.path, line: v.line, column: v.column },
-          `invalid configuration: ${v.message}`,
-        );
-      }
-      logger.error(
-        { file, violations: loaded.violations.length },
-        'configuration reload rejected; keeping the current configuration',
-      );
+      logRejectedReload(logger, file, loaded.violations);
       return { ok: false, violations: loaded.violations, restartRequired: [] };
     }
     const old = this.#runtime;
@@ -140,7 +121,10 @@ export class ReloadController {
     if (restart.length > 0)
       logger.warn({ settings: restart }, 'changed settings take effect after a restart');
     logConfigWarnings(logger, loaded.warnings, file);
-    logger.info({ file, policies: next.plan.limiter.policies.length }, 'configuration reloaded');
+    logger.info(
+      { file, version: sourceVersion(source), policies: next.plan.limiter.policies.length },
+      'configuration reloaded',
+    );
     return { ok: true, violations: [], restartRequired: restart };
   }
 }

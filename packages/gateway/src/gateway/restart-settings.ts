@@ -51,6 +51,9 @@ export const SETTINGS: { readonly [K in keyof GatewayConfig]-?: Applies | Fields
       maxBodyBytes: RELOAD,
       bodyTimeoutMs: RELOAD,
       bodyMinRate: RELOAD,
+      // Read for each connection the listener accepts.
+      maxConnections: RELOAD,
+      maxConnectionsPerClient: RELOAD,
       shutdownTimeoutMs: RELOAD,
       requestIdHeader: RELOAD,
       tls: atStart('server.tls'),

@@ -1,14 +1,19 @@
 import { randomBytes } from 'node:crypto';
 import { Worker } from 'node:worker_threads';
+import { ErrorCode, SluiceError } from 'sluice';
 import { MemoryQuotaStore, type QuotaStore } from 'sluice/quota';
 import { SharedOverrides, SharedStore } from 'sluice/shared';
-import type { GatewayConfig } from '../config/gateway-config.js';
-import type { ConfigOverrides } from '../config/load-config.js';
+import { type ConfigOverrides, loadConfigText, readConfigSource } from '../config/load-config.js';
+import { formatViolations } from '../config/violation.js';
 import type { ThreadFeed } from '../dashboard/index.js';
-import { createLogger } from '../log/create-logger.js';
+import { createLogger, type Logger } from '../log/create-logger.js';
+import { logRejectedReload } from '../log/log-rejected-reload.js';
 import { aggregateThreadMetrics, type ThreadMetrics } from '../metrics/aggregate-threads.js';
 import { answerQuotaCall, type QuotaCall } from '../quota/thread-quota-store.js';
+import { ConnectionCounts } from '../server/connection-counts.js';
 import type { OpenedStore } from '../store/create-store.js';
+import { sourceVersion } from './config-source.js';
+import { watchConfigFile } from './config-watch.js';
 
 /** What a gateway running as one of several threads of `sluice serve --threads` is given. */
 export interface GatewayThread {
@@ -45,6 +50,11 @@ export interface GatewayThread {
    * and webhooks count every thread's requests once.
    */
   readonly quotaStore?: QuotaStore;
+  /**
+   * The proxy connections open over every thread (a `ConnectionCounts` table): file descriptors are the
+   * process's, so `server.maxConnections` and `server.maxConnectionsPerClient` cap the process, not each thread.
+   */
+  readonly connections?: SharedArrayBuffer;
 }
 
 /** What the main thread hands each worker thread (its `workerData`). */
@@ -52,6 +62,8 @@ export interface ThreadWorkerData {
   /** 0 for the first thread; it appears as `thread` on every log line. */
   readonly index: number;
   readonly file: string;
+  /** The file's text, read once by the main thread: every thread starts from the same version. */
+  readonly source: string;
   readonly overrides: ConfigOverrides;
   /** The `SharedStore` table with the memory store; `undefined` with Redis. */
   readonly table: SharedArrayBuffer | undefined;
@@ -61,11 +73,14 @@ export interface ThreadWorkerData {
   readonly threads: number;
   /** The secret of limited keys' hashes, the same in every thread. */
   readonly hashSecret: string;
+  /** The proxy connections open over every thread: see {@link GatewayThread.connections}. */
+  readonly connections: SharedArrayBuffer;
 }
 
 /** Messages from the main thread to a worker thread. */
 export type ToWorker =
-  | { readonly type: 'reload' }
+  /** Apply this configuration text, read and validated once by the main thread for every thread. */
+  | { readonly type: 'reload'; readonly source: string }
   /** Every thread listens: `/ready` may answer 200 now; answer `serving`. */
   | { readonly type: 'every-thread-listens' }
   /** Drop what you hold of `key`'s buckets in memory (another thread reset them); confirm with `forgotten`. */
@@ -108,8 +123,10 @@ const COLLECT_MS = 2_000;
 
 /** Options of {@link ThreadedGateway.start}. */
 export interface ThreadedGatewayOptions {
-  /** The configuration, resolved once here to size the shared table; each thread resolves the file again. */
-  readonly config: GatewayConfig;
+  /**
+   * The configuration file. The main thread reads it once, at start and at each reload, and hands the text to
+   * every thread, so that all of them run one version even when the file changes between reads.
+   */
   readonly file: string;
   readonly overrides: ConfigOverrides;
   /** Worker threads to start, each with a gateway on the same port. */
@@ -140,6 +157,8 @@ export class ThreadedGateway {
   readonly #threads: number;
   /** One secret for every thread's limited-key hashes, so that the first thread merges their lists by hash. */
   readonly #hashSecret = randomBytes(32).toString('hex');
+  /** The proxy connections open over every thread, against the process's caps. */
+  readonly #connections = ConnectionCounts.create();
   /** Tenant quota usage kept in memory, for every thread (created on the first call). */
   #quotaStore: MemoryQuotaStore | undefined;
   /** Threads that were told every thread listens and have not answered `serving` yet. */
@@ -150,8 +169,22 @@ export class ThreadedGateway {
   /** Reports a thread that stopped while serving, closes the others and settles `ended`. */
   readonly #onCrash: (w: Worker, reason: string) => void;
   #closing: Promise<void> | undefined;
+  readonly #file: string;
+  readonly #configOverrides: ConfigOverrides;
+  readonly #logger: Logger;
+  /** Stops the main thread's watch of the file (the threads do not watch it themselves). */
+  #unwatch: (() => void) | undefined;
 
-  private constructor(store: SharedStore | undefined, prefix: string, threads: number) {
+  private constructor(
+    store: SharedStore | undefined,
+    prefix: string,
+    options: ThreadedGatewayOptions,
+    logger: Logger,
+  ) {
+    const threads = options.threads;
+    this.#file = options.file;
+    this.#configOverrides = options.overrides;
+    this.#logger = logger;
     this.#overrides = store === undefined ? undefined : new SharedOverrides();
     this.#store = store;
     this.#prefix = prefix;
@@ -172,31 +205,44 @@ export class ThreadedGateway {
    * Starts the threads and resolves once every one listens.
    *
    * @returns the gateway and the proxy's base URL.
-   * @throws the first thread's start error (for example `EADDRINUSE`), after every thread started is closed.
+   * @throws SluiceError `ERR_INVALID_CONFIG` when the file cannot be read or is invalid; the first thread's start
+   * error (for example `EADDRINUSE`), after every thread started is closed.
    */
   static async start(options: ThreadedGatewayOptions): Promise<{ gateway: ThreadedGateway; url: string }> {
-    const c = options.config;
+    const source = readConfigSource(options.file);
+    const loaded = loadConfigText(source, options.file, { overrides: options.overrides });
+    if (!loaded.ok) {
+      throw new SluiceError(
+        ErrorCode.InvalidConfig,
+        `invalid configuration ${options.file}:\n${formatViolations(options.file, loaded.violations)}`,
+        { file: options.file, violations: loaded.violations },
+      );
+    }
+    const c = loaded.config;
+    const logger = createLogger(c.logging.level);
     // The main thread only holds the table; the threads' stores sweep it.
     const store =
       c.store.type === 'memory'
         ? new SharedStore({ maxTrackedKeys: c.maxTrackedKeys, sweepIntervalMs: 0 })
         : undefined;
-    const g = new ThreadedGateway(store, c.metrics.prefix, options.threads);
+    const g = new ThreadedGateway(store, c.metrics.prefix, options, logger);
     try {
-      const url = await g.#spawn(0, options.file, options.overrides);
+      const url = await g.#spawn(0, source, options.overrides);
       const port = Number(new URL(url).port);
       const rest = Array.from({ length: options.threads - 1 }, (_, i) =>
-        g.#spawn(i + 1, options.file, { ...options.overrides, port }),
+        g.#spawn(i + 1, source, { ...options.overrides, port }),
       );
       await Promise.all(rest);
       // No thread's `/ready` says 200 before the last one listens: a load balancer would send traffic to a
       // process that serves from half its threads, and shut the rest out of the port's share.
       await g.#everyThreadListens();
       // One line once the whole process serves, for operators and scripts that wait for it.
-      createLogger(c.logging.level).info(
+      logger.info(
         { url, threads: options.threads, store: store === undefined ? 'redis' : 'shared' },
         'sluice gateway listening on every thread',
       );
+      // One watch for the process: a thread each would read the file each, maybe between two writes of a save.
+      if (c.reload.watch) g.#unwatch = watchConfigFile(options.file, () => g.reload(), logger);
       return { gateway: g, url };
     } catch (e) {
       await g.close();
@@ -217,15 +263,42 @@ export class ThreadedGateway {
     ).then(() => undefined);
   }
 
-  /** Reloads the configuration file in every thread (the CLI calls it on SIGHUP). */
-  reload(): void {
+  /**
+   * Reloads the configuration file in every thread (the CLI calls it on SIGHUP, the watch on a save). The file
+   * is read and validated once, here: a bad file is reported once and no thread changes; a good one's text goes
+   * to every thread, so that all of them run the same version even if the file changes again meanwhile.
+   *
+   * @returns true when the text was handed to the threads (each still reports its own reload).
+   */
+  reload(): boolean {
+    const file = this.#file;
+    const logger = this.#logger;
+    let source: string;
+    let loaded: ReturnType<typeof loadConfigText>;
+    try {
+      source = readConfigSource(file);
+      loaded = loadConfigText(source, file, { overrides: this.#configOverrides });
+    } catch (e) {
+      logger.error({ file, err: e }, 'configuration reload failed; keeping the current configuration');
+      return false;
+    }
+    if (!loaded.ok) {
+      logRejectedReload(logger, file, loaded.violations);
+      return false;
+    }
+    logger.info(
+      { file, version: sourceVersion(source), threads: this.#threads },
+      'configuration read for every thread',
+    );
     for (const w of this.#workers)
-      if (!this.#exited.has(w)) w.postMessage({ type: 'reload' } satisfies ToWorker);
+      if (!this.#exited.has(w)) w.postMessage({ type: 'reload', source } satisfies ToWorker);
+    return true;
   }
 
   /** Closes every thread's gateway (each drains its requests in flight), then releases the table. */
   close(): Promise<void> {
     this.#closing ??= (async () => {
+      this.#unwatch?.();
       await Promise.all(
         this.#workers.map(
           (w) =>
@@ -241,15 +314,17 @@ export class ThreadedGateway {
     return this.#closing;
   }
 
-  #spawn(index: number, file: string, overrides: ConfigOverrides): Promise<string> {
+  #spawn(index: number, source: string, overrides: ConfigOverrides): Promise<string> {
     const data: ThreadWorkerData = {
       index,
-      file,
+      file: this.#file,
+      source,
       overrides,
       table: this.#store?.table,
       overrideBuffer: this.#overrides?.buffer,
       threads: this.#threads,
       hashSecret: this.#hashSecret,
+      connections: this.#connections.buffer,
     };
     const w = new Worker(WORKER, { workerData: data });
     this.#workers.push(w);

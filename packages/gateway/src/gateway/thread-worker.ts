@@ -1,11 +1,13 @@
 /**
- * One thread of `sluice serve --threads N` (see ThreadedGateway): resolves the configuration file, starts a
- * gateway on the shared port with the shared table, and follows the main thread's reload and close messages.
+ * One thread of `sluice serve --threads N` (see ThreadedGateway): resolves the configuration text the main
+ * thread read, starts a gateway on the shared port with the shared table, and follows the main thread's reload
+ * (with the text it read again) and close messages.
  */
 import { type MessagePort, parentPort, workerData } from 'node:worker_threads';
 import { SharedOverrides, SharedStore } from 'sluice/shared';
-import { loadConfigOrThrow } from '../config/load-config.js';
+import { loadConfigText } from '../config/load-config.js';
 import { redactUrls } from '../config/redact.js';
+import { formatViolations } from '../config/violation.js';
 import type { ThreadFeed } from '../dashboard/index.js';
 import { createLogger } from '../log/create-logger.js';
 import { ThreadQuotaStore } from '../quota/thread-quota-store.js';
@@ -47,7 +49,10 @@ const quotaStore =
 
 async function start(): Promise<Gateway | undefined> {
   try {
-    const config = loadConfigOrThrow(data.file, { overrides: data.overrides });
+    // The main thread read and validated the file: every thread starts from that one text.
+    const loaded = loadConfigText(data.source, data.file, { overrides: data.overrides });
+    if (!loaded.ok) throw new Error(formatViolations(data.file, loaded.violations));
+    const config = loaded.config;
     const table = data.table;
     const store =
       table === undefined ? undefined : new SharedStore({ table, sweepIntervalMs: config.sweepIntervalMs });
@@ -55,6 +60,8 @@ async function start(): Promise<Gateway | undefined> {
       config,
       configFile: data.file,
       overrides: data.overrides,
+      // The main thread watches the file and hands every thread the text it read.
+      watch: false,
       logger: createLogger(config.logging.level).child({ thread: data.index }),
       thread: {
         threads: data.threads,
@@ -62,6 +69,7 @@ async function start(): Promise<Gateway | undefined> {
         scrape,
         forgetOnPeers,
         hashSecret: data.hashSecret,
+        connections: data.connections,
         // The first thread serves the dashboard and the admin API: the others feed it what they keep alone
         // (only when there is an admin listener to show it: it needs a restart to appear).
         ...(data.index === 0
@@ -138,7 +146,7 @@ port.on('message', (m: ToWorker) => {
     return;
   }
   if (m.type === 'reload') {
-    void started.then((g) => g?.reload());
+    void started.then((g) => g?.reload(m.source));
     return;
   }
   // Closing the port lets the thread end once the gateway's listeners and timers are gone.

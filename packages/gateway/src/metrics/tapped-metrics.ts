@@ -10,6 +10,13 @@ import {
 import { PrometheusMetrics, type PrometheusMetricsOptions } from 'sluice/prometheus';
 
 /**
+ * Why the gateway answered an admitted request itself instead of sending it upstream: no upstream connection
+ * freed within `upstream.queueTimeout` (503), or the client already streamed `upstream.maxBodiesPerClient` bodies
+ * (429).
+ */
+export type UpstreamRefusal = 'queue_timeout' | 'client_bodies';
+
+/**
  * The gateway's Prometheus sink that also hands every recording to further sinks (the dashboard's rate window and
  * top limited keys). It stays a `PrometheusMetrics`, so the gateway keeps serving `/metrics` from its registry and
  * its call sites do not change; a sink that throws never reaches the request (see `combineMetrics`).
@@ -25,6 +32,8 @@ export class TappedMetrics extends PrometheusMetrics {
   readonly #tap: LimiterMetrics;
   readonly #sinks: readonly LimiterMetrics[];
   readonly #blocked: promClient.Counter<'status'>;
+  readonly #queueTimeouts: promClient.Counter;
+  readonly #bodiesRefused: promClient.Counter;
 
   /**
    * @param sinks - the sinks that receive every call after Prometheus.
@@ -42,6 +51,28 @@ export class TappedMetrics extends PrometheusMetrics {
       labelNames: ['status'],
       registers: [this.registry],
     });
+    // Two counters rather than one with a reason label: the first is the upstream's capacity (alert on it), the
+    // second one client's behaviour.
+    this.#queueTimeouts = new promClient.Counter({
+      name: `${options.prefix ?? 'sluice'}_upstream_queue_timeouts_total`,
+      help: 'Admitted requests answered 503 because no upstream connection became free within upstream.queueTimeout.',
+      registers: [this.registry],
+    });
+    this.#bodiesRefused = new promClient.Counter({
+      name: `${options.prefix ?? 'sluice'}_upstream_bodies_refused_total`,
+      help: 'Admitted requests answered 429 because their client already streamed upstream.maxBodiesPerClient request bodies.',
+      registers: [this.registry],
+    });
+  }
+
+  /**
+   * Counts an admitted request the gateway answered itself instead of sending it upstream. Prometheus only: the
+   * dashboard's sinks count decisions, and this request was admitted.
+   *
+   * @param reason - why it was not sent.
+   */
+  recordUpstreamRefusal(reason: UpstreamRefusal): void {
+    (reason === 'queue_timeout' ? this.#queueTimeouts : this.#bodiesRefused).inc();
   }
 
   /**

@@ -71,4 +71,65 @@ describe('upstreamRequestHeaders', () => {
     expect(out['x-real-ip']).toBe('1.2.3.4');
     expect(out['x-original-url']).toBe('/system/airgap/seal');
   });
+
+  // CGI-style servers (PHP, WSGI, Rack) read `X_Real_IP` and `X-Real-IP` alike, as HTTP_X_REAL_IP.
+  const lookAlikes = {
+    x_real_ip: '6.6.6.6',
+    x_original_url: '/admin',
+    x_rewrite_url: '/admin',
+    x_forwarded_host: 'evil.example',
+    x_forwarded_proto: 'https',
+    x_forwarded_for: '6.6.6.6',
+    'x-forwarded_for': '6.6.6.7',
+    'x_forwarded-host': 'evil.example',
+    // Node.js gives lower-case names; a caller that does not must not get the other cases through either.
+    'X-Real_IP': '6.6.6.8',
+    Forwarded: 'for=6.6.6.6',
+    'X-FORWARDED-PROTO': 'https',
+    x_custom_field: 'kept',
+    accept: 'text/plain',
+  };
+  const forwarding = [
+    'x-real-ip',
+    'x-original-url',
+    'x-rewrite-url',
+    'x-forwarded-host',
+    'x-forwarded-proto',
+    'x-forwarded-for',
+    'forwarded',
+  ];
+
+  it.each([
+    ['an untrusted client', false],
+    ['a trusted proxy', true],
+  ])('drops every other spelling of a forwarding field from %s', (_who, trusted) => {
+    const out = upstreamRequestHeaders(lookAlikes, facts(trusted));
+    const kept = Object.keys(out).filter((n) => forwarding.includes(n.toLowerCase().replaceAll('_', '-')));
+    // Only the fields the gateway wrote itself, in their one spelling.
+    const written = ['forwarded', 'x-forwarded-for', 'x-forwarded-host', 'x-forwarded-proto'];
+    // X-Real-IP is the gateway's only for an untrusted peer; a trusted proxy sets its own (here it set none).
+    expect(kept.sort()).toEqual(trusted ? written : [...written, 'x-real-ip']);
+    expect(out['x-forwarded-for']).toBe('198.51.100.7');
+    expect(out.forwarded).toBe('for=198.51.100.7;proto=http;host=api.example');
+    expect(out['x-forwarded-host']).toBe('api.example');
+    expect(out['x-forwarded-proto']).toBe('http');
+    expect(out['x-real-ip']).toBe(trusted ? undefined : '198.51.100.7');
+    expect(out.x_custom_field).toBe('kept');
+    expect(out.accept).toBe('text/plain');
+  });
+
+  it("keeps a trusted proxy's own fields while dropping the other spellings sent beside them", () => {
+    const out = upstreamRequestHeaders({ ...spoofed, ...lookAlikes }, facts(true));
+    expect(out['x-real-ip']).toBe('1.2.3.4');
+    expect(out['x-original-url']).toBe('/system/airgap/seal');
+    expect(out['x-rewrite-url']).toBe('/admin');
+    expect(out.x_real_ip).toBeUndefined();
+    expect(out.x_original_url).toBeUndefined();
+  });
+
+  it('passes names that only look close (another length, another field) untouched', () => {
+    const near = { 'x-real-ipv6': 'a', x_forwarded_port: '443', 'x-forwarded-by': 'b', forwarded_x: 'c' };
+    const out = upstreamRequestHeaders(near, facts(false));
+    for (const [k, v] of Object.entries(near)) expect(out[k], k).toBe(v);
+  });
 });

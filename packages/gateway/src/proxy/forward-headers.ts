@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
+import { isForwardingLookAlike } from './forwarding-fields.js';
 
 /** Hop-by-hop fields (RFC 9110 7.6.1): they describe one connection and are never forwarded. */
 const HOP_BY_HOP = new Set([
@@ -39,6 +40,8 @@ export interface ForwardFacts {
  * `X-Forwarded-For` and `Forwarded` (RFC 7239) appended with the peer, `X-Forwarded-Proto` and
  * `X-Forwarded-Host` set (kept only when a trusted proxy sent them), `X-Real-IP` set to the peer and
  * `X-Original-URL` and `X-Rewrite-URL` removed (unless a trusted proxy sent the request), and the request id.
+ * Any other spelling of these fields (`X_Real_IP`, `x-forwarded_for`) is removed whoever sent it: the gateway
+ * reads and writes only the dash spelling, and CGI-style upstreams read both as one variable.
  *
  * @param incoming - the client's request headers.
  * @param facts - the connection facts.
@@ -54,6 +57,9 @@ export function upstreamRequestHeaders(
     if (HOP_BY_HOP.has(name) || named.has(name)) continue;
     if (name === 'host' && !facts.preserveHost) continue;
     if (facts.strip(name)) continue;
+    // From every peer, a trusted proxy's too: the gateway never believed such a spelling, and one a trusted proxy
+    // passed on came from its client. A proxy that means to set a field sets the dash spelling.
+    if (isForwardingLookAlike(name)) continue;
     out[name] = incoming[name];
   }
   const xff = incoming['x-forwarded-for'];

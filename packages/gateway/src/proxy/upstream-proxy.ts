@@ -15,8 +15,11 @@ import {
   REAL_TIMER,
 } from './body-deadline.js';
 import { BodyLimit, BodyTooLargeError } from './body-limit.js';
+import { ClientBodies, ClientBodiesError } from './client-bodies.js';
+import { ConnectionGate, type GateTimers, QueueTimeoutError } from './connection-gate.js';
 import { clientResponseHeaderList } from './forward-headers.js';
 import { pipePaced } from './paced-pipe.js';
+import { hasRequestBody } from './request-body.js';
 
 /** Settings of an {@link UpstreamProxy}. */
 export interface UpstreamProxyOptions {
@@ -28,6 +31,20 @@ export interface UpstreamProxyOptions {
   readonly connections: number;
   /** The clock and timer of request body deadlines; tests pass a fake one (default: Node.js timers). */
   readonly bodyTimer?: DeadlineTimer;
+  /** The timer of queue timeouts and the hand-off of freed connections; tests pass fakes. */
+  readonly gateTimers?: GateTimers;
+}
+
+/**
+ * How a request waits for an upstream connection: the `upstream:` section's `queueTimeout` and
+ * `maxBodiesPerClient` (the resolved `GatewayConfig['upstream']` is one, passed as it is, so a reload applies to
+ * the next request).
+ */
+export interface UpstreamWait {
+  /** The longest wait for a free connection, in milliseconds; `0` waits without bound. */
+  readonly queueTimeoutMs: number;
+  /** Bodies one client may stream at once, waiting ones included; `0` turns the cap off. */
+  readonly maxBodiesPerClient: number;
 }
 
 /**
@@ -49,6 +66,10 @@ export type ProxyFailure =
   | { readonly kind: 'too_large'; readonly error: Error }
   /** The request body arrived slower than `server.bodyMinRate` after `server.bodyTimeout`: 408. */
   | { readonly kind: 'body_timeout'; readonly error: BodyTimeoutError }
+  /** No upstream connection became free within `upstream.queueTimeout`; nothing was sent: 503. */
+  | { readonly kind: 'queue_timeout'; readonly error: QueueTimeoutError }
+  /** The client already streams `upstream.maxBodiesPerClient` bodies; nothing was sent: 429. */
+  | { readonly kind: 'client_bodies'; readonly error: ClientBodiesError }
   /** The client went away; nothing to answer. */
   | { readonly kind: 'aborted'; readonly error: Error };
 
@@ -73,11 +94,14 @@ export class UpstreamProxy {
   readonly #pool: Pool;
   readonly #basePath: string;
   readonly #bodyTimer: DeadlineTimer;
+  readonly #gate: ConnectionGate;
+  readonly #bodies = new ClientBodies();
 
   /** @param options - URL, timeouts and connection count. */
   constructor(options: UpstreamProxyOptions) {
     this.options = options;
     this.#bodyTimer = options.bodyTimer ?? REAL_TIMER;
+    this.#gate = new ConnectionGate(options.connections, options.gateTimers);
     const url = new URL(options.url);
     this.#basePath = url.pathname === '/' ? '' : url.pathname.replace(/\/$/, '');
     this.#pool = new Pool(url.origin, {
@@ -100,6 +124,9 @@ export class UpstreamProxy {
    * @param extraHeaders - headers the gateway adds to the response.
    * @param body - the size limit and the pace of the request body, enforced while streaming: a body that misses its
    *   deadline is cut, the upstream request with it, so a client trickling bodies holds no pool connection.
+   * @param wait - the longest wait for a free upstream connection and the cap of bodies per client.
+   * @param client - the key the cap counts bodies by (the client's `ip:` key); `undefined` for a request without a
+   *   body, which the cap does not count.
    * @param done - called once: with `undefined` when the response has been sent (or cut after its head), or with
    *   the failure when no response could be started. A callback, not a promise: the proxy path then costs no
    *   promise and no microtask hop per request.
@@ -111,15 +138,65 @@ export class UpstreamProxy {
     headers: OutgoingHttpHeaders,
     extraHeaders: OutgoingHttpHeaders,
     body: RequestBodyRules,
+    wait: UpstreamWait,
+    client: string | undefined,
     done: (failure: ProxyFailure | undefined) => void,
   ): void {
-    const hasBody =
-      req.headers['content-length'] !== undefined
-        ? req.headers['content-length'] !== '0'
-        : req.headers['transfer-encoding'] !== undefined;
+    const hasBody = hasRequestBody(req.headers);
+    if (hasBody && client !== undefined && wait.maxBodiesPerClient > 0) {
+      if (!this.#bodies.take(client, wait.maxBodiesPerClient)) {
+        done({ kind: 'client_bodies', error: new ClientBodiesError(wait.maxBodiesPerClient) });
+        return;
+      }
+      // Counted until the body has arrived whole or the exchange ends, whichever is first: a body that is all
+      // there and waits for a slow upstream's answer is no longer the client's doing.
+      let counted = true;
+      const give = () => {
+        if (!counted) return;
+        counted = false;
+        this.#bodies.give(client);
+      };
+      req.once('end', give);
+      res.once('close', give);
+    }
+    if (this.#gate.tryEnter()) {
+      this.#send(req, res, path, headers, extraHeaders, body, hasBody, done);
+      return;
+    }
+    // Every connection is taken: wait here, not in undici's queue (see ConnectionGate). The body is not read while
+    // the request waits, so its deadline (D-G47) starts with the connection.
+    const onClose = () => {
+      waiter.cancel();
+      done({ kind: 'aborted', error: new Error('client closed the connection') });
+    };
+    const waiter = this.#gate.wait(
+      wait.queueTimeoutMs,
+      () => {
+        res.off('close', onClose);
+        this.#send(req, res, path, headers, extraHeaders, body, hasBody, done);
+      },
+      () => {
+        res.off('close', onClose);
+        done({ kind: 'queue_timeout', error: new QueueTimeoutError(wait.queueTimeoutMs) });
+      },
+    );
+    res.once('close', onClose);
+  }
+
+  /** Dispatches a request that holds a place of the gate; the place is given back when it settles. */
+  #send(
+    req: IncomingMessage,
+    res: ServerResponse,
+    path: string,
+    headers: OutgoingHttpHeaders,
+    extraHeaders: OutgoingHttpHeaders,
+    body: RequestBodyRules,
+    hasBody: boolean,
+    done: (failure: ProxyFailure | undefined) => void,
+  ): void {
     // undici's dispatch API with a handler writing straight into the client response: no intermediate body
     // stream, no promise per chunk. It measured about 40% more requests per second than request() + pipeline.
-    const state = new ForwardState(res, extraHeaders, done);
+    const state = new ForwardState(res, extraHeaders, this.#gate, done);
     if (hasBody) {
       const limit = new BodyLimit(body.maxBodyBytes);
       req.on('error', (e) => limit.destroy(e));
@@ -156,6 +233,9 @@ export class UpstreamProxy {
    * answers otherwise (a 401 asking for credentials, a 426 naming another protocol) is passed on as it answered,
    * with the gateway's extra headers, and the client's connection is closed after it.
    *
+   * @param queueTimeoutMs - the longest wait for a free upstream connection (`upstream.queueTimeout`); `0` waits
+   *   without bound. An upgrade holds its connection only until the upstream answers: a switched socket leaves
+   *   the pool.
    * @returns what became of the upgrade: switched, answered, or the failure to answer the client with.
    */
   upgrade(
@@ -165,24 +245,47 @@ export class UpstreamProxy {
     path: string,
     headers: OutgoingHttpHeaders,
     extraHeaders: OutgoingHttpHeaders,
+    queueTimeoutMs: number,
   ): Promise<UpgradeResult> {
     return new Promise((resolve) => {
-      // undici's upgrade() takes only a 101 and throws away any other answer; a dispatch with `upgrade` set hands
-      // the handler either the switched socket or the response.
-      this.#pool.dispatch(
-        {
-          path: this.#basePath + path,
-          method: req.method as 'GET',
-          headers: headers as Record<string, string>,
-          upgrade: String(req.headers.upgrade ?? 'websocket'),
+      const send = () =>
+        // undici's upgrade() takes only a 101 and throws away any other answer; a dispatch with `upgrade` set
+        // hands the handler either the switched socket or the response.
+        this.#pool.dispatch(
+          {
+            path: this.#basePath + path,
+            method: req.method as 'GET',
+            headers: headers as Record<string, string>,
+            upgrade: String(req.headers.upgrade ?? 'websocket'),
+          },
+          new UpgradeState(client, head, extraHeaders, this.#gate, resolve),
+        );
+      if (this.#gate.tryEnter()) {
+        send();
+        return;
+      }
+      const onClose = () => {
+        waiter.cancel();
+        resolve({ kind: 'aborted', error: new Error('client closed the connection') });
+      };
+      const waiter = this.#gate.wait(
+        queueTimeoutMs,
+        () => {
+          client.off('close', onClose);
+          send();
         },
-        new UpgradeState(client, head, extraHeaders, resolve),
+        () => {
+          client.off('close', onClose);
+          resolve({ kind: 'queue_timeout', error: new QueueTimeoutError(queueTimeoutMs) });
+        },
       );
+      client.once('close', onClose);
     });
   }
 
-  /** Closes idle upstream connections and waits for running requests. */
+  /** Closes idle upstream connections and waits for running requests, and for those still waiting to be sent. */
   async close(): Promise<void> {
+    await this.#gate.noneWaiting();
     await this.#pool.close();
   }
 
@@ -225,15 +328,22 @@ class ForwardState implements Dispatcher.DispatchHandler {
   #aborted: { reason: unknown } | undefined;
   readonly #res: ServerResponse;
   readonly #extra: OutgoingHttpHeaders;
+  readonly #gate: ConnectionGate;
   readonly #done: (f: ProxyFailure | undefined) => void;
   readonly #onClose = () => {
     if (!this.#settled && !this.#res.writableFinished) this.abort(new Error('client closed the connection'));
   };
   readonly #onDrain = () => this.#controller?.resume();
 
-  constructor(res: ServerResponse, extra: OutgoingHttpHeaders, done: (f: ProxyFailure | undefined) => void) {
+  constructor(
+    res: ServerResponse,
+    extra: OutgoingHttpHeaders,
+    gate: ConnectionGate,
+    done: (f: ProxyFailure | undefined) => void,
+  ) {
     this.#res = res;
     this.#extra = extra;
+    this.#gate = gate;
     this.#done = done;
     // Kept until the response closes (once per response) instead of removed when settled: removing a listener
     // per request cost more than the flag test that makes a late close a no-op.
@@ -292,6 +402,8 @@ class ForwardState implements Dispatcher.DispatchHandler {
   #settle(f: ProxyFailure | undefined): void {
     if (this.#settled) return;
     this.#settled = true;
+    // undici is done with the request: its connection is free (or closed, and reopened for the next).
+    this.#gate.leave();
     this.#done(f);
   }
 }
@@ -309,14 +421,22 @@ class UpgradeState implements Dispatcher.DispatchHandler {
   readonly #client: Duplex;
   readonly #head: Buffer;
   readonly #extra: OutgoingHttpHeaders;
+  readonly #gate: ConnectionGate;
   readonly #done: (r: UpgradeResult) => void;
   readonly #onClose = () => this.#abort(new Error('client closed the connection'));
   readonly #onDrain = () => this.#controller?.resume();
 
-  constructor(client: Duplex, head: Buffer, extra: OutgoingHttpHeaders, done: (r: UpgradeResult) => void) {
+  constructor(
+    client: Duplex,
+    head: Buffer,
+    extra: OutgoingHttpHeaders,
+    gate: ConnectionGate,
+    done: (r: UpgradeResult) => void,
+  ) {
     this.#client = client;
     this.#head = head;
     this.#extra = extra;
+    this.#gate = gate;
     this.#done = done;
     client.once('close', this.#onClose);
   }
@@ -402,6 +522,8 @@ class UpgradeState implements Dispatcher.DispatchHandler {
   #settle(r: UpgradeResult): void {
     if (this.#settled) return;
     this.#settled = true;
+    // A switched socket has left the pool, an answered or failed upgrade is done with its connection.
+    this.#gate.leave();
     this.#done(r);
   }
 }

@@ -46,6 +46,13 @@ export interface AdminTarget {
   };
 }
 
+/**
+ * Connections the admin listener holds at once; Node.js closes further ones as they are accepted. An operator, a
+ * dashboard and a few scripts need far fewer; the cap keeps the listener from taking the descriptors that the
+ * proxy listener leaves free (`server.maxConnections`), so that it still answers while the proxy is at its cap.
+ */
+export const ADMIN_MAX_CONNECTIONS = 64;
+
 /** Rows of a top list when `?n=` is not given, and the most that may be asked. */
 const TOP_DEFAULT = 10;
 const TOP_MAX = 1000;
@@ -84,6 +91,7 @@ export class AdminServer {
     this.#token = digest(token);
     this.#tokenName = tokenName;
     this.#server = createServer((req, res) => void this.#handle(req, res));
+    this.#server.maxConnections = ADMIN_MAX_CONNECTIONS;
   }
 
   /** Listens and returns the port. */
@@ -92,6 +100,9 @@ export class AdminServer {
       this.#server.once('error', reject);
       this.#server.listen(port, host, () => {
         this.#server.off('error', reject);
+        // A failed accept (EMFILE: no descriptor left) must not end the process: the connection is lost, the
+        // listener goes on, and the proxy listener's warning reports the shortage.
+        this.#server.on('error', () => undefined);
         resolve((this.#server.address() as AddressInfo).port);
       });
     });

@@ -2,10 +2,17 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { type Admission, type AdmissionHost, admitRequest } from '../admission/admit-request.js';
 import type { Runtime } from '../admission/runtime.js';
+import type { UpstreamRefusal } from '../metrics/tapped-metrics.js';
 import type { HealthSource } from './health-endpoints.js';
 
-/** What the proxy listener needs of the gateway: admission's needs and its own endpoints' (`/metrics`). */
-export type ProxyHost = AdmissionHost & HealthSource;
+/**
+ * What the proxy listener needs of the gateway: admission's needs and its own endpoints' (`/metrics`), and where
+ * the requests it could not send upstream are counted (the gateway's `TappedMetrics`).
+ */
+export type ProxyHost = AdmissionHost &
+  HealthSource & {
+    readonly metrics: { readonly recordUpstreamRefusal?: (reason: UpstreamRefusal) => void };
+  };
 
 /** What the request pipeline and the upgrade path share of the proxy listener that runs them. */
 export interface ProxyContext {

@@ -6,10 +6,12 @@ import {
   type ServerResponse,
 } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { GatewayConfig } from '../config/gateway-config.js';
+import type { ListenerGate } from './listener-gate.js';
 import type { ProxyContext, ProxyHost } from './proxy-context.js';
+import { ConnectionRefuser } from './refuse-connection.js';
 import { handleRequest } from './request-pipeline.js';
 import { handleUpgrade } from './upgrade-path.js';
 
@@ -21,6 +23,34 @@ import { handleUpgrade } from './upgrade-path.js';
 const HEADERS_TIMEOUT_MS = 60_000;
 
 /**
+ * How often Node.js checks the head timeout. Its default, 30 s, lets a slow head hold its socket up to 90 s; at
+ * 5 s the timeout fires within 65 s, for the cost of walking the connection list every 5 s.
+ */
+const CONNECTIONS_CHECKING_INTERVAL_MS = 5_000;
+
+/**
+ * How long an idle keep-alive connection stays open between requests: Node.js's default, set here so that it
+ * does not change under the gateway. A load balancer in front should close its idle connections sooner.
+ */
+const KEEP_ALIVE_TIMEOUT_MS = 5_000;
+
+/** The shortest time between two reclaims of idle keep-alive connections at the cap. */
+const RECLAIM_INTERVAL_MS = 1_000;
+
+/** The shortest time between two warnings of failed accepts: one line per flood, not per connection. */
+const ACCEPT_WARNING_INTERVAL_MS = 60_000;
+
+/** Options of a {@link ProxyServer} beyond the configuration. */
+export interface ProxyServerOptions {
+  /** Admits connections under `server.maxConnections` and `server.maxConnectionsPerClient`; none: no caps. */
+  readonly gate?: ListenerGate;
+  /** The head timeout; the default is 60 s (tests shorten it). */
+  readonly headersTimeoutMs?: number;
+  /** How often the head timeout is checked; the default is 5 s (tests shorten it). */
+  readonly connectionsCheckingIntervalMs?: number;
+}
+
+/**
  * The proxy listener (`server.host:server.port`, HTTP or HTTPS with optional client certificates): it runs the
  * request pipeline and the upgrade path, counts requests in flight and drains them on close.
  */
@@ -30,6 +60,16 @@ export class ProxyServer implements ProxyContext {
   readonly #server: Server;
   readonly #tls: boolean;
   readonly #upgraded = new Set<Duplex>();
+  /** Connections refused at a cap: whatever they send is not served. */
+  readonly #refused = new WeakSet<Duplex>();
+  readonly #refuser = new ConnectionRefuser();
+  /** Keep-alive connections between two requests: the first to go when the listener is at its cap. */
+  readonly #idle = new Set<Socket>();
+  /** Requests of a connection not answered yet. */
+  readonly #busy = new WeakMap<Socket, number>();
+  #reclaimedAt = Number.NEGATIVE_INFINITY;
+  #acceptWarnedAt = Number.NEGATIVE_INFINITY;
+  #acceptFailures = 0;
   #inflight = 0;
   #drainWaiters: (() => void)[] = [];
   #draining = false;
@@ -38,17 +78,41 @@ export class ProxyServer implements ProxyContext {
    * @param host - the gateway (admission reads the configuration in effect from it per request).
    * @param server - the `server:` section at start: TLS files are read here, once.
    * @param now - wall-clock milliseconds.
+   * @param options - the connection gate, and shorter timeouts for tests.
    * @throws the file system error when a TLS file cannot be read.
    */
-  constructor(host: ProxyHost, server: GatewayConfig['server'], now: () => number) {
+  constructor(
+    host: ProxyHost,
+    server: GatewayConfig['server'],
+    now: () => number,
+    options: ProxyServerOptions = {},
+  ) {
     this.host = host;
     this.now = now;
-    const handler = (req: IncomingMessage, res: ServerResponse) => void handleRequest(this, req, res);
+    const handler = (req: IncomingMessage, res: ServerResponse) => {
+      const socket = req.socket as Socket;
+      if (this.#refused.has(socket)) return;
+      // Idle once every request of the connection (pipelined ones too) has its answer.
+      this.#idle.delete(socket);
+      if (!this.#busy.has(socket)) socket.once('close', () => this.#idle.delete(socket));
+      this.#busy.set(socket, (this.#busy.get(socket) ?? 0) + 1);
+      res.once('close', () => {
+        const left = (this.#busy.get(socket) ?? 1) - 1;
+        this.#busy.set(socket, left);
+        if (left === 0 && !socket.destroyed) this.#idle.add(socket);
+      });
+      void handleRequest(this, req, res);
+    };
     const tls = server.tls;
     this.#tls = tls !== undefined;
     // No whole-request timeout (Node.js's default, 300 s, would cut a large upload that keeps the pace): request
     // bodies the gateway forwards keep `server.bodyTimeout` and `server.bodyMinRate` instead (D-G47).
-    const timeouts = { requestTimeout: 0, headersTimeout: HEADERS_TIMEOUT_MS };
+    const timeouts = {
+      requestTimeout: 0,
+      headersTimeout: options.headersTimeoutMs ?? HEADERS_TIMEOUT_MS,
+      connectionsCheckingInterval: options.connectionsCheckingIntervalMs ?? CONNECTIONS_CHECKING_INTERVAL_MS,
+      keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
+    };
     this.#server =
       tls === undefined
         ? createHttpServer({ shouldUpgradeCallback: passesUpgrade, ...timeouts }, handler)
@@ -68,17 +132,46 @@ export class ProxyServer implements ProxyContext {
     // With a listener Node no longer answers `Expect: 100-continue` by itself: a denied request gets its 429
     // without a `100 Continue` first, and its body is never asked for.
     this.#server.on('checkContinue', handler);
-    this.#server.on(
-      'upgrade',
-      (req: IncomingMessage, socket: Duplex, head: Buffer) => void handleUpgrade(this, req, socket, head),
-    );
+    this.#server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+      if (this.#refused.has(socket)) socket.destroy();
+      else void handleUpgrade(this, req, socket, head);
+    });
     this.#server.on('clientError', (e: NodeJS.ErrnoException, socket: Duplex) => {
-      // Headers past Node.js's limit (16 KiB by default) are 431, as Node.js itself answers them (RFC 6585).
-      const status =
-        e.code === 'HPE_HEADER_OVERFLOW' ? '431 Request Header Fields Too Large' : '400 Bad Request';
-      if (socket.writable) socket.end(`HTTP/1.1 ${status}\r\nconnection: close\r\n\r\n`);
+      if (socket.writable) socket.end(`HTTP/1.1 ${clientErrorStatus(e.code)}\r\nconnection: close\r\n\r\n`);
       else socket.destroy();
     });
+    const gate = options.gate;
+    // Before Node.js's own listener: a refused connection is answered before anything else is done with it.
+    if (gate !== undefined) {
+      this.#server.prependListener('connection', (socket: Socket) => {
+        const refused = gate.admit(socket);
+        if (refused === undefined) return;
+        this.#refused.add(socket);
+        this.#refuser.refuse(socket, !this.#tls);
+        if (refused === 'total') this.#reclaimIdle();
+      });
+    }
+  }
+
+  /** Closes the keep-alive connections idle between requests, at most once a second, to make room at the cap. */
+  #reclaimIdle(): void {
+    const t = performance.now();
+    if (t - this.#reclaimedAt < RECLAIM_INTERVAL_MS || this.#idle.size === 0) return;
+    this.#reclaimedAt = t;
+    for (const socket of this.#idle) socket.destroy();
+    this.#idle.clear();
+  }
+
+  #acceptFailed(e: NodeJS.ErrnoException): void {
+    this.#acceptFailures++;
+    const t = performance.now();
+    if (t - this.#acceptWarnedAt < ACCEPT_WARNING_INTERVAL_MS) return;
+    this.#acceptWarnedAt = t;
+    this.host.logger.warn(
+      { code: e.code, failures: this.#acceptFailures },
+      'proxy listener: accept failed (no file descriptor left?); lower server.maxConnections or raise the open file limit',
+    );
+    this.#acceptFailures = 0;
   }
 
   get draining(): boolean {
@@ -117,6 +210,9 @@ export class ProxyServer implements ProxyContext {
       this.#server.once('error', reject);
       this.#server.listen({ port, host, ...(reusePort ? { reusePort } : {}) }, () => {
         this.#server.off('error', reject);
+        // Without a listener, a failed accept (EMFILE or ENFILE: no descriptor left) would end the process, and
+        // with it every listener. libuv has already closed the connections it could not take; the listener goes on.
+        this.#server.on('error', (e: NodeJS.ErrnoException) => this.#acceptFailed(e));
         const bound = (this.#server.address() as AddressInfo).port;
         resolve(`${this.#tls ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${bound}`);
       });
@@ -149,6 +245,17 @@ export class ProxyServer implements ProxyContext {
     for (const s of this.#upgraded) s.destroy();
     await closed;
   }
+}
+
+/**
+ * The status line a client error is answered with. A head that did not arrive within the head timeout is 408 (Node
+ * reports it as `ERR_HTTP_REQUEST_TIMEOUT` on every supported release); headers past Node.js's limit (16 KiB by
+ * default) are 431, as Node.js itself answers them (RFC 6585); anything else the parser refused is 400.
+ */
+function clientErrorStatus(code: string | undefined): string {
+  if (code === 'ERR_HTTP_REQUEST_TIMEOUT') return '408 Request Timeout';
+  if (code === 'HPE_HEADER_OVERFLOW') return '431 Request Header Fields Too Large';
+  return '400 Bad Request';
 }
 
 /**

@@ -1,9 +1,11 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
-import { closesAfterDenial, DENIAL_DRAIN_LIMIT, isPromiseLike } from 'sluice/http';
+import { closesAfterDenial, DENIAL_DRAIN_LIMIT, ipKey, isPromiseLike } from 'sluice/http';
 import { type GatewayProblem, Problems, sendProblem } from '../admission/problem-response.js';
 import { requestIdOf } from '../admission/request-id.js';
 import type { Runtime } from '../admission/runtime.js';
+import { hasRequestBody } from '../proxy/request-body.js';
 import { admittedHeaders, upstreamHeaders } from './answer-headers.js';
+import { busyRetryAfter } from './busy-retry-after.js';
 import { answerPreflight, corsHeaders, isPreflight } from './cors-headers.js';
 import { drainBody, expectsContinue } from './drain-body.js';
 import { answerHealth, isHealthRequest } from './health-endpoints.js';
@@ -197,10 +199,22 @@ function proxy(
   delete headers.expect;
   // Node leaves `100 Continue` to the gateway (checkContinue): only an admitted request is asked for its body.
   if (expectsContinue(req)) res.writeContinue();
-  // The `server:` section in effect is the body's rules as it is: its size limit and its pace (a reload applies to
-  // the next request).
-  rt.proxy.forward(req, res, pathAndQuery, headers, extra, c.server, (failure) => {
+  // Bodies are counted per client address, as the `ip:` keys give it: behind `server.trustedProxies` the address
+  // they report, so a load balancer's clients are not one client. Not an identity key: a tenant's many users
+  // share theirs, and an anonymous client's key is its address anyway.
+  const client =
+    c.upstream.maxBodiesPerClient > 0 && hasRequestBody(req.headers)
+      ? ipKey(rt.clientIp(req.socket.remoteAddress, req.headers))
+      : undefined;
+  // The `server:` section in effect is the body's rules as it is: its size limit and its pace; the `upstream:`
+  // section the wait for a connection and the cap of bodies per client (a reload applies to the next request).
+  rt.proxy.forward(req, res, pathAndQuery, headers, extra, c.server, c.upstream, client, (failure) => {
     if (failure === undefined) return;
+    if (failure.kind === 'queue_timeout' || failure.kind === 'client_bodies') {
+      setOutcome(failure.kind === 'queue_timeout' ? 'upstream_queue_timeout' : 'client_bodies');
+      refuseBusy(ctx, rt, req, res, instance, id, extra, failure.kind === 'queue_timeout');
+      return;
+    }
     // A slow body is the client's doing, not the upstream's: logged under its own outcome.
     setOutcome(failure.kind === 'body_timeout' ? 'body_timeout' : `upstream_${failure.kind}`);
     if (failure.kind === 'aborted') return;
@@ -227,4 +241,43 @@ function proxy(
       res.destroy();
     }
   });
+}
+
+/**
+ * Answers an admitted request that was not sent upstream because the pool stayed full for `upstream.queueTimeout`
+ * (503 `upstream_queue_timeout`) or because its client already streams `upstream.maxBodiesPerClient` bodies (429
+ * `too_many_request_bodies`, the client's own doing: RFC 6585's too many requests, which its retry logic knows, and
+ * no 5xx that would page the upstream's operators), with `Retry-After`, and counts it.
+ */
+function refuseBusy(
+  ctx: ProxyContext,
+  rt: Runtime,
+  req: IncomingMessage,
+  res: ServerResponse,
+  instance: string,
+  id: string,
+  extra: OutgoingHttpHeaders,
+  queueTimeout: boolean,
+): void {
+  const u = rt.config.upstream;
+  ctx.host.metrics.recordUpstreamRefusal?.(queueTimeout ? 'queue_timeout' : 'client_bodies');
+  try {
+    if (queueTimeout)
+      ctx.host.logger.warn({ reqId: id, queueTimeoutMs: u.queueTimeoutMs }, 'upstream pool full');
+    // The body was never read: the connection cannot carry another request (a trickled one would hold it).
+    if (!req.complete) res.setHeader('connection', 'close');
+    sendProblem(
+      res,
+      queueTimeout
+        ? Problems.upstreamQueueTimeout(u.queueTimeoutMs)
+        : Problems.tooManyRequestBodies(u.maxBodiesPerClient),
+      instance,
+      id,
+      { ...(extra as Record<string, string>), 'retry-after': busyRetryAfter(u.queueTimeoutMs) },
+    );
+  } catch (e) {
+    // Called from the gate's timer: an error here must end this response, never reach the pool.
+    ctx.host.logger.error({ reqId: id, err: e }, 'request failed');
+    res.destroy();
+  }
 }

@@ -10,6 +10,7 @@ import {
 import { requestIdOf } from '../admission/request-id.js';
 import type { Runtime } from '../admission/runtime.js';
 import { admittedHeaders, problemHeaders, upstreamHeaders } from './answer-headers.js';
+import { busyRetryAfter } from './busy-retry-after.js';
 import { hasBadHost } from './host-header.js';
 import { admitOwnRequest, type ProxyContext } from './proxy-context.js';
 
@@ -79,6 +80,7 @@ export async function handleUpgrade(
     path + target.query,
     upstreamHeaders(rt, req, id),
     admittedHeaders(rt, id, admission),
+    rt.config.upstream.queueTimeoutMs,
   );
   const outcome = admission.kind === 'exempt' ? `exempt_${admission.reason}` : 'proxied';
   if (result.kind === 'switched') {
@@ -91,7 +93,17 @@ export async function handleUpgrade(
     log(result.status, outcome);
     return;
   }
-  if (result.kind !== 'aborted') {
+  if (result.kind === 'queue_timeout') {
+    // As a plain request's (request-pipeline): 503 with one queue wait as Retry-After, counted.
+    host.metrics.recordUpstreamRefusal?.('queue_timeout');
+    const p = Problems.upstreamQueueTimeout(result.error.queueTimeoutMs);
+    writeRawResponse(
+      socket,
+      p.status,
+      problemHeaders(rt, id, [['retry-after', busyRetryAfter(result.error.queueTimeoutMs)]]),
+      problemBody(p, path, id),
+    );
+  } else if (result.kind !== 'aborted') {
     refuse(
       rt,
       socket,

@@ -55,8 +55,41 @@ describe('Limiter', () => {
     expect(() => new Limiter({ policies: [p], store, extra: 1 } as never)).toThrow(/Limiter options\.extra/);
     const { limiter } = setup();
     for (const cost of [0, -1, 1.5, Number.NaN]) {
-      expect(() => limiter.check('rl.write', 'k', cost)).toThrow(/cost must be an integer >= 1/);
+      expect(() => limiter.check('rl.write', 'k', cost)).toThrow(/cost must be a whole number of tokens/);
     }
+  });
+
+  it('names the method, the expected and the given value of an invalid cost, as option errors do', async () => {
+    const { limiter } = setup();
+    const checks = [{ policy: 'rl.write', key: 'k' }];
+    const cases: [string, () => unknown, string][] = [
+      ['Limiter.check cost', () => limiter.check('rl.write', 'k', 0), '0'],
+      ['Limiter.decide cost', () => limiter.decide(checks, 1.5), '1.5'],
+      ['Limiter.peek cost', () => limiter.peek(checks, Number.NaN), 'NaN'],
+      // A string that looks like a number is shown quoted, so it cannot pass for one.
+      ['Limiter.refund cost', () => limiter.refund(checks, '2' as never), '"2"'],
+      ['Limiter.check cost', () => limiter.check('rl.write', 'k', 2 ** 53), '9007199254740992'],
+    ];
+    const expected = 'a whole number of tokens (a safe integer >= 1)';
+    for (const [option, call, given] of cases) {
+      let error: unknown;
+      try {
+        call();
+      } catch (e) {
+        error = e;
+      }
+      expect(error).toBeInstanceOf(SluiceError);
+      expect(error).toMatchObject({
+        code: ErrorCode.InvalidCost,
+        message: `${option} must be ${expected}, got ${given}`,
+        details: { option, expected, given },
+      });
+    }
+    await expect(limiter.wait(checks, { cost: -1 })).rejects.toMatchObject({
+      code: ErrorCode.InvalidCost,
+      message: `Limiter.wait options.cost must be ${expected}, got -1`,
+      details: { option: 'Limiter.wait options.cost', expected, given: '-1' },
+    });
   });
 
   it('accepts ready-made policies and passes resolved checks through untouched', () => {

@@ -2,7 +2,7 @@ import type { Clock } from './clock.js';
 import { monotonicClock } from './clock.js';
 import type { Decision } from './decision.js';
 import { ErrorCode, SluiceError } from './errors.js';
-import { invalidOption, objectOption, rejectUnknownKeys } from './options.js';
+import { describeValue, invalidOption, objectOption, rejectUnknownKeys } from './options.js';
 import { definePolicy, type Policy, type PolicyOptions } from './policy.js';
 import type { Check, MaybePromise, RateLimitStore } from './store.js';
 
@@ -132,7 +132,7 @@ export class Limiter {
    * @throws SluiceError `ERR_UNKNOWN_POLICY`, `ERR_INVALID_COST`.
    */
   check(policy: string | Policy, key: string, cost = 1): MaybePromise<Decision> {
-    if (!Number.isSafeInteger(cost) || cost < 1) validateCost(cost);
+    if (!Number.isSafeInteger(cost) || cost < 1) validateCost(cost, 'Limiter.check cost');
     // The last name asked for is remembered: a hot path names the same policy call after call.
     const own = policy === this.#lastName ? (this.#lastPolicy as Policy) : this.#named(policy);
     const store = this.store;
@@ -156,19 +156,19 @@ export class Limiter {
    * @throws SluiceError `ERR_UNKNOWN_POLICY`, `ERR_INVALID_COST`.
    */
   decide(checks: readonly (Check | CheckInput)[], cost = 1): MaybePromise<Decision> {
-    validateCost(cost);
+    validateCost(cost, 'Limiter.decide cost');
     return this.store.decide(this.#checks(checks), cost);
   }
 
   /** The decision {@link Limiter.decide} would make, taking nothing. */
   peek(checks: readonly (Check | CheckInput)[], cost = 1): MaybePromise<Decision> {
-    validateCost(cost);
+    validateCost(cost, 'Limiter.peek cost');
     return this.store.peek(this.#checks(checks), cost);
   }
 
   /** Returns `cost` tokens to each check's bucket (for work that was admitted but did not happen). */
   refund(checks: readonly (Check | CheckInput)[], cost = 1): MaybePromise<void> {
-    validateCost(cost);
+    validateCost(cost, 'Limiter.refund cost');
     return this.store.refund(this.#checks(checks), cost);
   }
 
@@ -187,7 +187,7 @@ export class Limiter {
    */
   async wait(checks: readonly (Check | CheckInput)[], options: WaitOptions = {}): Promise<Decision> {
     const cost = options.cost ?? 1;
-    validateCost(cost);
+    validateCost(cost, 'Limiter.wait options.cost');
     const own = this.#checks(checks);
     const signal = options.signal;
     if (signal?.aborted) throw aborted(signal);
@@ -240,11 +240,22 @@ function isPolicy(value: PolicyOptions | Policy): value is Policy {
   return Object.isFrozen(value) && typeof (value as Policy).unitsPerToken === 'number';
 }
 
-function validateCost(cost: number): void {
+/** What a cost must be; safe because bucket arithmetic multiplies it and must stay exact. */
+const COST = 'a whole number of tokens (a safe integer >= 1)';
+
+/**
+ * Refuses a cost that is not a safe integer of at least 1, in the shape of {@link invalidOption} (option,
+ * expectation, given value) but with its own code, ERR_INVALID_COST.
+ *
+ * @param option - the method and argument, for example `Limiter.decide cost`.
+ */
+function validateCost(cost: number, option: string): void {
   if (!Number.isSafeInteger(cost) || cost < 1) {
-    throw new SluiceError(ErrorCode.InvalidCost, `cost must be an integer >= 1, got ${String(cost)}`, {
-      option: 'cost',
-      given: String(cost),
+    const given = describeValue(cost);
+    throw new SluiceError(ErrorCode.InvalidCost, `${option} must be ${COST}, got ${given}`, {
+      option,
+      expected: COST,
+      given,
     });
   }
 }

@@ -9,6 +9,8 @@ export function describeValue(value: unknown): string {
   }
   if (typeof value === 'bigint') return `${value}n`;
   if (Array.isArray(value)) return `an array of ${value.length}`;
+  if (typeof value === 'object') return 'an object';
+  // What is left is a function or a symbol, both of which take "a".
   return `a ${typeof value}`;
 }
 

@@ -1,4 +1,11 @@
-import { describeValue, ErrorCode, invalidOption, objectOption, SluiceError } from '../core/index.js';
+import {
+  describeValue,
+  ErrorCode,
+  invalidOption,
+  Limiter,
+  objectOption,
+  SluiceError,
+} from '../core/index.js';
 import type { HttpLimiter } from './http-limiter.js';
 
 /**
@@ -47,6 +54,34 @@ const foreignHint = (key: string): string =>
 const limiterHint = (key: string): string =>
   `${key} is an option of createHttpLimiter: pass the limiter it builds from these options`;
 
+/**
+ * Whether a value is the engine's Limiter. `instanceof` alone would miss one from a second copy of the package (a
+ * bundle beside node_modules), so its shape counts too: policies to resolve and decide. An HttpLimiter (which has
+ * `evaluate`) is accepted before this is asked.
+ */
+function isEngineLimiter(value: unknown): value is Limiter {
+  if (value instanceof Limiter) return true;
+  const v = value as Partial<Record<'decide' | 'policy' | 'policies', unknown>> | null | undefined;
+  return (
+    typeof v === 'object' &&
+    v !== null &&
+    typeof v.decide === 'function' &&
+    typeof v.policy === 'function' &&
+    Array.isArray(v.policies)
+  );
+}
+
+/** The fix for an engine Limiter given to an adapter: the call that builds the HTTP limiter, with its own policy. */
+function engineLimiterHint(limiter: Limiter): string {
+  const first: unknown = limiter.policies[0]?.name;
+  const name = typeof first === 'string' ? first.replace(/['\\]/g, '\\$&') : 'api';
+  return (
+    'the adapters take the HttpLimiter built on it, whose rules say which requests its policies apply to and whose ' +
+    `bucket each request takes from: createHttpLimiter({ limiter, rules: [{ path: '/api/*', policies: ['${name}'], ` +
+    "key: 'ip' }] })"
+  );
+}
+
 function hinted(option: string, expected: string, value: unknown, hint: string): SluiceError {
   const base = invalidOption(option, expected, value);
   return new SluiceError(ErrorCode.InvalidOption, `${base.message}. ${hint}`, { ...base.details, hint });
@@ -61,17 +96,29 @@ function unknownOption(where: string, key: string, known: readonly string[]): Sl
 }
 
 /**
- * Checks the limiter an adapter is mounted with. An options object in its place (express-rate-limit's
+ * Checks the limiter an adapter is mounted with. The engine's Limiter in its place is named, with the
+ * createHttpLimiter call that builds the HTTP limiter on it; an options object (express-rate-limit's
  * `{ windowMs, limit }`, or the options of createHttpLimiter) is named in the error with a hint.
  *
  * @param option - the option path for messages, for example `sluice/express rateLimit(limiter)`.
  * @param value - what the application passed.
- * @throws SluiceError `ERR_INVALID_OPTION`; for an options object, naming its first key that belongs to another
+ * @throws SluiceError `ERR_INVALID_OPTION`; for the engine's Limiter, with `details.given` `a Limiter` and the
+ * createHttpLimiter call in `details.hint`; for an options object, naming its first key that belongs to another
  * rate limiter or to createHttpLimiter (`details.option` ends with that key).
  */
 export function httpLimiterOption(option: string, value: unknown): HttpLimiter {
   if (typeof (value as { evaluate?: unknown } | null | undefined)?.evaluate === 'function') {
     return value as HttpLimiter;
+  }
+  // Checked before the foreign options: a Limiter's own `store` field would otherwise read as express-rate-limit's.
+  if (isEngineLimiter(value)) {
+    const given = 'a Limiter';
+    const hint = engineLimiterHint(value);
+    throw new SluiceError(
+      ErrorCode.InvalidOption,
+      `${option} must be ${HTTP_LIMITER}, got ${given} (the engine of 'sluice'): ${hint}`,
+      { option, expected: HTTP_LIMITER, given, hint },
+    );
   }
   if (typeof value === 'object' && value !== null && !Array.isArray(value)) {
     for (const key of Object.keys(value)) {

@@ -4,7 +4,8 @@ import { invalidOption } from '../core/index.js';
  * Path patterns, compiled once into a list of segments and matched by walking the path with indexOf: no regular
  * expression, so matching is linear in the path's length whatever the pattern or the input (no backtracking).
  *
- * Syntax (docs/DECISIONS.md, "Path patterns"):
+ * Syntax (docs/DECISIONS.md D-H03, "Path patterns and rule precedence"; the sluice/http README, "Rules and path
+ * patterns"):
  *   /health               literal segments, compared ASCII case-insensitively (Express routes that way);
  *                         exemptions compare them exactly (see PathPatternOptions.caseSensitive)
  *   /hooks/:webhook_id    `:name` matches one non-empty segment and captures it as a route parameter

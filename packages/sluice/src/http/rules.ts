@@ -25,7 +25,10 @@ import type { HttpRequestInfo, Identity } from './types.js';
 export interface RuleOptions {
   /** A label for errors and docs. */
   readonly name?: string;
-  /** A path pattern (`/api/risk/simulation/*`, `/hooks/:webhook_id`); see README "Path patterns". */
+  /**
+   * A path pattern (`/api/risk/simulation/*`, `/hooks/:webhook_id`); a last `*` matches its prefix too (`/api/*`
+   * matches `/api`). See "Rules and path patterns" in the sluice/http README (`src/http/README.md`).
+   */
   readonly path?: string;
   /** Methods (`POST`, `['PUT', 'PATCH']`, `'GET,POST'`); absent means any. `GET` also matches `HEAD`. */
   readonly methods?: string | readonly string[];
