@@ -225,6 +225,43 @@ describe('a fresh clone and the packed packages', () => {
     expect(loads.trim()).toBe('function');
   });
 
+  it("replays a log from the log commands' bundle as the modules do, loading nothing else of the package", {
+    timeout: 2 * MINUTE,
+  }, async () => {
+    const line = (ip: string, s: number) =>
+      `${ip} - - [03/Dec/2026:06:00:0${s} +0000] "POST /api/risk/simulation/studio/run HTTP/1.1" 200 1 "-" "t"`;
+    const log = join(clone, 'bundle-check.log');
+    writeFileSync(
+      log,
+      Array.from({ length: 16 }, (_, i) => line(i % 5 ? '203.0.113.7' : '2001:db8::1', i % 10)).join('\n'),
+    );
+    const config = join(clone, 'packages/gateway/examples/rate-limits.yaml');
+    const preload = join(ROOT, 'test/fixtures/record-loads.mjs');
+    for (const command of [
+      ['replay', '--json', '--config', config, log],
+      ['recommend', '--json', log],
+    ]) {
+      const viaBundle = await run(
+        'node',
+        ['--import', preload, 'packages/gateway/bin/sluice.js', ...command],
+        clone,
+        MINUTE,
+      );
+      const viaModules = await ok('node', ['packages/gateway/dist/bin/sluice.js', ...command], clone, MINUTE);
+      expect(viaBundle.code, viaBundle.out).toBe(0);
+      const marker = viaBundle.out.lastIndexOf('LOADED ');
+      const loaded = (JSON.parse(viaBundle.out.slice(marker + 7).split('\n')[0]) as string[])
+        .filter((u) => u.startsWith('file:') && u.includes('/packages/'))
+        .map((u) => u.slice(u.indexOf('/packages/') + 1));
+      expect(loaded).toEqual([
+        'packages/gateway/bin/sluice.js',
+        'packages/gateway/dist/bin/log-commands.bundle.mjs',
+        'packages/gateway/dist/config/schema-validator.cjs',
+      ]);
+      expect(JSON.parse(viaBundle.out.slice(0, marker))).toEqual(JSON.parse(viaModules));
+    }
+  });
+
   it('packs both packages with the license, a README and no tests', { timeout: 3 * MINUTE }, async () => {
     mkdirSync(packs);
     const out = await ok(
@@ -249,6 +286,7 @@ describe('a fresh clone and the packed packages', () => {
     expect(tarballs['@sluice/gateway'].files).toContain('bin/sluice.js');
     expect(tarballs['@sluice/gateway'].files).toContain('dist/bin/sluice.js');
     expect(tarballs['@sluice/gateway'].files).toContain('dist/config/schema-validator.cjs');
+    expect(tarballs['@sluice/gateway'].files).toContain('dist/bin/log-commands.bundle.mjs');
     expect(tarballs.sluice.files).toContain('dist/core/index.js');
     expect(tarballs.sluice.files).toContain('dist/core/index.d.ts');
     const license = readFileSync(join(ROOT, 'LICENSE'), 'utf8');

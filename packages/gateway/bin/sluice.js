@@ -2,11 +2,28 @@
 // The `sluice` command that npm links. npm links bins when it installs, before anything is built, so the link
 // has to point at a committed file: this one hands over to the compiled command in dist/, and says how to build
 // it when a fresh clone has not been built yet.
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 const cli = new URL('../dist/bin/sluice.js', import.meta.url);
+// `sluice replay` and `sluice recommend` start from one bundled file (D-G63, `npm run build` writes it).
+const logCommands = new URL('../dist/bin/log-commands.bundle.mjs', import.meta.url);
 const [major, minor] = process.versions.node.split('.').map(Number);
+
+/**
+ * Whether the log commands' bundle holds the code `tsc -b` last compiled: in a working tree, compiling without the
+ * rest of `npm run build` leaves the bundle older than the compilers' build records, and the modules in dist/ run
+ * instead. An installed package has no build records.
+ */
+function bundleIsCurrent() {
+  const bundle = statSync(logCommands, { throwIfNoEntry: false });
+  if (bundle === undefined) return false;
+  for (const record of ['../tsconfig.tsbuildinfo', '../../sluice/tsconfig.tsbuildinfo']) {
+    const built = statSync(new URL(record, import.meta.url), { throwIfNoEntry: false });
+    if (built !== undefined && built.mtimeMs > bundle.mtimeMs) return false;
+  }
+  return true;
+}
 
 // engines says >=22.12; npm only warns about it, so an older Node.js is named here before anything half works.
 if (major < 22 || (major === 22 && minor < 12)) {
@@ -15,6 +32,8 @@ if (major < 22 || (major === 22 && minor < 12)) {
       'In the repository, npm start and npm test fetch Node.js 24 by themselves.\n',
   );
   process.exitCode = 1;
+} else if ((process.argv[2] === 'replay' || process.argv[2] === 'recommend') && bundleIsCurrent()) {
+  await import(logCommands.href);
 } else if (existsSync(cli)) {
   await import(cli.href);
 } else {

@@ -32,7 +32,10 @@ function loadValidator(): ValidateFunction {
   const text = schemaText();
   let module: unknown;
   try {
-    module = require(`./${PRECOMPILED_VALIDATOR_FILE}`);
+    // Through `../config/`: the same file from this module and from the log commands' bundle in `dist/bin/`
+    // (D-G63); a path in a variable, which the bundler leaves to run time.
+    const file = `../config/${PRECOMPILED_VALIDATOR_FILE}`;
+    module = require(file);
   } catch (e) {
     // Running from the sources (tests, tsx) there is none; anything else wrong with the file is an error.
     if ((e as NodeJS.ErrnoException).code !== 'MODULE_NOT_FOUND') throw e;

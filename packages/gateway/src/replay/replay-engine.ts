@@ -11,6 +11,12 @@ import type { LogRecord } from './log-record.js';
 import type { ReplayOutcome } from './replay-outcome.js';
 import { ReplayTally } from './replay-tally.js';
 
+/**
+ * Lines decided together by {@link ReplayEngine.admitBatch}: enough for the memory loads of one batch to overlap,
+ * few enough that its lines stay in the processor's caches (8 to 512 measured within the noise of each other).
+ */
+export const REPLAY_BATCH = 32;
+
 const NO_HEADERS: IncomingHttpHeaders = Object.freeze({}) as IncomingHttpHeaders;
 
 /**
@@ -85,6 +91,9 @@ export class ReplayEngine {
   #nextSweep = Number.NaN;
   #request = new ReplayRequest();
   readonly #addresses = new ClientAddresses();
+  /** Per line of a batch: its client's address and key, found before the batch is decided. */
+  readonly #batchIps: (string | undefined)[] = new Array<string | undefined>(REPLAY_BATCH).fill(undefined);
+  readonly #batchKeys: (string | undefined)[] = new Array<string | undefined>(REPLAY_BATCH).fill(undefined);
 
   /**
    * @param config - the resolved configuration.
@@ -118,14 +127,72 @@ export class ReplayEngine {
    * @param line - its line number and `log` its log, for the report.
    * @returns the verdict ({@link outcomeOf} tells what the client saw), or a promise of it for a request that
    *   waits in a queue (or a JWT-less identity that still answers later); the counts include it once it settles.
+   * @throws SluiceError `ERR_INVALID_COST` for a cost no request can carry.
    */
   admit(r: LogRecord, line: number, log: string): Verdict | Promise<Verdict> {
-    const t = this.#advance(r.timeMs);
     const a = r.clientIp;
     const addresses = this.#addresses;
     const known = a !== undefined && addresses.lookup(a);
-    if (!known) {
-      if (a !== undefined) this.#notIp(a);
+    return this.#decide(r, known ? addresses.ip : undefined, known ? addresses.key : undefined, line, log);
+  }
+
+  /**
+   * Decides a batch of lines in their order, exactly as {@link ReplayEngine.admit} would one after the other, but
+   * finds every line's client and reads its buckets first: the memory loads of the batch then overlap, where line
+   * after line each waited for its own (D-G64).
+   *
+   * @param records - the lines' requests; the first `count` are decided.
+   * @param lines - their line numbers, and `log` their log, for the report.
+   * @param out - receives each line's verdict (as `admit` returns it), or `undefined` for a line admission refused
+   *   (a cost no request can carry: the caller counts it as an unknown line).
+   */
+  admitBatch(
+    records: readonly LogRecord[],
+    count: number,
+    lines: Int32Array,
+    log: string,
+    out: (Verdict | Promise<Verdict> | undefined)[],
+  ): void {
+    const addresses = this.#addresses;
+    const store = this.store;
+    const ips = this.#batchIps;
+    const keys = this.#batchKeys;
+    for (let i = 0; i < count; i++) {
+      const r = records[i];
+      const a = r.clientIp;
+      if (a !== undefined && addresses.lookup(a)) {
+        ips[i] = addresses.ip;
+        keys[i] = addresses.key;
+        // A recorded caller is keyed by its identity, which admission builds: only an address key is known here.
+        if (!r.identified) store.prefetch(addresses.key);
+      } else {
+        ips[i] = undefined;
+        keys[i] = undefined;
+      }
+    }
+    for (let i = 0; i < count; i++) {
+      try {
+        out[i] = this.#decide(records[i], ips[i], keys[i], lines[i], log);
+      } catch {
+        out[i] = undefined;
+      }
+    }
+    // The strings go with the table's, not with the batch.
+    ips.fill(undefined, 0, count);
+    keys.fill(undefined, 0, count);
+  }
+
+  /** {@link ReplayEngine.admit} once the client is known: `ip` and `ipKey` undefined for a line without one. */
+  #decide(
+    r: LogRecord,
+    ip: string | undefined,
+    ipKey: string | undefined,
+    line: number,
+    log: string,
+  ): Verdict | Promise<Verdict> {
+    const t = this.#advance(r.timeMs);
+    if (ip === undefined) {
+      if (r.clientIp !== undefined) this.#notIp(r.clientIp);
       else if (!r.identified) this.clientsMissing++;
     }
     const rt = this.runtime;
@@ -134,9 +201,7 @@ export class ReplayEngine {
       this.tally.record(v, 'exempt', t, line, log);
       return v;
     }
-    const v = rt.http.evaluate(
-      this.#request.set(r, known ? addresses.ip : undefined, known ? addresses.key : undefined),
-    );
+    const v = rt.http.evaluate(this.#request.set(r, ip, ipKey));
     if (!isPromiseLike(v)) {
       this.tally.record(v, outcomeOf(v), t, line, log);
       return v;

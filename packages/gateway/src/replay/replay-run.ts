@@ -5,7 +5,7 @@ import { type FieldMap, fieldMap } from './json-fields.js';
 import { forEachLine, type LogBytes } from './line-source.js';
 import type { LogFormat } from './log-format.js';
 import { type LineParser, LogRecord } from './log-record.js';
-import { ReplayEngine } from './replay-engine.js';
+import { REPLAY_BATCH, ReplayEngine } from './replay-engine.js';
 import { FlipTally } from './replay-flips.js';
 
 /** Unknown lines shown by number, per log. */
@@ -82,7 +82,13 @@ export async function runReplay(o: ReplayRunOptions): Promise<ReplayRun> {
   const a = new ReplayEngine(o.config.config);
   const b = o.against === undefined ? undefined : new ReplayEngine(o.against.config);
   const flips = b === undefined ? undefined : new FlipTally(a.config.maxTrackedKeys);
-  const rec = new LogRecord();
+  // Lines are decided in batches (D-G64): each is parsed into its own record, and a batch goes to the engines
+  // when full, before an unknown line is counted (the report's first unknown lines stay in line order) and at
+  // the end of each log.
+  const batch = Array.from({ length: REPLAY_BATCH }, () => new LogRecord());
+  const lines = new Int32Array(REPLAY_BATCH);
+  const outA: (Verdict | Promise<Verdict> | undefined)[] = new Array(REPLAY_BATCH).fill(undefined);
+  const outB: (Verdict | Promise<Verdict> | undefined)[] = new Array(REPLAY_BATCH).fill(undefined);
   const stats: LogStats[] = [];
   const onDecision = o.onDecision;
   for (const log of o.logs) {
@@ -102,11 +108,40 @@ export async function runReplay(o: ReplayRunOptions): Promise<ReplayRun> {
     const choice = new FormatChoice(o.format ?? 'auto', fields);
     let parse: LineParser | undefined;
     let tried = 0;
-    const unknown = (no: number) => {
+    const countUnknown = (no: number) => {
       s.unknown++;
       if (s.unknownLines.length < UNKNOWN_SHOWN) s.unknownLines.push(no);
     };
     const name = log.name;
+    let filled = 0;
+    const decideBatch = () => {
+      const n = filled;
+      if (n === 0) return;
+      filled = 0;
+      a.admitBatch(batch, n, lines, name, outA);
+      b?.admitBatch(batch, n, lines, name, outB);
+      for (let i = 0; i < n; i++) {
+        const da = outA[i];
+        const db = b === undefined ? undefined : outB[i];
+        outA[i] = undefined;
+        outB[i] = undefined;
+        // Admission refuses what no request could carry (a cost beyond the engine's range): the line is unknown.
+        if (da === undefined || (b !== undefined && db === undefined)) {
+          countUnknown(lines[i]);
+          continue;
+        }
+        s.requests++;
+        if (db !== undefined) {
+          if (!(da instanceof Promise) && !(db instanceof Promise)) flips?.compare(da, db);
+          else void Promise.all([da, db]).then(([x, y]) => flips?.compare(x, y));
+        }
+        onDecision?.(batch[i], da);
+      }
+    };
+    const unknown = (no: number) => {
+      decideBatch();
+      countUnknown(no);
+    };
     const auto = o.format === undefined || o.format === 'auto';
     let input: LogBytes;
     try {
@@ -121,6 +156,7 @@ export async function runReplay(o: ReplayRunOptions): Promise<ReplayRun> {
         s.blank++;
         return;
       }
+      const rec = batch[filled];
       let got: boolean | 'skip';
       if (parse === undefined) {
         const c = choice.read(line, rec);
@@ -146,22 +182,10 @@ export async function runReplay(o: ReplayRunOptions): Promise<ReplayRun> {
         s.skipped++;
         return;
       }
-      let da: Verdict | Promise<Verdict>;
-      let db: Verdict | Promise<Verdict> | undefined;
-      try {
-        da = a.admit(rec, no, name);
-        db = b?.admit(rec, no, name);
-      } catch {
-        // Admission refuses what no request could carry (a cost beyond the engine's range): the line is unknown.
-        return unknown(no);
-      }
-      s.requests++;
-      if (db !== undefined) {
-        if (!(da instanceof Promise) && !(db instanceof Promise)) flips?.compare(da, db);
-        else void Promise.all([da, db]).then(([x, y]) => flips?.compare(x, y));
-      }
-      onDecision?.(rec, da);
+      lines[filled++] = no;
+      if (filled === REPLAY_BATCH) decideBatch();
     });
+    decideBatch();
     s.lines = read.lines;
     s.gzip = read.gzip;
     if (read.error !== undefined) s.error = read.error;

@@ -17,7 +17,7 @@ import {
   type IdentifyResult,
   resolveHttpLimiterOptions,
 } from './http-limiter-options.js';
-import { inRanges, NAMED_RANGES, parseIpRange } from './ip-address.js';
+import { type IpRange, inRanges, NAMED_RANGES, parseIpRange } from './ip-address.js';
 import { requestIpKey } from './keys.js';
 import { isPromiseLike, whenReady } from './maybe-promise.js';
 import { HeaderPlan } from './rate-limit-headers.js';
@@ -26,7 +26,11 @@ import { type RulePlan, RulePlans } from './rule-plans.js';
 import type { HttpRequestInfo, Identity, Verdict } from './types.js';
 import { type DecidedFacts, VerdictWriter } from './verdicts.js';
 
-const LOOPBACK = NAMED_RANGES.loopback.map((r) => parseIpRange(r)!);
+// Parsed at the first use: Node.js compiles its IPv6 pattern on its first test (about 7 ms), a start-up cost
+// that every `import` would otherwise pay, `exemptLoopback` or not.
+let loopback: readonly IpRange[] | undefined;
+const loopbackRanges = (): readonly IpRange[] =>
+  (loopback ??= NAMED_RANGES.loopback.map((r) => parseIpRange(r) as IpRange));
 const NO_NAMES: readonly string[] = Object.freeze([]);
 const ALLOW_NO_HEADERS: Verdict = Object.freeze({
   action: 'allow',
@@ -277,7 +281,7 @@ export function createHttpLimiter<R extends HttpRequestInfo = HttpRequestInfo>(
   };
 
   const exemptReason = (req: R, ip: string | undefined): string | undefined => {
-    if (o.exemptLoopback && ip !== undefined && inRanges(ip, LOOPBACK)) return 'loopback';
+    if (o.exemptLoopback && ip !== undefined && inRanges(ip, loopbackRanges())) return 'loopback';
     if (o.exemptWhen === undefined) return undefined;
     const r = o.exemptWhen(req, ip);
     return r === true ? 'client' : typeof r === 'string' && r !== '' ? r : undefined;

@@ -109,6 +109,8 @@ export class MemoryStore implements RateLimitStore {
   #timer: ReturnType<typeof setInterval> | undefined;
   #sweeping = false;
   #closed = false;
+  // biome-ignore lint/correctness/noUnusedPrivateClassMembers: written by prefetch so that its reads are kept
+  #prefetched = 0;
 
   /**
    * @param options - see {@link MemoryStoreOptions}.
@@ -182,6 +184,22 @@ export class MemoryStore implements RateLimitStore {
     return into === undefined
       ? new SingleDecision(policy, key, cost, before, after, limited, 0, phase)
       : into.set(policy, key, cost, before, after, limited, 0, phase);
+  }
+
+  /**
+   * Reads the buckets of `key` (every policy's) without changing anything. A caller about to decide many keys in a
+   * row, such as a log replay deciding a batch of lines, calls it for each key first: the processor then fetches
+   * the keys' buckets from memory side by side, where one decision after another waits for each key's in turn.
+   * Decisions are the same with or without it; it costs a key lookup.
+   *
+   * @param key - a bucket key, as the checks of a later decision will name it.
+   */
+  prefetch(key: string): void {
+    const t = this.#table;
+    let sum = 0;
+    for (let slot = t.head(key); slot >= 0; slot = t.next[slot]) sum += t.units[slot] + t.last[slot];
+    // Kept, so that the reads are not optimised away.
+    this.#prefetched = sum;
   }
 
   reserve(checks: readonly Check[], cost: number): Decision {
