@@ -8,8 +8,9 @@ export async function start(port = 3000) {
   const app = express();
   app.use(rateLimit(createLimits()));
   app.get('/api/hello', (_req, res) => res.json({ hello: 'world' }));
-  const server = await new Promise((resolve) => {
-    const s = app.listen(port, '127.0.0.1', () => resolve(s));
+  // Express 5 hands a listen error (EADDRINUSE: the port is taken) to this callback rather than throwing it.
+  const server = await new Promise((resolve, reject) => {
+    const s = app.listen(port, '127.0.0.1', (error) => (error ? reject(error) : resolve(s)));
   });
   return {
     url: `http://127.0.0.1:${server.address().port}`,

@@ -1,4 +1,5 @@
-// Fastify 5 with Sluice: `node examples/fastify.mjs`, then `curl -i http://127.0.0.1:3000/api/hello` six times.
+// Fastify 5 with Sluice, which needs `npm install fastify fastify-plugin` (sluice/fastify registers through it).
+// Run `node examples/fastify.mjs`, then `curl -i http://127.0.0.1:3000/api/hello` six times.
 import Fastify from 'fastify';
 import { sluiceFastify } from 'sluice/fastify';
 import { createLimits, isMain } from './limits.mjs';

@@ -9,8 +9,13 @@ export async function start(port = 3000) {
   const app = new Hono();
   app.use(rateLimit(createLimits()));
   app.get('/api/hello', (c) => c.json({ hello: 'world' }));
-  const server = await new Promise((resolve) => {
-    const s = serve({ fetch: app.fetch, port, hostname: '127.0.0.1' }, () => resolve(s));
+  const server = await new Promise((resolve, reject) => {
+    const s = serve({ fetch: app.fetch, port, hostname: '127.0.0.1' }, () => {
+      s.off('error', reject);
+      resolve(s);
+    });
+    // A listen error (EADDRINUSE: the port is taken) rejects, so `node` prints it and exits.
+    s.once('error', reject);
   });
   return {
     url: `http://127.0.0.1:${server.address().port}`,

@@ -11,7 +11,14 @@ export async function start(port = 3000) {
       res.end(JSON.stringify({ hello: 'world' }));
     }),
   );
-  await new Promise((resolve) => server.listen(port, '127.0.0.1', resolve));
+  // A listen error (EADDRINUSE: the port is taken) rejects, so `node` prints it and exits.
+  await new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
   return {
     url: `http://127.0.0.1:${server.address().port}`,
     close: () => new Promise((resolve) => server.close(resolve)),

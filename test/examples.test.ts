@@ -49,6 +49,28 @@ describe.each(SERVERS)('examples/%s.mjs', (name) => {
   });
 });
 
+describe.each(SERVERS)('examples/%s.mjs with its port taken', (name) => {
+  it('rejects with the listen error (EADDRINUSE), as node prints it', async () => {
+    const taken = createServer();
+    await new Promise<void>((r) => taken.listen(0, '127.0.0.1', r));
+    const port = (taken.address() as AddressInfo).port;
+    try {
+      const { start } = await example<ServerExample>(`${name}.mjs`);
+      await expect(start(port)).rejects.toMatchObject({ code: 'EADDRINUSE' });
+    } finally {
+      await new Promise((r) => taken.close(r));
+    }
+  });
+});
+
+it('examples/fastify.mjs says it needs fastify-plugin, and so does the README', () => {
+  const example = readFileSync(new URL('../examples/fastify.mjs', import.meta.url), 'utf8');
+  expect(example.split('\n')[0]).toContain('npm install fastify fastify-plugin');
+  const readme = readFileSync(fileURLToPath(new URL('../README.md', import.meta.url)), 'utf8');
+  const row = readme.split('\n').find((l) => l.startsWith('| [examples/fastify.mjs]'));
+  expect(row).toContain('fastify-plugin');
+});
+
 describe('examples/engine.mjs', () => {
   it('prints the burst, the refusal and the refill', async () => {
     const { tour } = await example<{ tour: () => Promise<string[]> }>('engine.mjs');

@@ -167,6 +167,8 @@ exemptions:
     expect(Object.values(WarningCode).sort()).toEqual([
       'W_ADMIN_PLAINTEXT_PUBLIC',
       'W_DECISION_PLAINTEXT_PUBLIC',
+      'W_MAX_CONNECTIONS_FILE_LIMIT',
+      'W_NO_UPSTREAM',
       'W_PATTERN_DUPLICATE',
       'W_PATTERN_NEVER_MATCHES',
       'W_PATTERN_QUERY',
@@ -195,7 +197,11 @@ describe('sluice validate with warnings', () => {
   it('prints each warning with its code, position and suggestion, and exits 0', async () => {
     const file = join(tmp.dir, 'warn.yaml');
     const { writeFileSync } = await import('node:fs');
-    writeFileSync(file, `${BASE}admin:\n  host: 0.0.0.0\n  token: admin-token-0123456789\n`);
+    // With an upstream: a file without one also gets W_NO_UPSTREAM (operator-views.e2e.test.ts).
+    writeFileSync(
+      file,
+      `${BASE}admin:\n  host: 0.0.0.0\n  token: admin-token-0123456789\nupstream: { url: "http://127.0.0.1:1" }\n`,
+    );
     const out: string[] = [];
     const err: string[] = [];
     const io = {

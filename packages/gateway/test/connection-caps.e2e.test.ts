@@ -9,6 +9,7 @@ import { readdirSync, writeFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openFileLimit } from '../src/server/open-file-limit.js';
 import {
   serveArgs,
   spawnSluice,
@@ -191,6 +192,67 @@ describe('idle keep-alive connections at the cap', () => {
       expect((await Promise.all(held.map((s) => s.answer))).map(statusOf)).toEqual([200, 200]);
     } finally {
       for (const s of [idle, ...held, refused]) s.destroy();
+      await t.gateway.close();
+    }
+  });
+});
+
+describe('warnings of the caps', () => {
+  it('are one a minute for each cap, each with its own count of refusals', async () => {
+    const t = await gateway('both', '{ maxConnections: 4, maxConnectionsPerClient: 2 }');
+    const port = portOf(t.gateway.url);
+    const sockets: HeldSocket[] = [];
+    try {
+      sockets.push(...(await openHeld(port, 2, '127.0.0.1')));
+      // A third of one client: refused at its own cap, then warned about.
+      const client = await HeldSocket.open(port, '127.0.0.1');
+      sockets.push(client);
+      expect(statusOf(await client.answer)).toBe(503);
+      sockets.push(...(await openHeld(port, 2, '127.0.0.2')));
+      // The listener is full now: a new client is refused at the total cap, within the same minute.
+      const full = await openHeld(port, 2, '127.0.0.3');
+      sockets.push(...full);
+      expect((await Promise.all(full.map((s) => s.answer))).map(statusOf)).toEqual([503, 503]);
+      const warnings = t.logs.lines.filter(
+        (l) => l.level === 40 && /connections refused/.test(String(l.msg)),
+      );
+      expect(warnings).toEqual([
+        expect.objectContaining({
+          reason: 'client',
+          refused: 1,
+          msg: expect.stringMatching(/maxConnectionsPerClient/),
+        }),
+        expect.objectContaining({
+          reason: 'total',
+          refused: 1,
+          msg: expect.stringMatching(/server\.maxConnections$/),
+        }),
+      ]);
+      const text = await t.gateway.scrape();
+      expect(text).toContain('sluice_connections_refused_total{reason="client"} 1');
+      expect(text).toContain('sluice_connections_refused_total{reason="total"} 2');
+    } finally {
+      for (const s of sockets) s.destroy();
+      await t.gateway.close();
+    }
+  });
+
+  it('of a cap above 45% of the open file limit is a W_MAX_CONNECTIONS_FILE_LIMIT configuration warning', async () => {
+    const limit = openFileLimit();
+    expect(limit).toBeDefined();
+    // The schema's largest cap; the test needs a limit under which it is too high.
+    expect((limit as number) * 0.45).toBeLessThan(1_000_000);
+    const t = await gateway('high', '{ maxConnections: 1000000 }');
+    try {
+      const warning = t.logs.lines.find((l) => l.code === 'W_MAX_CONNECTIONS_FILE_LIMIT');
+      expect(warning).toMatchObject({
+        level: 40,
+        path: 'server.maxConnections',
+        file: t.file,
+        suggestion: expect.stringMatching(/ulimit -n/),
+        msg: `configuration warning: server.maxConnections (1000000) is above 45% of the open file limit (${limit}): it leaves too few file descriptors for the rest of the gateway (each proxied connection may need two)`,
+      });
+    } finally {
       await t.gateway.close();
     }
   });

@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { credentials, type ServiceError, status } from '@grpc/grpc-js';
 import fc from 'fast-check';
+import { SharedStore } from 'sluice/shared';
 import type { Agent } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfigText } from '../src/config/load-config.js';
@@ -332,6 +333,101 @@ describe('Envoy rate limit service (gRPC ShouldRateLimit)', () => {
       expect((await ask('edge', [o])).statuses[0].limit_remaining).toBe(left - 1);
     },
   );
+
+  it('keeps a shadow_mode descriptor from denying when Envoy overrides its limit', async () => {
+    const o: Descriptor = {
+      ...d(['trial', 'override-shadow']),
+      limit: { requests_per_unit: 0, unit: 'HOUR' },
+    };
+    for (const left of [0, 0, 0]) {
+      const a = await ask('edge', [o]);
+      expect(a.overall_code).toBe('OK');
+      expect(a.statuses[0]).toMatchObject({
+        code: 'OK',
+        limit_remaining: left,
+        current_limit: { requests_per_unit: 1, unit: 'HOUR' },
+      });
+      expect(header(a, 'retry-after')).toBeUndefined();
+      expect(a.raw_body.length).toBe(0);
+    }
+  });
+
+  it('never drops an override: past 1,024 distinct ones the least recently used goes, buckets intact', async () => {
+    const spent: Descriptor = {
+      ...d(['remote_address', '10.6.0.1']),
+      limit: { requests_per_unit: 1, unit: 'HOUR' },
+    };
+    const unconfigured: Descriptor = {
+      ...d(['nolimit', 'before']),
+      limit: { requests_per_unit: 2, unit: 'DAY' },
+    };
+    expect((await ask('edge', [spent])).overall_code).toBe('OK');
+    expect((await ask('edge', [spent])).overall_code).toBe('OVER_LIMIT');
+    expect((await ask('edge', [unconfigured])).statuses[0].limit_remaining).toBe(1);
+    // The flood of the report: 1,100 distinct override counts, each one call.
+    for (let batch = 0; batch < 11; batch++) {
+      await Promise.all(
+        Array.from({ length: 100 }, (_, i) =>
+          ask('edge', [
+            {
+              ...d(['filler', `f${batch}`]),
+              limit: { requests_per_unit: 1000 + batch * 100 + i, unit: 'HOUR' },
+            },
+          ]),
+        ),
+      );
+    }
+    // Overrides from before the flood were evicted from the table; their buckets are the same ones.
+    expect((await ask('edge', [spent])).overall_code).toBe('OVER_LIMIT');
+    const u = await ask('edge', [unconfigured]);
+    expect(u.statuses[0]).toMatchObject({
+      code: 'OK',
+      limit_remaining: 0,
+      current_limit: { name: 'edge.override', requests_per_unit: 2, unit: 'DAY' },
+    });
+    expect((await ask('edge', [unconfigured])).overall_code).toBe('OVER_LIMIT');
+    // New overrides after the flood are limits: on a key without a limit, on a configured key, and zero.
+    const fresh: [Descriptor, string][] = [
+      [{ ...d(['nolimit', 'new']), limit: { requests_per_unit: 2, unit: 'DAY' } }, 'OK,OK,OVER_LIMIT'],
+      [
+        { ...d(['remote_address', '7.7.7.7']), limit: { requests_per_unit: 1, unit: 'DAY' } },
+        'OK,OVER_LIMIT,OVER_LIMIT',
+      ],
+      [{ ...d(['unl', 'n']), limit: { requests_per_unit: 0, unit: 'MINUTE' } }, 'OK,OVER_LIMIT,OVER_LIMIT'],
+    ];
+    for (const [o, codes] of fresh) {
+      const got: string[] = [];
+      for (let i = 0; i < 3; i++) got.push((await ask('edge', [o])).overall_code);
+      expect(got.join(','), JSON.stringify(o)).toBe(codes);
+    }
+    const full = t.logs.lines.filter(
+      (l) => l.msg === 'envoy limit override table full: least recently used evicted',
+    );
+    expect(full.length).toBeGreaterThan(0);
+    expect(full[0]).toMatchObject({ level: 40, evictions: 1, capacity: 1024 });
+  });
+
+  it('answers UNAVAILABLE, not OK, when the store can hold no more policies', async () => {
+    const store = new SharedStore({ maxTrackedKeys: 1024, maxPolicies: 1, sweepIntervalMs: 0 });
+    try {
+      const g = t.gateway;
+      const s = new Service(
+        { runtime: g.runtime, metrics: g.metrics, logger: g.logger, store },
+        () => WALL_MS,
+      );
+      const req = (n: number) => ({
+        domain: 'edge',
+        descriptors: [{ ...d(['nolimit', 'cap']), limit: { requests_per_unit: n, unit: 'HOUR' } }],
+      });
+      expect((await s.shouldRateLimit(req(1))).overall_code).toBe('OK');
+      await expect(s.shouldRateLimit(req(2))).rejects.toMatchObject({
+        kind: 'unavailable',
+        message: expect.stringContaining('policies'),
+      });
+    } finally {
+      store.close();
+    }
+  });
 
   it('reads a zero override as one request per unit: limited, not unlimited', async () => {
     const o: Descriptor = {

@@ -169,10 +169,72 @@ describe('forwarding', () => {
     expect(seen.forwarded).toBe(`for=192.0.2.1, for=127.0.0.1;proto=http;host="127.0.0.1:${port}"`);
     expect(seen['x-forwarded-proto']).toBe('http');
     expect(seen['x-forwarded-host']).toBe(`127.0.0.1:${port}`);
-    // A trusted proxy's own X-Real-IP and X-Original-URL stand; a client's are replaced and dropped.
-    expect(seen['x-real-ip']).toBe(trust === '' ? '127.0.0.1' : '192.0.2.1');
+    // X-Real-IP is the client the gateway keyed: here the peer, since the proxy's X-Forwarded-For names no hop.
+    expect(seen['x-real-ip']).toBe('127.0.0.1');
+    // A trusted proxy's own X-Original-URL stands; a client's is dropped.
     expect(seen['x-original-url']).toBe(trust === '' ? undefined : '/system');
   });
+
+  it.each<[string, string, Record<string, string>, string]>([
+    ['x-forwarded-for', '', { 'x-forwarded-for': '1.1.1.1, 5.5.5.5' }, '5.5.5.5'],
+    // X-Forwarded-For is not the configured header here: not read, and not what X-Real-IP says.
+    [
+      'forwarded',
+      'proxyHeader: forwarded, ',
+      { forwarded: 'for=1.1.1.1, for=5.5.5.6', 'x-forwarded-for': '9.9.9.9' },
+      '5.5.5.6',
+    ],
+  ])(
+    "sends X-Real-IP as the client resolved from a trusted proxy's %s, not the X-Real-IP it passed on",
+    async (_header, option, sent, client) => {
+      // AWS ALB and most CDNs write X-Forwarded-For only, and pass their client's own X-Real-IP through.
+      const base = await start(`server: { ${option}trustedProxies: [loopback] }\n`);
+      const { res, body } = await rawRequest(`${base}/p`, { ...sent, 'x-real-ip': '3.3.3.3' });
+      expect(res.statusCode).toBe(200);
+      expect((JSON.parse(body) as { headers: Record<string, string> }).headers['x-real-ip']).toBe(client);
+    },
+  );
+
+  // Spring, ASP.NET and Werkzeug build redirects and links from the port and prefix fields, Rack reads
+  // X-Forwarded-Ssl before X-Forwarded-Proto, and client address libraries read the CDN fields before the rest.
+  const PROXY_ONLY: Record<string, string> = {
+    'X-Forwarded-Port': '8443',
+    'X-Forwarded-Prefix': '/evil',
+    'X-Forwarded-Server': 'evil.example',
+    'X-Forwarded-Ssl': 'on',
+    'X-Forwarded-Scheme': 'https',
+    'Client-IP': '6.6.6.1',
+    'X-Client-IP': '6.6.6.2',
+    'True-Client-IP': '6.6.6.3',
+    'CF-Connecting-IP': '6.6.6.4',
+    'Fastly-Client-IP': '6.6.6.5',
+    'X-Cluster-Client-IP': '6.6.6.6',
+  };
+  // lighttpd and older Apache CGI read every character but letters and digits as `_`.
+  const OTHER_SPELLINGS: Record<string, string> = {
+    'X.Real.IP': '6.6.6.7',
+    'X.Forwarded.Prefix': '/evil',
+    True_Client_IP: '6.6.6.8',
+    'cf.connecting.ip': '6.6.6.9',
+    'X-Forwarded~Port': '8443',
+  };
+
+  it.each([
+    ['an untrusted client', ''],
+    ['a trusted proxy', 'server: { trustedProxies: [loopback] }\n'],
+  ])(
+    'forwards the port, prefix, scheme and CDN client fields from %s only if trusted, other spellings never',
+    async (_who, trust) => {
+      const base = await start(trust);
+      const { res, body } = await rawRequest(`${base}/p`, { ...PROXY_ONLY, ...OTHER_SPELLINGS });
+      expect(res.statusCode).toBe(200);
+      const seen = (JSON.parse(body) as { headers: Record<string, string> }).headers;
+      for (const [name, value] of Object.entries(PROXY_ONLY))
+        expect(seen[name.toLowerCase()], name).toBe(trust === '' ? undefined : value);
+      for (const name of Object.keys(OTHER_SPELLINGS)) expect(seen[name.toLowerCase()], name).toBeUndefined();
+      expect(seen['x-real-ip']).toBe('127.0.0.1');
+    },
+  );
 
   it('prefixes the upstream base path and keeps the query', async () => {
     const base = await start('', `${upstream.url}/base/`);

@@ -68,7 +68,7 @@ describe('the HTML replay report', () => {
     const url = pathToFileURL(join(dir, 'report.html')).href;
     await page.goto(url);
     await page.waitForFunction(() => document.documentElement.dataset.ready === 'true');
-    expect(await page.locator('#kpis').textContent()).toMatch(/Requests60,000Admitted[\d,]+Limited[\d,]+/);
+    expect(await page.locator('#kpis').textContent()).toMatch(/Requests60,000Allowed[\d,]+Limited[\d,]+/);
     expect(await page.locator('#chart canvas').count()).toBe(1);
     const before = await page.evaluate(() =>
       (document.querySelector('#chart canvas') as HTMLCanvasElement).toDataURL(),
@@ -86,11 +86,11 @@ describe('the HTML replay report', () => {
     expect(await page.locator('#keys tbody tr').count()).toBe(10);
     expect(await page.locator('#against-card').isVisible()).toBe(true);
     expect(await page.locator('#against-summary').textContent()).toMatch(
-      /^[\d,]+ requests admitted by rate-limits\.yaml are limited by stricter\.yaml/,
+      /^[\d,]+ requests allowed by rate-limits\.yaml are limited by stricter\.yaml/,
     );
     // The other configuration's own numbers, not only the flips.
     expect(await page.locator('#against-kpis').textContent()).toMatch(
-      /Requests60,000Admitted[\d,]+Limited[\d,]+/,
+      /Requests60,000Allowed[\d,]+Limited[\d,]+/,
     );
     expect(await page.locator('#against-policies-title').textContent()).toBe('Policies under stricter.yaml');
     expect(await page.locator('#against-policies tbody tr').count()).toBeGreaterThanOrEqual(4);

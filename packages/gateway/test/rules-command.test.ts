@@ -71,7 +71,7 @@ describe('sluice rules --config FILE', () => {
     const rendered = join(tmp.dir, 'rate-limiting.yaml');
     writeFileSync(rendered, text);
     const check = await promtool(['check', 'rules', rendered]);
-    expect(check.output).toContain('SUCCESS: 4 rules found');
+    expect(check.output).toContain('SUCCESS: 8 rules found');
     expect(check.code).toBe(0);
     // The shipped promtool unit tests, on series of the new prefix, still pass against the rendered rules.
     writeFileSync(
@@ -121,6 +121,34 @@ describe('sluice rules --config FILE', () => {
   it('is listed in the help text', () => {
     expect(HELP_TEXT).toContain('sluice rules --config FILE');
     expect(HELP_TEXT).toMatch(/\n {2}rules {2,}Print the Prometheus alert rules/);
+  });
+});
+
+describe("the alert rules on the gateway's own series", () => {
+  it('name only series a gateway registers, for any prefix', async () => {
+    const { TappedMetrics } = await import('../src/metrics/tapped-metrics.js');
+    const { connectionLimits } = await import('../src/gateway/connection-limits.js');
+    const { createLogger } = await import('../src/log/create-logger.js');
+    const metrics = new TappedMetrics([], { prefix: 'stellaops' });
+    connectionLimits({
+      runtime: () => ({ config: { server: { maxConnectionsPerClient: 0 } } }) as never,
+      logger: createLogger('silent'),
+      metrics: { registry: metrics.registry, prefix: 'stellaops' },
+    });
+    const registered = new Set((await metrics.registry.getMetricsAsJSON()).map((m) => m.name));
+    expect(registered.has('stellaops_connections_refused_total')).toBe(true);
+    const rules = rulesOf(renderAlertRules('stellaops'));
+    for (const alert of [
+      'ProxyConnectionCapReached',
+      'ClientConnectionCapReached',
+      'UpstreamQueueTimeouts',
+      'UpstreamBodiesRefused',
+    ]) {
+      const rule = rules.find((r) => r.alert === alert);
+      const names = rule?.expr.match(/stellaops_[a-z_]+/g) ?? [];
+      expect(names.length, alert).toBeGreaterThan(0);
+      for (const n of names) expect(registered.has(n), `${alert}: ${n}`).toBe(true);
+    }
   });
 });
 

@@ -16,28 +16,47 @@ function load(upstream: string) {
   return loadConfigText(`${BASE}upstream: ${upstream}\n`, join(tmp.dir, 'c.yaml'));
 }
 
-describe('upstream.queueTimeout and upstream.maxBodiesPerClient', () => {
-  it('default to 5 s and a quarter of the connections', () => {
+describe('upstream.queueTimeout, upstream.maxBodies and upstream.maxBodiesPerClient', () => {
+  it('default to 5 s, half of the connections and a quarter of that', () => {
     const r = loadConfigText(BASE, join(tmp.dir, 'c.yaml'));
-    expect(r.ok && r.config.upstream).toMatchObject({ queueTimeoutMs: 5_000, maxBodiesPerClient: 32 });
+    expect(r.ok && r.config.upstream).toMatchObject({
+      queueTimeoutMs: 5_000,
+      maxBodies: 64,
+      maxBodiesPerClient: 16,
+    });
     const few = load('{ connections: 10 }');
-    expect(few.ok && few.config.upstream.maxBodiesPerClient).toBe(2);
-    // Never 0, which would turn the cap off: a pool of one to three connections allows one body per client.
-    const one = load('{ connections: 3 }');
-    expect(one.ok && one.config.upstream.maxBodiesPerClient).toBe(1);
+    expect(few.ok && few.config.upstream).toMatchObject({ maxBodies: 5, maxBodiesPerClient: 1 });
+    // Never 0, which would turn a cap off: a pool of one connection lets bodies have it, one per client.
+    const one = load('{ connections: 1 }');
+    expect(one.ok && one.config.upstream).toMatchObject({ maxBodies: 1, maxBodiesPerClient: 1 });
+    // The share per client follows the share of bodies as configured, or the whole pool when it is off.
+    const wide = load('{ connections: 100, maxBodies: 80 }');
+    expect(wide.ok && wide.config.upstream.maxBodiesPerClient).toBe(20);
+    const open = load('{ connections: 100, maxBodies: 0 }');
+    expect(open.ok && open.config.upstream.maxBodiesPerClient).toBe(25);
   });
 
-  it('read a duration and a whole number; 0 turns either off', () => {
-    const r = load('{ queueTimeout: 250ms, maxBodiesPerClient: 7 }');
-    expect(r.ok && r.config.upstream).toMatchObject({ queueTimeoutMs: 250, maxBodiesPerClient: 7 });
-    const off = load('{ queueTimeout: 0, maxBodiesPerClient: 0 }');
-    expect(off.ok && off.config.upstream).toMatchObject({ queueTimeoutMs: 0, maxBodiesPerClient: 0 });
+  it('read a duration and whole numbers; 0 turns any of them off', () => {
+    const r = load('{ queueTimeout: 250ms, maxBodies: 9, maxBodiesPerClient: 7 }');
+    expect(r.ok && r.config.upstream).toMatchObject({
+      queueTimeoutMs: 250,
+      maxBodies: 9,
+      maxBodiesPerClient: 7,
+    });
+    const off = load('{ queueTimeout: 0, maxBodies: 0, maxBodiesPerClient: 0 }');
+    expect(off.ok && off.config.upstream).toMatchObject({
+      queueTimeoutMs: 0,
+      maxBodies: 0,
+      maxBodiesPerClient: 0,
+    });
   });
 
   it('refuse values out of range, naming the path, what is expected and what was given', () => {
     const cases: [string, string, string][] = [
       ['{ maxBodiesPerClient: -1 }', 'upstream.maxBodiesPerClient', 'must be >= 0, got -1'],
       ['{ maxBodiesPerClient: 1.5 }', 'upstream.maxBodiesPerClient', 'must be integer, got 1.5'],
+      ['{ maxBodies: -2 }', 'upstream.maxBodies', 'must be >= 0, got -2'],
+      ['{ maxBodies: 0.5 }', 'upstream.maxBodies', 'must be integer, got 0.5'],
       ['{ queueTimeout: soon }', 'upstream.queueTimeout', 'got "soon"'],
       [
         '{ queueTimeout: 3000000000ms }',

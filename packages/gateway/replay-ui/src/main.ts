@@ -59,7 +59,7 @@ if (data !== null) render(data);
 function kpis(t: ReplayReport['totals'], keysLimited: number): HTMLElement[] {
   return [
     kpi('Requests', count(t.requests)),
-    kpi('Admitted', count(t.allowed + t.exempt), 'tone-ok'),
+    kpi('Allowed', count(t.allowed + t.exempt), 'tone-ok'),
     kpi('Limited', count(t.limited), 'tone-danger'),
     kpi('Queued', count(t.queued), 'tone-info'),
     kpi('Limited share', percent(t.limited, t.requests)),
@@ -70,7 +70,7 @@ function kpis(t: ReplayReport['totals'], keysLimited: number): HTMLElement[] {
 /** A configuration's policies as a table. */
 function policyTable(policies: ReplayReport['policies']): HTMLElement {
   return table(
-    ['Policy', 'Requests', 'Admitted', 'Queued', 'Limited here', 'Shadow would limit'],
+    ['Policy', 'Requests', 'Allowed', 'Queued', 'Limited here', 'Shadow would limit'],
     policies.map((p) => [
       p.policy,
       count(p.requests),
@@ -86,7 +86,7 @@ function policyTable(policies: ReplayReport['policies']): HTMLElement {
 /** A configuration's tiers as a table. */
 function tierTable(tiers: ReplayReport['tiers']): HTMLElement {
   return table(
-    ['Tier', 'Requests', 'Admitted', 'Queued', 'Limited', 'Limited share'],
+    ['Tier', 'Requests', 'Allowed', 'Queued', 'Limited', 'Limited share'],
     tiers.map((x) => [
       x.tier,
       count(x.requests),
@@ -143,7 +143,7 @@ function render(r: ReplayReport): void {
     o.textContent = `Policy ${p}`;
     select.append(o);
   });
-  const labels = { names: ['admitted', 'limited', 'queued'] as [string, string, string] };
+  const labels = { names: ['allowed', 'limited', 'queued'] as [string, string, string] };
   const chart = new RateChart(byId('chart'), labels);
   const show = () => {
     const pi = select.value === 'all' ? -1 : Number(select.value);
@@ -185,8 +185,8 @@ function render(r: ReplayReport): void {
   if (x !== undefined) {
     byId('against-card').hidden = false;
     byId('against-summary').textContent =
-      `${count(x.flips.toLimited)} requests admitted by ${r.config} are limited by ${x.config}; ` +
-      `${count(x.flips.toAllowed)} limited by ${r.config} are admitted by ${x.config}.`;
+      `${count(x.flips.toLimited)} requests allowed by ${r.config} are limited by ${x.config}; ` +
+      `${count(x.flips.toAllowed)} limited by ${r.config} are allowed by ${x.config}.`;
     byId('against-kpis').append(...kpis(x.totals, x.limitedKeyCount));
     byId('against-policies-title').textContent = `Policies under ${x.config}`;
     byId('against-policies').append(policyTable(x.policies));
@@ -194,14 +194,14 @@ function render(r: ReplayReport): void {
     byId('against-tiers').append(tierTable(x.tiers));
     byId('flips').append(
       table(
-        ['Policy', 'Admitted to limited', 'Limited to admitted'],
+        ['Policy', 'Allowed to limited', 'Limited to allowed'],
         x.flips.policies.map((p) => [p.policy, count(p.toLimited), count(p.toAllowed)]),
         [false, true, true],
       ),
     );
     byId('flip-keys').append(
       table(
-        ['Key', 'Admitted to limited', 'Limited to admitted'],
+        ['Key', 'Allowed to limited', 'Limited to allowed'],
         x.flips.keys.map((k) => [k.key, count(k.toLimited), count(k.toAllowed)]),
         [false, true, true],
         0,

@@ -141,12 +141,13 @@ function sameUpstream(a: GatewayConfig, b: GatewayConfig): boolean {
 }
 
 /**
- * The `upstream:` settings the pool is built with. `queueTimeout` and `maxBodiesPerClient` are read per request,
- * so a reload that changes only them keeps the pool, its connections and its count of bodies per client.
+ * The `upstream:` settings the pool is built with. `queueTimeout`, `maxBodies` and `maxBodiesPerClient` are read
+ * per request, so a reload that changes only them keeps the pool, its connections and its count of bodies per
+ * client.
  */
 function poolSettings(
   c: GatewayConfig,
-): Omit<GatewayConfig['upstream'], 'queueTimeoutMs' | 'maxBodiesPerClient'> {
-  const { queueTimeoutMs: _wait, maxBodiesPerClient: _cap, ...pool } = c.upstream;
+): Omit<GatewayConfig['upstream'], 'queueTimeoutMs' | 'maxBodies' | 'maxBodiesPerClient'> {
+  const { queueTimeoutMs: _wait, maxBodies: _bodies, maxBodiesPerClient: _cap, ...pool } = c.upstream;
   return pool;
 }

@@ -65,6 +65,63 @@ groups:
           description: >-
             Store {{ $labels.store }} on {{ $labels.instance }} has been unavailable for over a minute; failure
             mode "{{ $labels.mode }}" is in effect.
+
+  # The gateway shedding load before the limits decide: connection caps and the upstream pool (gateway only).
+  - name: gateway_overload
+    rules:
+      # The proxy listener is full: every new client gets 503 until connections close. The admin listener's
+      # GET /metrics still answers while the proxy port refuses its own /metrics.
+      - alert: ProxyConnectionCapReached
+        expr: sum by (instance) (rate({prefix}_connections_refused_total{reason="total"}[5m])) > 0
+        for: 5m
+        labels:
+          severity: critical
+        annotations:
+          summary: "Proxy listener at server.maxConnections"
+          description: >-
+            The proxy listener on {{ $labels.instance }} refused {{ $value | humanize }} connections per second at
+            server.maxConnections over the last 5 minutes. Raise the cap with the open file limit, or add nodes.
+
+      # Clients held at server.maxConnectionsPerClient, more than one refusal a second for 10 minutes: one client
+      # (or many behind one address) opens far more connections than the cap allows.
+      - alert: ClientConnectionCapReached
+        expr: sum by (instance) (rate({prefix}_connections_refused_total{reason="client"}[5m])) > 1
+        for: 10m
+        labels:
+          severity: warning
+        annotations:
+          summary: "Clients at server.maxConnectionsPerClient"
+          description: >-
+            The proxy listener on {{ $labels.instance }} refused {{ $value | humanize }} connections per second at
+            server.maxConnectionsPerClient over the last 5 minutes. Find the address in the warn log; a proxy in
+            front of the gateway belongs in server.trustedProxies.
+
+      # Admitted requests answered 503 because every upstream connection stayed busy for upstream.queueTimeout:
+      # the upstream (or the pool's size) is the bottleneck.
+      - alert: UpstreamQueueTimeouts
+        expr: sum by (instance) (rate({prefix}_upstream_queue_timeouts_total[5m])) > 0
+        for: 5m
+        labels:
+          severity: warning
+        annotations:
+          summary: "Requests time out waiting for an upstream connection"
+          description: >-
+            {{ $labels.instance }} answered {{ $value | humanize }} admitted requests per second with 503
+            upstream_queue_timeout over the last 5 minutes. Check the upstream's latency, or raise
+            upstream.connections.
+
+      # Request bodies refused at upstream.maxBodiesPerClient, more than one every 10 seconds for 10 minutes:
+      # clients upload more at once than the cap allows (or slow uploads hold their slots).
+      - alert: UpstreamBodiesRefused
+        expr: sum by (instance) (rate({prefix}_upstream_bodies_refused_total[5m])) > 0.1
+        for: 10m
+        labels:
+          severity: warning
+        annotations:
+          summary: "Request bodies refused at upstream.maxBodiesPerClient"
+          description: >-
+            {{ $labels.instance }} answered {{ $value | humanize }} requests per second with 429
+            too_many_request_bodies over the last 5 minutes.
 `;
 
 /**

@@ -1,9 +1,15 @@
-/** The text of `sluice --help`. */
+import { fileURLToPath } from 'node:url';
+import { SCHEMA_URL } from '../config/schema.js';
+
+/**
+ * The text of `sluice --help`. It names the JSON Schema by where this package has it (in an installed package
+ * node_modules/@sluice/gateway/schema/...), found from the running code, not by its place in the repository.
+ */
 export const HELP_TEXT = `sluice: a rate-limiting reverse proxy configured by one YAML file
 
 Usage:
   sluice serve --config FILE [--upstream URL] [--host HOST] [--port PORT] [--threads N]
-  sluice validate FILE
+  sluice validate FILE... [--upstream URL]
   sluice demo [--host HOST] [--port PORT]
   sluice rules --config FILE
   sluice replay --config FILE [--against OTHER.yaml] [--json] [--html FILE] LOG...
@@ -22,31 +28,34 @@ Commands:
   validate   Check a configuration file against the schema and the start checks; prints every
              violation as FILE:LINE:COLUMN PATH: MESSAGE and exits 1 when there is any. Warnings
              (valid but risky settings, each with a W_ code and a suggestion) keep exit 0.
+             --upstream URL checks the file as serve --upstream URL would run it.
   demo       The example tiers and endpoint rules in front of a built-in echo upstream, on the
              memory store, with a browser page at /demo/ (what npm start runs).
   rules      Print the Prometheus alert rules (deploy/prometheus/rules/rate-limiting.yaml) for the
              metric prefix of FILE (metrics.prefix), ready for rule_files in prometheus.yml.
   replay     Run access logs through FILE's admission (tiers, endpoint rules, classes, exemptions,
              costs, queues) on the logs' own time, from empty buckets, and report what it would
-             have done: requests, admitted, queued and limited per tier and per policy, the keys
+             have done: requests, allowed, queued and limited per tier and per policy, the keys
              limited most (first and last time, Retry-After), the busiest minute. --against
              OTHER.yaml decides every request under both files and lists the requests that flip
-             (admitted to limited and back) per policy and key. --json prints the report as JSON;
+             (allowed to limited and back) per policy and key. --json prints the report as JSON;
              --html FILE writes a self-contained page with a chart over time.
-             LOG is a file (gzip recognised by its content) or - for standard input; several
-             logs are read in order. --format auto (default, per log from its first line),
-             combined, common, envoy, json or gateway (the gateway's own request log). JSON logs:
-             --field NAME=PATH maps time, method, path, request, client, tenant, app, user,
-             tier, apikey or cost to a dotted field (repeatable). Lines that are no request are
-             counted and their first line numbers shown; lines earlier than the line before them
-             are decided at the later time. Memory stays bounded by the key cap of FILE.
+             LOG is a file (gzip recognised by its content, UTF-16 decoded) or - for standard
+             input; several logs are read in order. --format auto (default, per log from its
+             first line), combined, common, envoy, json or gateway (the gateway's own request
+             log). JSON logs: --field NAME=PATH maps time, method, path, request, client, tenant,
+             app, user, tier, apikey or cost to a dotted field (repeatable). Lines that are no
+             request are counted and their first line numbers shown; lines earlier than the line
+             before them are decided at the later time. Memory stays bounded by the key cap of
+             FILE.
   recommend  Propose tiers and endpoint rules from access logs: per endpoint pattern (FILE's
              rules, or the most requested paths with numeric and UUID segments folded to *,
              or :id as the last segment), the distribution of per-client peak rates over 1 s,
              1 min and 1 h (p50, p90, p99, max), and limits that would have limited at most
              --spare of the clients (default 0.01) and never the p99 client, printed as a
              configuration file that validate accepts, then confirmed by a replay of the logs
-             under it (printed at the end).
+             under it (printed at the end). Logs spanning less than an hour give no
+             requestsPerHour (FILE's is kept), and a warning names the span.
   hash-key   Print the SHA-256 of an API key, for the hash field of the API key file.
   override   Give a key, tenant, prefix or address range other limits (or none) at run time, for a
              while, through a running gateway's admin API (SLUICE_ADMIN_URL, SLUICE_ADMIN_TOKEN).
@@ -74,6 +83,7 @@ Options:
   -h, --help            This text.
   -v, --version         The version.
 
-Editors: the JSON Schema is packages/gateway/schema/rate-limits.schema.json; with the YAML language
-server, put "# yaml-language-server: $schema=<path or URL of the schema>" on the first line.
+Editors: the JSON Schema is ${fileURLToPath(SCHEMA_URL)}; with the YAML
+language server, put "# yaml-language-server: $schema=<path or URL of the schema>" on the first
+line.
 `;

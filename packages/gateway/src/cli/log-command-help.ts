@@ -47,7 +47,7 @@ export function replayHelp(usage: string): string {
       JSON_OPTION,
       ['--html FILE', 'also write the report as one self-contained HTML page'],
       HELP,
-      ['LOG...', 'access logs, plain or gzip, in order; - reads standard input'],
+      ['LOG...', 'access logs, plain or gzip, UTF-8 or UTF-16, in order; - reads standard input'],
     ],
     ['sluice replay --config rate-limits.yaml --against stricter.yaml --html report.html access.log'],
   );
@@ -73,7 +73,10 @@ export function recommendHelp(usage: string): string {
       JSON_OPTION,
       ['--out FILE', 'write the proposed configuration to FILE (only the YAML); the report stays on stdout'],
       HELP,
-      ['LOG...', 'access logs, plain or gzip; - reads standard input'],
+      [
+        'LOG...',
+        'access logs, plain or gzip, UTF-8 or UTF-16; - reads standard input; spanning an hour or more for a requestsPerHour',
+      ],
     ],
     [
       'sluice recommend --config rate-limits.yaml --out proposed.yaml access.log',

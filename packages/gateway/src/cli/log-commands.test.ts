@@ -45,7 +45,7 @@ describe('sluice replay', () => {
       /ip:203\.0\.113\.7\s+2\s+2026-12-03T06:00:03\.000Z\s+2026-12-03T06:00:05\.000Z\s+3 s/,
     );
     expect(r.out).toContain(
-      'Busiest minute: 2026-12-03T06:00:00.000Z, 12 requests (10 admitted, 0 queued, 2 limited)',
+      'Busiest minute: 2026-12-03T06:00:00.000Z, 12 requests (10 allowed, 0 queued, 2 limited)',
     );
   });
 
@@ -100,7 +100,7 @@ describe('sluice replay', () => {
     expect(j.totals).toMatchObject({ requests: 12, allowed: 10, limited: 2 });
     expect(j.against.flips).toMatchObject({ toLimited: 2, toAllowed: 0 });
     const text = await run(['replay', '--config', EXAMPLE, '--against', strict, log]);
-    expect(text.out).toContain(`Requests that flip: 2 admitted by ${EXAMPLE} are limited by ${strict}`);
+    expect(text.out).toContain(`Requests that flip: 2 allowed by ${EXAMPLE} are limited by ${strict}`);
   });
 
   it('names the option, the expectation and the value on bad input', async () => {

@@ -2,7 +2,12 @@ import { readFileSync } from 'node:fs';
 import type { Readable } from 'node:stream';
 import { parseArgs } from 'node:util';
 import { SluiceError } from 'sluice';
-import { formatWarnings } from '../config/config-warnings.js';
+import {
+  formatWarnings,
+  noUpstreamMessage,
+  noUpstreamWarning,
+  servesNothing,
+} from '../config/config-warnings.js';
 import { type ConfigOverrides, loadConfigFile, loadConfigOrThrow } from '../config/load-config.js';
 import { redactUrls } from '../config/redact.js';
 import { MAX_THREADS } from '../config/value-ranges.js';
@@ -186,9 +191,12 @@ function validate(file: string | undefined, overrides: ConfigOverrides, io: CliI
     const r = loadConfigFile(file, { overrides });
     if (r.ok) {
       const c = r.config;
-      const n = r.warnings.length;
+      // What serve would refuse for want of --upstream is a warning here: the flag may come at start.
+      const noUpstream = noUpstreamWarning(c, file);
+      const warnings = noUpstream === undefined ? r.warnings : [...r.warnings, noUpstream];
+      const n = warnings.length;
       // Warnings go where violations go; a file with warnings only is still valid (exit 0).
-      if (n > 0) io.err(`${formatWarnings(file, r.warnings)}\n`);
+      if (n > 0) io.err(`${formatWarnings(file, warnings)}\n`);
       io.out(
         `${file}: valid (${count(Object.keys(c.tiers).length, 'tier')}, ${count(c.endpoints.length, 'endpoint rule')}, ${count(Object.keys(c.classes).length, 'class', 'classes')})${n === 0 ? '' : `, ${count(n, 'warning')}`}\n`,
       );
@@ -220,8 +228,8 @@ async function serve(
   try {
     const config = loadConfigOrThrow(file, { overrides });
     // Decision mode: with a decision API or an Envoy service, the gateway may run without an upstream.
-    if (config.upstream.url === undefined && config.decision === undefined && config.envoy === undefined) {
-      io.err(`sluice: no upstream: set upstream.url in ${file} or pass --upstream URL\n`);
+    if (servesNothing(config)) {
+      io.err(`sluice: ${noUpstreamMessage(file)}\n`);
       signals.off();
       return 1;
     }

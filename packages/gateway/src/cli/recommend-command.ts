@@ -139,8 +139,8 @@ export async function recommendCommand(argv: readonly string[], io: LogCommandIo
 const fmt = (v: number) => (Number.isInteger(v) ? v.toLocaleString('en-US') : v.toFixed(1));
 
 /**
- * The terminal form: the logs that were not read whole, the distributions, the proposed file (or where it was
- * written), and the confirming replay.
+ * The terminal form: the logs that were not read whole, the distributions, what logs shorter than a window could
+ * not measure, the proposed file (or where it was written), and the confirming replay.
  *
  * @param r - the recommendation.
  * @param written - the `--out` file the proposed configuration was written to, if any: it is then not repeated.
@@ -169,6 +169,9 @@ export function renderRecommendation(r: Recommendation, written?: string): strin
   for (const p of r.proposals)
     if (p.kept !== undefined) out.push(`  ${printable(p.name)}: not changed, ${p.kept}`);
   out.push('');
+  // What the logs were too short to measure, next to the limits it concerns.
+  for (const w of r.warnings) out.push(`Warning: ${printable(w)}.`);
+  if (r.warnings.length > 0) out.push('');
   const heading = `# Proposed limits: at most ${(r.spare * 100).toFixed(2)}% of clients limited, never the p99 client`;
   if (written === undefined) {
     out.push(`${heading}.`);

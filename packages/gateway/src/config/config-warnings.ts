@@ -21,6 +21,17 @@ export const WarningCode = Object.freeze({
   PatternQuery: 'W_PATTERN_QUERY',
   /** An endpoint pattern equal to an earlier one of the same list, for overlapping methods. */
   PatternDuplicate: 'W_PATTERN_DUPLICATE',
+  /**
+   * No `upstream.url`, no `decision:` and no `envoy:` section: `sluice serve` refuses the file unless `--upstream`
+   * is given, and a reload to it is rejected. Reported by `sluice validate` only (see {@link noUpstreamWarning}):
+   * whether the file can be served depends on the command line.
+   */
+  NoUpstream: 'W_NO_UPSTREAM',
+  /**
+   * `server.maxConnections` is above 45% of the open file limit. Logged by the gateway at start only: the limit is
+   * the running process's, which `sluice validate` cannot know.
+   */
+  MaxConnectionsFileLimit: 'W_MAX_CONNECTIONS_FILE_LIMIT',
 });
 
 /** One of {@link WarningCode}. */
@@ -107,6 +118,66 @@ export function configWarnings(config: GatewayConfig): readonly ConfigWarning[] 
     positioned.get(config) ??
     checkConfig(config).map((f) => ({ ...f, path: formatPath(f.path), line: 0, column: 0 }))
   );
+}
+
+/**
+ * The warning of a file that serves nothing without `--upstream` (see {@link WarningCode.NoUpstream}), for
+ * `sluice validate`. It is not among `checkConfig`'s findings: a file without `upstream.url` is the usual form when
+ * the upstream is given on the command line, and the gateway started from it has one.
+ *
+ * @param config - the resolved configuration, with the command line's `--upstream` applied when given.
+ * @param file - the configuration file, named in the message.
+ * @returns the warning (line 0: the key is missing), or `undefined` when the file can be served as it is.
+ */
+export function noUpstreamWarning(config: GatewayConfig, file: string): ConfigWarning | undefined {
+  if (!servesNothing(config)) return undefined;
+  return {
+    code: WarningCode.NoUpstream,
+    path: 'upstream.url',
+    line: 0,
+    column: 0,
+    message: `${noUpstreamMessage(file)}; sluice serve refuses this file without --upstream, and a reload to it is rejected`,
+    suggestion:
+      'set upstream.url, pass --upstream URL to sluice serve (and to sluice validate), or add a decision: or envoy: section',
+  };
+}
+
+/**
+ * True when a configuration has nothing to serve: no `upstream.url` (after `--upstream`), no `decision:` and no
+ * `envoy:` section. `sluice serve` refuses such a file and a reload to one is rejected, with {@link noUpstreamMessage}.
+ *
+ * @param config - a resolved configuration.
+ */
+export function servesNothing(config: GatewayConfig): boolean {
+  return config.upstream.url === undefined && config.decision === undefined && config.envoy === undefined;
+}
+
+/**
+ * Why a configuration that {@link servesNothing} is refused: one wording for the start, the reload and
+ * `sluice validate`.
+ *
+ * @param file - the configuration file.
+ */
+export function noUpstreamMessage(file: string): string {
+  return `no upstream: set upstream.url in ${file} or pass --upstream URL`;
+}
+
+/**
+ * The warning of a `server.maxConnections` above what the open file limit leaves room for (see
+ * {@link WarningCode.MaxConnectionsFileLimit}), logged by the gateway at start.
+ *
+ * @param maxConnections - the configured cap.
+ * @param openFileLimit - the process's soft open file limit.
+ */
+export function maxConnectionsWarning(maxConnections: number, openFileLimit: number): ConfigWarning {
+  return {
+    code: WarningCode.MaxConnectionsFileLimit,
+    path: 'server.maxConnections',
+    line: 0,
+    column: 0,
+    message: `server.maxConnections (${maxConnections}) is above 45% of the open file limit (${openFileLimit}): it leaves too few file descriptors for the rest of the gateway (each proxied connection may need two)`,
+    suggestion: 'raise the open file limit (ulimit -n), or lower server.maxConnections',
+  };
 }
 
 /**

@@ -172,6 +172,11 @@ export interface GatewayConfig {
      */
     readonly queueTimeoutMs: number;
     /**
+     * Upstream connections requests with a body may hold at once until their body has arrived whole
+     * (`upstream.maxBodies`); the rest are kept for requests without a body. `0`: bodies may hold every connection.
+     */
+    readonly maxBodies: number;
+    /**
      * Request bodies one client address may stream upstream at once, waiting ones included
      * (`upstream.maxBodiesPerClient`); one more is answered 429 `too_many_request_bodies`; `0` turns the cap off.
      */

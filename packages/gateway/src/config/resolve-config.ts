@@ -7,7 +7,7 @@ import {
   parseTrustedProxies,
   problemTypeResolver,
 } from 'sluice/http';
-import { defaultBodiesPerClient } from './bodies-per-client.js';
+import { defaultBodiesPerClient, defaultMaxBodies } from './bodies-per-client.js';
 import { connectionCapIssues, DEFAULT_MAX_CONNECTIONS_PER_CLIENT } from './connection-caps.js';
 import { resolveCorsConfig } from './cors-config.js';
 import { resolveDecisionConfig } from './decision-config.js';
@@ -328,7 +328,13 @@ export function resolveConfig(
       preserveHost: upstream.preserveHost === true,
       connections: upstream.connections ?? 128,
       queueTimeoutMs: timerMs(upstream.queueTimeout, ['upstream', 'queueTimeout'], issues) ?? 5_000,
-      maxBodiesPerClient: upstream.maxBodiesPerClient ?? defaultBodiesPerClient(upstream.connections ?? 128),
+      maxBodies: upstream.maxBodies ?? defaultMaxBodies(upstream.connections ?? 128),
+      maxBodiesPerClient:
+        upstream.maxBodiesPerClient ??
+        defaultBodiesPerClient(
+          upstream.maxBodies ?? defaultMaxBodies(upstream.connections ?? 128),
+          upstream.connections ?? 128,
+        ),
     },
     store: {
       type: storeType,

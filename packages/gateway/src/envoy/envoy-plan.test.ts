@@ -114,22 +114,72 @@ describe('EnvoyPlan', () => {
     expect(name(c)?.quota).toBe(5);
   });
 
-  it('keeps a bounded table of limit overrides and refuses unknown units', () => {
+  it('keeps a bounded table of limit overrides that never refuses one, and refuses unknown units', () => {
     const plan = new EnvoyPlan(config(tree));
-    expect(plan.overridePolicy('n', 5, 'WEEK')?.window).toBe(604_800);
-    expect(plan.overridePolicy('n', 5, 'WEEK')).toBe(plan.overridePolicy('n', 5, 'WEEK'));
-    expect(() => plan.overridePolicy('n', 5, 'FORTNIGHT')).toThrow(
+    expect(plan.overridePolicy('d', undefined, 5, 'WEEK').window).toBe(604_800);
+    expect(plan.overridePolicy('d', undefined, 5, 'WEEK')).toBe(
+      plan.overridePolicy('d', undefined, 5, 'WEEK'),
+    );
+    expect(() => plan.overridePolicy('d', undefined, 5, 'FORTNIGHT')).toThrow(
       expect.objectContaining({ kind: 'invalid_argument', message: expect.stringContaining('FORTNIGHT') }),
     );
-    for (let i = 1; i < 1024; i++) plan.overridePolicy('n', i, 'SECOND');
-    expect(plan.overridePolicy('n', 5000, 'SECOND')).toBeUndefined();
+    const evicted: number[] = [];
+    const onEvicted = (_p: unknown, total: number) => evicted.push(total);
+    for (let i = 1; i <= 1100; i++) plan.overridePolicy('d', undefined, i, 'SECOND', { onEvicted });
+    expect(evicted.length).toBeGreaterThan(0);
+    expect(plan.overrideEvictions).toBe(evicted.length);
+    // A full table evicts the least recently used override: a new one is still a limit, never none.
+    expect(plan.overridePolicy('d', undefined, 5000, 'SECOND', { onEvicted })).toMatchObject({ quota: 5000 });
+    expect(plan.overridePolicy('d', undefined, 0, 'MINUTE', { onEvicted })).toMatchObject({
+      quota: 1,
+      window: 60,
+    });
+  });
+
+  it('names an override by its descriptor limit, not by the entries, so keys and values cannot grow the table', () => {
+    const plan = new EnvoyPlan(config(tree));
+    const any = plan.match('d', [{ key: 'path', value: '/z' }]);
+    expect(plan.overridePolicy('d', any, 7, 'MINUTE').name).toBe('any');
+    // No configured limit: one name per configured domain, whatever the keys; unknown domains share one.
+    const a = plan.overridePolicy('d', plan.match('d', [{ key: 'x', value: '1' }]), 7, 'MINUTE');
+    const b = plan.overridePolicy('d', plan.match('d', [{ key: 'y', value: '2' }]), 7, 'MINUTE');
+    expect(a.name).toBe('d.override');
+    expect(b).toBe(a);
+    const u1 = plan.overridePolicy('u1', undefined, 7, 'MINUTE');
+    expect(u1.name).toBe('envoy.override');
+    expect(plan.overridePolicy('u2', undefined, 7, 'MINUTE')).toBe(u1);
+  });
+
+  it('keeps the shadow flag of the descriptor an override replaces', () => {
+    const plan = new EnvoyPlan(
+      config(`        - key: trial
+          shadow_mode: true
+          rate_limit: { requests_per_unit: 5, unit: hour }
+        - key: trial
+          value: enforced
+          rate_limit: { requests_per_unit: 5, unit: hour }
+`),
+    );
+    const shadow = plan.match('d', [{ key: 'trial', value: 'acme' }]);
+    const enforced = plan.match('d', [{ key: 'trial', value: 'enforced' }]);
+    expect(shadow?.shadow).toBe(true);
+    expect(plan.overridePolicy('d', shadow, 0, 'HOUR').shadow).toBe(true);
+    expect(plan.overridePolicy('d', enforced, 0, 'HOUR').shadow).toBe(false);
+  });
+
+  it('keeps override policies across a reload, so their buckets survive it', () => {
+    const a = new EnvoyPlan(config(tree));
+    const any = (p: EnvoyPlan) => p.match('d', [{ key: 'path', value: '/z' }]);
+    const before = a.overridePolicy('d', any(a), 3, 'HOUR');
+    const b = new EnvoyPlan(config(tree), a);
+    expect(b.overridePolicy('d', any(b), 3, 'HOUR')).toBe(before);
   });
 
   it.each(['SECOND', 'MINUTE', 'HOUR', 'DAY', 'WEEK', 'MONTH', 'YEAR'])(
     'applies the largest uint32 override per %s at its rate, its burst bounded to what a bucket holds',
     (unit) => {
       const plan = new EnvoyPlan(config(tree));
-      const p = plan.overridePolicy('n', 4_294_967_295, unit);
+      const p = plan.overridePolicy('d', undefined, 4_294_967_295, unit);
       expect(p?.quota).toBe(4_294_967_295);
       expect(p?.burst).toBeGreaterThan(200_000);
       expect(p?.burst).toBeLessThanOrEqual(4_294_967_295);
@@ -144,9 +194,13 @@ describe('EnvoyPlan', () => {
 
   it('reads a zero override as the strictest limit it can hold, one per unit, and refuses what is no uint32', () => {
     const plan = new EnvoyPlan(config(tree));
-    expect(plan.overridePolicy('n', 0, 'SECOND')).toMatchObject({ quota: 1, burst: 1, window: 1 });
-    expect(plan.overridePolicy('n', 0, 'SECOND')).toBe(plan.overridePolicy('n', 1, 'SECOND'));
+    expect(plan.overridePolicy('d', undefined, 0, 'SECOND')).toMatchObject({ quota: 1, burst: 1, window: 1 });
+    expect(plan.overridePolicy('d', undefined, 0, 'SECOND')).toBe(
+      plan.overridePolicy('d', undefined, 1, 'SECOND'),
+    );
     for (const bad of [-1, 1.5, 4_294_967_296, Number.NaN])
-      expect(() => plan.overridePolicy('n', bad, 'SECOND'), String(bad)).toThrow(/requests_per_unit/);
+      expect(() => plan.overridePolicy('d', undefined, bad, 'SECOND'), String(bad)).toThrow(
+        /requests_per_unit/,
+      );
   });
 });

@@ -9,12 +9,15 @@ import {
 } from '../config/envoy-config.js';
 import type { GatewayConfig } from '../config/gateway-config.js';
 import { type OverrideSizes, overrideSizes } from './override-sizes.js';
+import { OverrideTable } from './override-table.js';
 
 /** A descriptor node with its policy built. */
 export interface CompiledNode {
   /** The policy of the node's limit; `undefined` when the node has none or is unlimited. */
   readonly policy: Policy | undefined;
   readonly limit: EnvoyRateLimit | undefined;
+  /** The node's `shadow_mode`: its limit, configured or overridden, is decided and reported but never denies. */
+  readonly shadow: boolean;
   readonly children: CompiledLevel;
 }
 
@@ -34,8 +37,22 @@ export interface DescriptorEntry {
   readonly value: string;
 }
 
-/** Distinct override limits kept; Envoy's overrides come from its route configuration, so a few are normal. */
-const MAX_OVERRIDES = 1024;
+/** What {@link EnvoyPlan.overridePolicy} reports, besides the policy. */
+export interface OverrideEvents {
+  /** The override's place in the request, for messages (`descriptors[2].limit`); default `limit`. */
+  readonly field?: string;
+  /** Called once per distinct override whose sizes are not the ones sent, when it is defined. */
+  readonly onAdjusted?: (sizes: OverrideSizes, policy: Policy) => void;
+  /** Called when this override's arrival evicted the least recently used one, with the running count. */
+  readonly onEvicted?: (evicted: Policy, evictions: number) => void;
+}
+
+/**
+ * Override policies held at once; past it the least recently used is evicted (see {@link OverrideTable}). An
+ * override's identity is its limit's name, shadow flag and sizes, so the number of distinct ones is bounded by the
+ * override counts Envoy sends, not by descriptor keys or values.
+ */
+export const MAX_OVERRIDES = 1024;
 /** Bucket keys longer than this are hashed (their `envoy:` prefix kept), like every other key of the gateway. */
 const MAX_KEY_LENGTH = 200;
 /**
@@ -55,7 +72,7 @@ export class EnvoyPlan {
   readonly source: GatewayConfig;
   readonly #domains = new Map<string, CompiledLevel>();
   readonly #policies = new Map<string, Policy>();
-  readonly #overrides = new Map<string, Policy>();
+  readonly #overrides: OverrideTable;
   readonly #prefix: string;
   readonly #pathKeys: ReadonlySet<string>;
   readonly #canonical: ReturnType<typeof compileTargetCanonicalizer>;
@@ -72,6 +89,8 @@ export class EnvoyPlan {
     this.#prefix = source.keys.prefix;
     this.#pathKeys = new Set(config.canonicalPathKeys);
     this.#canonical = compileTargetCanonicalizer(source.target, 'target');
+    // Overrides carry over a reload: their identity does not depend on the configuration's sizes.
+    this.#overrides = previous === undefined ? new OverrideTable(MAX_OVERRIDES) : previous.#overrides;
     for (const d of config.domains) this.#domains.set(d.domain, this.#level(d.descriptors, previous));
   }
 
@@ -128,32 +147,52 @@ export class EnvoyPlan {
   }
 
   /**
-   * The policy of a limit override sent by Envoy, one per name and sizes, at most {@link MAX_OVERRIDES}. An
-   * override Sluice cannot hold exactly is applied as the nearest it can, on the strict side (see
-   * {@link overrideSizes}).
+   * The policy of a limit override sent by Envoy for a descriptor. It is named after the limit it replaces (the
+   * matched node's `rate_limit` name), or `<domain>.override` when the descriptor has none (`envoy.override` for
+   * a domain the configuration does not name), never after the descriptor's entries, and it keeps the node's
+   * `shadow_mode`. Equal overrides share one policy object; their buckets are told apart by the bucket key,
+   * which holds every entry. An override Sluice cannot hold exactly is applied as the nearest it can, on the
+   * strict side (see {@link overrideSizes}). The table of overrides is bounded and evicts the least recently
+   * used one, so an override is never dropped.
    *
-   * @param field - the override's place in the request, for messages (`descriptors[2].limit`).
-   * @param onAdjusted - called once per distinct override whose sizes are not the ones sent, when it is added.
-   * @returns the policy, or `undefined` when the override table is full.
+   * @param domain - the request's domain.
+   * @param node - the node the descriptor matched ({@link EnvoyPlan.match}), if any.
+   * @returns the policy.
    * @throws RateLimitServiceError `invalid_argument` for an unknown unit or a count that is no uint32.
    */
   overridePolicy(
-    name: string,
+    domain: string,
+    node: CompiledNode | undefined,
     requestsPerUnit: number,
     unit: string,
-    field = 'limit',
-    onAdjusted?: (sizes: OverrideSizes) => void,
-  ): Policy | undefined {
-    const sizes = overrideSizes(requestsPerUnit, unit, field);
-    const id = `${name}|${sizes.quota}|${sizes.window}`;
-    let p = this.#overrides.get(id);
-    if (p === undefined) {
-      if (this.#overrides.size >= MAX_OVERRIDES) return undefined;
-      p = definePolicy({ name, quota: sizes.quota, window: sizes.window, burst: sizes.burst });
-      this.#overrides.set(id, p);
-      if (sizes.adjusted) onAdjusted?.(sizes);
-    }
-    return p;
+    events: OverrideEvents = {},
+  ): Policy {
+    const sizes = overrideSizes(requestsPerUnit, unit, events.field ?? 'limit');
+    const name = safeName(
+      node?.limit?.name ?? (this.#domains.has(domain) ? `${domain}.override` : 'envoy.override'),
+    );
+    const shadow = node?.shadow ?? false;
+    const id = `${name}\u0000${shadow}\u0000${sizes.quota}\u0000${sizes.window}\u0000${sizes.burst}`;
+    return this.#overrides.use(
+      id,
+      () => {
+        const p = definePolicy({
+          name,
+          quota: sizes.quota,
+          window: sizes.window,
+          burst: sizes.burst,
+          shadow,
+        });
+        if (sizes.adjusted) events.onAdjusted?.(sizes, p);
+        return p;
+      },
+      events.onEvicted,
+    );
+  }
+
+  /** Override policies evicted from the table since it was made (it carries over reloads). */
+  get overrideEvictions(): number {
+    return this.#overrides.evictions;
   }
 
   /**
@@ -174,6 +213,7 @@ export class EnvoyPlan {
       const compiled: CompiledNode = {
         policy: this.#policy(n, previous),
         limit: n.rateLimit,
+        shadow: n.shadowMode,
         children: this.#level(n.descriptors, previous),
       };
       // Values of path keys are compared with requests' canonical paths, which are in lower case.
@@ -215,6 +255,11 @@ export class EnvoyPlan {
 /** ASCII lower case: percent-escapes and other bytes stay as they are (hex case is then folded on both sides). */
 function asciiLower(s: string): string {
   return s.replace(/[A-Z]+/g, (m) => m.toLowerCase());
+}
+
+/** A policy name that fits a RateLimit header: printable ASCII without braces or quotes. */
+function safeName(name: string): string {
+  return name.replace(/[^\x21-\x7e]|[{}"]/g, '_');
 }
 
 function escapePart(s: string): string {

@@ -8,7 +8,7 @@ import {
 } from 'sluice/http';
 import type { AdmissionHost } from '../admission/admit-request.js';
 import type { EnvoyUnit } from '../config/envoy-config.js';
-import { type CompiledNode, type DescriptorEntry, EnvoyPlan } from './envoy-plan.js';
+import { type CompiledNode, type DescriptorEntry, EnvoyPlan, MAX_OVERRIDES } from './envoy-plan.js';
 import {
   type DescriptorStatusMessage,
   type RateLimitRequestMessage,
@@ -204,6 +204,16 @@ export class RateLimitService {
       return decision;
     } catch (e) {
       if (e instanceof RateLimitServiceError) throw e;
+      if (e instanceof SluiceError && e.code === ErrorCode.TooManyPolicies) {
+        // Not an outage that store.failureMode may answer OK for: the store refuses this request's override
+        // policy, so answering OK would turn the override into no limit. Envoy's failure_mode_deny decides.
+        host.logger.error({ err: e }, 'the rate-limit store holds no more policies');
+        throw new RateLimitServiceError(
+          'unavailable',
+          'the rate-limit store holds no more distinct policies (Envoy limit overrides included)',
+          { cause: e },
+        );
+      }
       host.metrics.recordStoreError(store.kind);
       host.logger.error({ err: e }, 'rate-limit store failed');
       const outage = e instanceof SluiceError && e.code !== ErrorCode.CrossSlot;
@@ -320,21 +330,39 @@ function resolve(
   const key = plan.bucketKey(domain, entries);
   const override = d.limit;
   if (override !== undefined && override !== null) {
-    const name = safeName(node?.limit?.name ?? `${domain}.${entries.map((e) => e.key).join('.')}`);
     // Applied whatever its count: an override that cannot be held exactly becomes the nearest limit that can,
-    // never none (an error would be Envoy's failure mode, by default "allow").
+    // never none (an error would be Envoy's failure mode, by default "allow"). A full override table evicts its
+    // least recently used override rather than refuse this one.
     const policy = plan.overridePolicy(
-      name,
+      domain,
+      node,
       override.requests_per_unit ?? 0,
       String(override.unit ?? ''),
-      `descriptors[${index}].limit`,
-      (sizes) =>
-        logger.warn(
-          { policy: name, asked: override.requests_per_unit ?? 0, unit: override.unit, ...sizes },
-          'envoy limit override adjusted to the nearest limit Sluice can hold',
-        ),
+      {
+        field: `descriptors[${index}].limit`,
+        onAdjusted: (sizes, p) =>
+          logger.warn(
+            { policy: p.name, asked: override.requests_per_unit ?? 0, unit: override.unit, ...sizes },
+            'envoy limit override adjusted to the nearest limit Sluice can hold',
+          ),
+        onEvicted: (evicted, evictions) => {
+          // The first eviction, then one line per table's worth: a flood of overrides cannot flood the log.
+          if (evictions === 1 || evictions % MAX_OVERRIDES === 0) {
+            logger.warn(
+              {
+                evictions,
+                capacity: MAX_OVERRIDES,
+                policy: evicted.name,
+                quota: evicted.quota,
+                window: evicted.window,
+              },
+              'envoy limit override table full: least recently used evicted',
+            );
+          }
+        },
+      },
     );
-    if (policy !== undefined) return { check: { policy, key }, node, cost };
+    return { check: { policy, key }, node, cost };
   }
   if (node?.policy === undefined) return { check: undefined, node, cost };
   return { check: { policy: node.policy, key }, node, cost };
@@ -391,10 +419,6 @@ function findPath(descriptors: NonNullable<RateLimitRequestMessage['descriptors'
     }
   }
   return undefined;
-}
-
-function safeName(name: string): string {
-  return name.replace(/[^\x21-\x7e]|[{}"]/g, '_');
 }
 
 const NOTHING: Decision = Object.freeze({

@@ -29,8 +29,9 @@ import { ConnectionCounts } from '../server/connection-counts.js';
 import { ProxyServer } from '../server/proxy-server.js';
 import { createStore, type OpenedStore } from '../store/create-store.js';
 import { observeStore } from '../store/observe-store.js';
-import { connectionLimits } from './connection-limits.js';
+import { type ConnectionLimits, connectionLimits } from './connection-limits.js';
 import { bucketsOf } from './key-buckets.js';
+import { listenAs } from './listen-error.js';
 import { penaltyBlocks } from './penalty-blocks.js';
 import { ReloadController, type ReloadResult } from './reload-controller.js';
 import { SideListeners } from './side-listeners.js';
@@ -120,6 +121,7 @@ export class Gateway extends EventEmitter {
   readonly #opened: OpenedStore;
   readonly #reloads: ReloadController;
   readonly #proxy: ProxyServer;
+  readonly #limits: ConnectionLimits;
   readonly #side: SideListeners;
   readonly #unobserveStore: () => void;
   readonly #limitedKeys: TopLimitedKeys;
@@ -213,13 +215,14 @@ export class Gateway extends EventEmitter {
       // Quota buckets are wall-clock time, shared by a fleet through Redis.
       clock: { now: () => now(), sleep: (ms, signal) => wallClock.sleep(ms, signal) },
     });
-    const gate = connectionLimits({
+    this.#limits = connectionLimits({
       runtime: () => this.#reloads.runtime,
       logger: this.logger,
       metrics: { registry: this.metrics.registry, prefix: config.metrics.prefix },
       ...(thread?.connections === undefined ? {} : { counts: ConnectionCounts.on(thread.connections) }),
+      file: this.#reloads.file,
     });
-    this.#proxy = new ProxyServer(this, config.server, now, { gate });
+    this.#proxy = new ProxyServer(this, config.server, now, { gate: this.#limits.gate });
     this.#side = new SideListeners(this, config, now);
   }
 
@@ -228,7 +231,8 @@ export class Gateway extends EventEmitter {
    * configuration has (admin, decision API, Envoy service), and watches the configuration file when asked.
    *
    * @throws SluiceError `ERR_INVALID_CONFIG` when a JWKS or API key file is unusable; listen errors as Node and
-   * gRPC report them (for example `EADDRINUSE`), after whatever started is closed.
+   * gRPC report them (for example `EADDRINUSE`, with its `code`), their message led by the option of the port
+   * (`server.port (the proxy listener): listen EADDRINUSE: ...`), after whatever started is closed.
    */
   static async start(options: GatewayOptions): Promise<Gateway> {
     const g = new Gateway(options);
@@ -237,7 +241,9 @@ export class Gateway extends EventEmitter {
       // Listening before the store answers would leave the first requests to the failure mode.
       if (!(await g.#opened.ready(STORE_READY_MS)))
         g.logger.warn('the store is not connected yet; listening anyway');
-      g.url = await g.#proxy.listen(c.server.host, c.server.port, options.thread !== undefined);
+      g.url = await listenAs('server.port', 'the proxy listener', () =>
+        g.#proxy.listen(c.server.host, c.server.port, options.thread !== undefined),
+      );
       if (options.thread?.sideListeners ?? true) await g.#side.start(c);
     } catch (e) {
       await g.close();
@@ -257,6 +263,8 @@ export class Gateway extends EventEmitter {
         envoy: g.envoyAddress,
         upstream: c.upstream.url,
         store: g.store.kind,
+        // The cap in force, derived from the open file limit when the file does not set it.
+        maxConnections: g.maxConnections,
       },
       'sluice gateway listening',
     );
@@ -280,6 +288,14 @@ export class Gateway extends EventEmitter {
   /** `host:port` of the Envoy rate limit service, or `undefined` when no `envoy:` section is configured. */
   get envoyAddress(): string | undefined {
     return this.#side.envoyAddress;
+  }
+
+  /**
+   * The cap on the proxy listener's connections in force: `server.maxConnections`, or the default derived at start
+   * from the open file limit when the file does not set it (`0`: no cap). `GET /config` of the admin API shows it.
+   */
+  get maxConnections(): number {
+    return this.#limits.maxConnections();
   }
 
   /** The configuration in effect. */

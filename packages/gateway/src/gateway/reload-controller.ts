@@ -1,5 +1,7 @@
 import type { RateLimitStore } from 'sluice';
 import { Runtime } from '../admission/runtime.js';
+import { noUpstreamMessage, servesNothing } from '../config/config-warnings.js';
+import type { GatewayConfig } from '../config/gateway-config.js';
 import { type ConfigOverrides, loadConfigText, readConfigSource } from '../config/load-config.js';
 import type { Violation } from '../config/violation.js';
 import type { Logger } from '../log/create-logger.js';
@@ -99,11 +101,12 @@ export class ReloadController {
       logger.error({ file, violation: v }, 'configuration reload failed; keeping the current configuration');
       return { ok: false, violations: [v], restartRequired: [] };
     }
-    if (!loaded.ok) {
-      logRejectedReload(logger, file, loaded.violations);
-      return { ok: false, violations: loaded.violations, restartRequired: [] };
-    }
     const old = this.#runtime;
+    const violations = loaded.ok ? lostUpstream(old.config, loaded.config, file) : loaded.violations;
+    if (!loaded.ok || violations.length > 0) {
+      logRejectedReload(logger, file, violations);
+      return { ok: false, violations, restartRequired: [] };
+    }
     let next: Runtime;
     try {
       next = new Runtime(loaded.config, this.#options.store, old);
@@ -127,6 +130,20 @@ export class ReloadController {
     );
     return { ok: true, violations: [], restartRequired: restart };
   }
+}
+
+/**
+ * The violation of a reload that would leave the gateway with nothing to serve (no upstream, no decision API, no
+ * Envoy service), which `sluice serve` refuses at start with the same message; empty otherwise. A gateway started
+ * without any (only through the API: the command refuses it) may reload such a file: nothing is taken away.
+ *
+ * @param running - the configuration in effect.
+ * @param next - the configuration read.
+ * @param file - the configuration file, named in the message.
+ */
+export function lostUpstream(running: GatewayConfig, next: GatewayConfig, file: string): Violation[] {
+  if (!servesNothing(next) || servesNothing(running)) return [];
+  return [{ path: 'upstream.url', line: 0, column: 0, message: noUpstreamMessage(file) }];
 }
 
 function violation(message: string): Violation {

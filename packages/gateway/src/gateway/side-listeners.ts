@@ -5,6 +5,7 @@ import type { DecisionHost } from '../decision/decide-request.js';
 import { DecisionServer } from '../decision/decision-server.js';
 import { EnvoyRateLimitServer } from '../envoy/grpc-server.js';
 import { AdminServer, type AdminTarget } from '../server/admin-server.js';
+import { listenAs } from './listen-error.js';
 
 /** What the listeners beside the proxy read of the gateway. */
 export type SideListenerHost = DecisionHost &
@@ -65,27 +66,28 @@ export class SideListeners {
   /**
    * Starts every configured listener, one after the other.
    *
-   * @throws the listen error as Node or gRPC reports it; the caller closes whatever started.
+   * @throws the listen error as Node or gRPC reports it, after the option of its port (`admin.port (the admin
+   *   listener): listen EADDRINUSE: ...`); the caller closes whatever started.
    */
   async start(config: GatewayConfig): Promise<void> {
-    if (this.#admin !== undefined && config.admin !== undefined) {
-      const port = await this.#admin.listen(config.admin.host, config.admin.port);
-      this.adminUrl = `http://${hostForUrl(config.admin.host)}:${port}`;
+    const admin = this.#admin;
+    if (admin !== undefined && config.admin !== undefined) {
+      const { host, port } = config.admin;
+      const bound = await listenAs('admin.port', 'the admin listener', () => admin.listen(host, port));
+      this.adminUrl = `http://${hostForUrl(host)}:${bound}`;
     }
-    if (config.decision !== undefined) {
-      this.#decision = await DecisionServer.start({
-        host: this.#host,
-        config: config.decision,
-        now: this.#now,
-      });
+    const decision = config.decision;
+    if (decision !== undefined) {
+      this.#decision = await listenAs('decision.port', 'the decision API', () =>
+        DecisionServer.start({ host: this.#host, config: decision, now: this.#now }),
+      );
       this.decisionUrl = this.#decision.url;
     }
-    if (config.envoy !== undefined) {
-      this.#envoy = await EnvoyRateLimitServer.start({
-        host: this.#host,
-        config: config.envoy,
-        now: this.#now,
-      });
+    const envoy = config.envoy;
+    if (envoy !== undefined) {
+      this.#envoy = await listenAs('envoy.port', 'the Envoy rate limit service', () =>
+        EnvoyRateLimitServer.start({ host: this.#host, config: envoy, now: this.#now }),
+      );
       this.envoyAddress = this.#envoy.address;
     }
   }

@@ -3,6 +3,7 @@ import { Worker } from 'node:worker_threads';
 import { ErrorCode, SluiceError } from 'sluice';
 import { MemoryQuotaStore, type QuotaStore } from 'sluice/quota';
 import { SharedOverrides, SharedStore } from 'sluice/shared';
+import type { GatewayConfig } from '../config/gateway-config.js';
 import { type ConfigOverrides, loadConfigText, readConfigSource } from '../config/load-config.js';
 import { formatViolations } from '../config/violation.js';
 import type { ThreadFeed } from '../dashboard/index.js';
@@ -14,6 +15,7 @@ import { ConnectionCounts } from '../server/connection-counts.js';
 import type { OpenedStore } from '../store/create-store.js';
 import { sourceVersion } from './config-source.js';
 import { watchConfigFile } from './config-watch.js';
+import { lostUpstream } from './reload-controller.js';
 
 /** What a gateway running as one of several threads of `sluice serve --threads` is given. */
 export interface GatewayThread {
@@ -172,16 +174,23 @@ export class ThreadedGateway {
   readonly #file: string;
   readonly #configOverrides: ConfigOverrides;
   readonly #logger: Logger;
+  /**
+   * The configuration the threads run, as of the last reload handed to them: a reload that would take its upstream
+   * away is refused here, once, as each thread would.
+   */
+  #running: GatewayConfig;
   /** Stops the main thread's watch of the file (the threads do not watch it themselves). */
   #unwatch: (() => void) | undefined;
 
   private constructor(
     store: SharedStore | undefined,
-    prefix: string,
+    config: GatewayConfig,
     options: ThreadedGatewayOptions,
     logger: Logger,
   ) {
     const threads = options.threads;
+    const prefix = config.metrics.prefix;
+    this.#running = config;
     this.#file = options.file;
     this.#configOverrides = options.overrides;
     this.#logger = logger;
@@ -225,7 +234,7 @@ export class ThreadedGateway {
       c.store.type === 'memory'
         ? new SharedStore({ maxTrackedKeys: c.maxTrackedKeys, sweepIntervalMs: 0 })
         : undefined;
-    const g = new ThreadedGateway(store, c.metrics.prefix, options, logger);
+    const g = new ThreadedGateway(store, c, options, logger);
     try {
       const url = await g.#spawn(0, source, options.overrides);
       const port = Number(new URL(url).port);
@@ -236,13 +245,14 @@ export class ThreadedGateway {
       // No thread's `/ready` says 200 before the last one listens: a load balancer would send traffic to a
       // process that serves from half its threads, and shut the rest out of the port's share.
       await g.#everyThreadListens();
+      // One watch for the process: a thread each would read the file each, maybe between two writes of a save.
+      // It starts before the line below, so that a save made by whoever waited for that line is seen.
+      if (c.reload.watch) g.#unwatch = watchConfigFile(options.file, () => g.reload(), logger);
       // One line once the whole process serves, for operators and scripts that wait for it.
       logger.info(
         { url, threads: options.threads, store: store === undefined ? 'redis' : 'shared' },
         'sluice gateway listening on every thread',
       );
-      // One watch for the process: a thread each would read the file each, maybe between two writes of a save.
-      if (c.reload.watch) g.#unwatch = watchConfigFile(options.file, () => g.reload(), logger);
       return { gateway: g, url };
     } catch (e) {
       await g.close();
@@ -282,10 +292,12 @@ export class ThreadedGateway {
       logger.error({ file, err: e }, 'configuration reload failed; keeping the current configuration');
       return false;
     }
-    if (!loaded.ok) {
-      logRejectedReload(logger, file, loaded.violations);
+    const violations = loaded.ok ? lostUpstream(this.#running, loaded.config, file) : loaded.violations;
+    if (!loaded.ok || violations.length > 0) {
+      logRejectedReload(logger, file, violations);
       return false;
     }
+    this.#running = loaded.config;
     logger.info(
       { file, version: sourceVersion(source), threads: this.#threads },
       'configuration read for every thread',

@@ -159,6 +159,92 @@ describe('ConnectionGate', () => {
   });
 });
 
+describe('ConnectionGate with a share for bodies', () => {
+  it('keeps the places beyond the bodies share for requests without a body', () => {
+    const f = fakes();
+    const gate = f.gate(4);
+    // Two of four places for bodies: the third body waits, a request without a body still enters.
+    expect(gate.tryEnter(2)).toBe(true);
+    expect(gate.tryEnter(2)).toBe(true);
+    expect(gate.tryEnter(2)).toBe(false);
+    expect(gate.tryEnter()).toBe(true);
+    expect(gate.bodies).toBe(2);
+    expect(gate.busy).toBe(3);
+  });
+
+  it('lets a request without a body pass bodies waiting for the share, never a waiter it could serve', () => {
+    const f = fakes();
+    const gate = f.gate(3);
+    gate.tryEnter(1);
+    const got: string[] = [];
+    gate.wait(
+      100,
+      () => got.push('body'),
+      () => got.push('body expired'),
+      1,
+    );
+    // The waiting body cannot have the free places: a request without a body takes one at once.
+    expect(gate.tryEnter()).toBe(true);
+    expect(gate.waiting).toBe(1);
+    // Once the first body has arrived whole its share place is free, and the waiter comes first.
+    gate.bodyArrived();
+    expect(gate.tryEnter(1)).toBe(false);
+    expect(gate.tryEnter()).toBe(false);
+    f.runDeferred();
+    expect(got).toEqual(['body']);
+    expect(gate.bodies).toBe(1);
+    expect(f.timers.size).toBe(0);
+  });
+
+  it('serves waiters in arrival order, skipping bodies while the share is full', () => {
+    const f = fakes();
+    const gate = f.gate(2);
+    gate.tryEnter(1);
+    gate.tryEnter();
+    const got: string[] = [];
+    gate.wait(
+      0,
+      () => got.push('body'),
+      () => undefined,
+      1,
+    );
+    gate.wait(
+      0,
+      () => got.push('plain'),
+      () => undefined,
+    );
+    // The request without a body leaves: its place goes to the later plain waiter, the body still has no share.
+    gate.leave();
+    f.runDeferred();
+    expect(got).toEqual(['plain']);
+    // The body leaves with its exchange: its place and share go to the waiting body.
+    gate.leave(true);
+    f.runDeferred();
+    expect(got).toEqual(['plain', 'body']);
+    expect(gate.bodies).toBe(1);
+    expect(gate.waiting).toBe(0);
+  });
+
+  it('lets bodies take every place with a share of 0, and expires a body waiting for the share', () => {
+    const f = fakes();
+    const open = f.gate(2);
+    expect(open.tryEnter(0)).toBe(true);
+    expect(open.tryEnter(0)).toBe(true);
+    const gate = f.gate(2);
+    gate.tryEnter(1);
+    const got: string[] = [];
+    gate.wait(
+      100,
+      () => got.push('granted'),
+      () => got.push('expired'),
+      1,
+    );
+    f.advance(100);
+    expect(got).toEqual(['expired']);
+    expect(gate.waiting).toBe(0);
+  });
+});
+
 describe('ClientBodies', () => {
   it('counts bodies per client up to the cap and forgets a client with none left', () => {
     const b = new ClientBodies();

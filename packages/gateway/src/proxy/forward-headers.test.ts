@@ -41,8 +41,9 @@ describe('clientResponseHeaderList', () => {
 });
 
 describe('upstreamRequestHeaders', () => {
-  const facts = (trustedPeer: boolean): ForwardFacts => ({
+  const facts = (trustedPeer: boolean, client?: string): ForwardFacts => ({
     peer: '198.51.100.7',
+    client,
     proto: 'http',
     host: 'api.example',
     requestId: 'r1',
@@ -66,10 +67,66 @@ describe('upstreamRequestHeaders', () => {
     expect(out.accept).toBe('text/plain');
   });
 
-  it('keeps what a trusted proxy in front set', () => {
-    const out = upstreamRequestHeaders(spoofed, facts(true));
-    expect(out['x-real-ip']).toBe('1.2.3.4');
+  it('keeps the URL rewrite fields a trusted proxy in front set', () => {
+    const out = upstreamRequestHeaders(spoofed, facts(true, '203.0.113.5'));
     expect(out['x-original-url']).toBe('/system/airgap/seal');
+    expect(out['x-rewrite-url']).toBe('/admin');
+  });
+
+  // A load balancer that writes only X-Forwarded-For (AWS ALB, most CDNs) passes its client's X-Real-IP on.
+  it('sets X-Real-IP to the client it resolved behind a trusted proxy, not the one the request names', () => {
+    expect(upstreamRequestHeaders(spoofed, facts(true, '203.0.113.5'))['x-real-ip']).toBe('203.0.113.5');
+    // No address resolved (a peer without one): the peer, as keyed.
+    expect(upstreamRequestHeaders(spoofed, facts(true))['x-real-ip']).toBe('198.51.100.7');
+    expect(upstreamRequestHeaders({}, facts(true, '203.0.113.5'))['x-real-ip']).toBe('203.0.113.5');
+  });
+
+  // Spring, ASP.NET and Werkzeug build links from the port and prefix fields, Rack takes X-Forwarded-Ssl before
+  // X-Forwarded-Proto, and client address libraries read the CDN fields before X-Forwarded-For.
+  const proxyOnly = {
+    'x-forwarded-port': '8443',
+    'x-forwarded-prefix': '/evil',
+    'x-forwarded-server': 'evil.example',
+    'x-forwarded-ssl': 'on',
+    'x-forwarded-scheme': 'https',
+    'client-ip': '6.6.6.1',
+    'x-client-ip': '6.6.6.2',
+    'true-client-ip': '6.6.6.3',
+    'cf-connecting-ip': '6.6.6.4',
+    'fastly-client-ip': '6.6.6.5',
+    'x-cluster-client-ip': '6.6.6.6',
+  };
+
+  it('drops the port, prefix, server, scheme and CDN client fields a client sent', () => {
+    const out = upstreamRequestHeaders({ ...proxyOnly, accept: 'text/plain' }, facts(false));
+    for (const name of Object.keys(proxyOnly)) expect(out[name], name).toBeUndefined();
+    expect(out['x-real-ip']).toBe('198.51.100.7');
+    expect(out.accept).toBe('text/plain');
+  });
+
+  it('keeps the port, prefix, server, scheme and CDN client fields a trusted proxy sent', () => {
+    const out = upstreamRequestHeaders(proxyOnly, facts(true, '6.6.6.4'));
+    for (const [name, value] of Object.entries(proxyOnly)) expect(out[name], name).toBe(value);
+  });
+
+  // lighttpd and older Apache CGI read every character but letters and digits as `_`: `X.Real.IP` is X_REAL_IP.
+  it.each([
+    ['an untrusted client', false],
+    ['a trusted proxy', true],
+  ])('drops the dotted and other spellings of every field from %s', (_who, trusted) => {
+    const odd = {
+      'x.real.ip': '6.6.6.1',
+      'X.Forwarded.Prefix': '/evil',
+      'x-forwarded.port': '8443',
+      true_client_ip: '6.6.6.3',
+      'CF-Connecting-IP': '6.6.6.4',
+      'x~client~ip': '6.6.6.2',
+      "x'original'url": '/admin',
+      accept: 'text/plain',
+    };
+    const out = upstreamRequestHeaders(odd, facts(trusted, trusted ? '203.0.113.5' : undefined));
+    expect(Object.keys(out).filter((n) => n in odd)).toEqual(['accept']);
+    expect(out['x-real-ip']).toBe(trusted ? '203.0.113.5' : '198.51.100.7');
   });
 
   // CGI-style servers (PHP, WSGI, Rack) read `X_Real_IP` and `X-Real-IP` alike, as HTTP_X_REAL_IP.
@@ -106,21 +163,20 @@ describe('upstreamRequestHeaders', () => {
     const out = upstreamRequestHeaders(lookAlikes, facts(trusted));
     const kept = Object.keys(out).filter((n) => forwarding.includes(n.toLowerCase().replaceAll('_', '-')));
     // Only the fields the gateway wrote itself, in their one spelling.
-    const written = ['forwarded', 'x-forwarded-for', 'x-forwarded-host', 'x-forwarded-proto'];
-    // X-Real-IP is the gateway's only for an untrusted peer; a trusted proxy sets its own (here it set none).
-    expect(kept.sort()).toEqual(trusted ? written : [...written, 'x-real-ip']);
+    const written = ['forwarded', 'x-forwarded-for', 'x-forwarded-host', 'x-forwarded-proto', 'x-real-ip'];
+    expect(kept.sort()).toEqual(written);
     expect(out['x-forwarded-for']).toBe('198.51.100.7');
     expect(out.forwarded).toBe('for=198.51.100.7;proto=http;host=api.example');
     expect(out['x-forwarded-host']).toBe('api.example');
     expect(out['x-forwarded-proto']).toBe('http');
-    expect(out['x-real-ip']).toBe(trusted ? undefined : '198.51.100.7');
+    expect(out['x-real-ip']).toBe('198.51.100.7');
     expect(out.x_custom_field).toBe('kept');
     expect(out.accept).toBe('text/plain');
   });
 
   it("keeps a trusted proxy's own fields while dropping the other spellings sent beside them", () => {
-    const out = upstreamRequestHeaders({ ...spoofed, ...lookAlikes }, facts(true));
-    expect(out['x-real-ip']).toBe('1.2.3.4');
+    const out = upstreamRequestHeaders({ ...spoofed, ...lookAlikes }, facts(true, '203.0.113.5'));
+    expect(out['x-real-ip']).toBe('203.0.113.5');
     expect(out['x-original-url']).toBe('/system/airgap/seal');
     expect(out['x-rewrite-url']).toBe('/admin');
     expect(out.x_real_ip).toBeUndefined();
@@ -128,7 +184,16 @@ describe('upstreamRequestHeaders', () => {
   });
 
   it('passes names that only look close (another length, another field) untouched', () => {
-    const near = { 'x-real-ipv6': 'a', x_forwarded_port: '443', 'x-forwarded-by': 'b', forwarded_x: 'c' };
+    // Digits are not separators: `x1real1ip` is no spelling of X-Real-IP.
+    const near = {
+      'x-real-ipv6': 'a',
+      x_forwarded_ports: '443',
+      'x-forwarded-by': 'b',
+      forwarded_x: 'c',
+      x1real1ip: 'd',
+      'client-ips': 'e',
+      'x-forwarded-prefixes': 'f',
+    };
     const out = upstreamRequestHeaders(near, facts(false));
     for (const [k, v] of Object.entries(near)) expect(out[k], k).toBe(v);
   });

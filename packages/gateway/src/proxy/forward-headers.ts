@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
-import { isForwardingLookAlike } from './forwarding-fields.js';
+import { forwardingField } from './forwarding-fields.js';
 
 /** Hop-by-hop fields (RFC 9110 7.6.1): they describe one connection and are never forwarded. */
 const HOP_BY_HOP = new Set([
@@ -18,6 +18,11 @@ const HOP_BY_HOP = new Set([
 export interface ForwardFacts {
   /** The direct peer's address. */
   readonly peer: string;
+  /**
+   * The client address the gateway resolved and keyed: behind a trusted proxy, the one its forwarding header
+   * (`server.proxyHeader`) reports. `X-Real-IP` is set to it; default (or `undefined`) the peer.
+   */
+  readonly client?: string | undefined;
   /** `http` or `https`, as the client reached the gateway. */
   readonly proto: string;
   /** The Host the client asked for. */
@@ -31,17 +36,22 @@ export interface ForwardFacts {
   readonly preserveHost: boolean;
   /** Keep `upgrade` and `connection: upgrade` (a WebSocket handshake the proxy passes through). */
   readonly upgrade?: boolean;
-  /** The peer is a trusted proxy: keep the `X-Forwarded-Proto` and `-Host` it set (else they are replaced). */
+  /**
+   * The peer is a trusted proxy: keep the forwarding fields it set (`X-Forwarded-Proto`, `-Host`, `-Port`,
+   * `-Prefix`, the URL rewrite and CDN client fields); from anyone else they are replaced or removed.
+   */
   readonly trustedPeer?: boolean;
 }
 
 /**
  * The request headers sent upstream: hop-by-hop fields and the fields the `Connection` header names removed,
- * `X-Forwarded-For` and `Forwarded` (RFC 7239) appended with the peer, `X-Forwarded-Proto` and
- * `X-Forwarded-Host` set (kept only when a trusted proxy sent them), `X-Real-IP` set to the peer and
- * `X-Original-URL` and `X-Rewrite-URL` removed (unless a trusted proxy sent the request), and the request id.
- * Any other spelling of these fields (`X_Real_IP`, `x-forwarded_for`) is removed whoever sent it: the gateway
- * reads and writes only the dash spelling, and CGI-style upstreams read both as one variable.
+ * `X-Forwarded-For` and `Forwarded` (RFC 7239) appended with the peer, `X-Real-IP` set to the client the gateway
+ * resolved (from every peer), `X-Forwarded-Proto` and `X-Forwarded-Host` set (kept only when a trusted proxy sent
+ * them), the other fields an upstream reads as the client's port, path prefix, scheme or address, or routes by
+ * (`X-Forwarded-Port`, `X-Original-URL`, `CF-Connecting-IP`: see `FORWARDING_FIELDS`) removed unless a trusted
+ * proxy sent them, and the request id. Any other spelling of these fields (`X_Real_IP`, `x.forwarded.prefix`) is
+ * removed whoever sent it: the gateway reads and writes only the dash spelling, and CGI-style upstreams read both
+ * as one variable.
  *
  * @param incoming - the client's request headers.
  * @param facts - the connection facts.
@@ -57,9 +67,17 @@ export function upstreamRequestHeaders(
     if (HOP_BY_HOP.has(name) || named.has(name)) continue;
     if (name === 'host' && !facts.preserveHost) continue;
     if (facts.strip(name)) continue;
-    // From every peer, a trusted proxy's too: the gateway never believed such a spelling, and one a trusted proxy
-    // passed on came from its client. A proxy that means to set a field sets the dash spelling.
-    if (isForwardingLookAlike(name)) continue;
+    const field = forwardingField(name);
+    if (field !== undefined) {
+      // The gateway writes these below, from what it read itself.
+      if (field === 'written') continue;
+      // From every peer, a trusted proxy's too: the gateway never believed such a spelling, and one a trusted
+      // proxy passed on came from its client. A proxy that means to set a field sets the dash spelling.
+      if (field === 'other-spelling') continue;
+      // A client's own would let it pose as HTTPS, another host, port or path prefix, or another address, or
+      // reach a path other than the one its request was counted under. Only a trusted proxy's stand.
+      if (facts.trustedPeer !== true) continue;
+    }
     out[name] = incoming[name];
   }
   const xff = incoming['x-forwarded-for'];
@@ -69,21 +87,13 @@ export function upstreamRequestHeaders(
   const element = `for=${forwardedNode(facts.peer)};proto=${facts.proto}${facts.host === undefined ? '' : `;host=${quoteIfNeeded(facts.host)}`}`;
   const fwd = incoming.forwarded;
   out.forwarded = fwd === undefined || fwd.trim() === '' ? element : `${fwd}, ${element}`;
-  // A client's own X-Forwarded-Proto/Host would let it pose as HTTPS or another host; only a trusted proxy's stand.
-  if (facts.trustedPeer !== true || out['x-forwarded-proto'] === undefined)
-    out['x-forwarded-proto'] = facts.proto;
-  if (facts.trustedPeer !== true || out['x-forwarded-host'] === undefined) {
-    if (facts.host === undefined) delete out['x-forwarded-host'];
-    else out['x-forwarded-host'] = facts.host;
-  }
-  if (facts.trustedPeer !== true) {
-    // Upstreams behind NGINX take the client from X-Real-IP: a client's own would name any address it likes.
-    out['x-real-ip'] = facts.peer;
-    // IIS and older Symfony route by these instead of the request line, so a client could reach a path other
-    // than the one its request was counted under. Only a trusted proxy in front may set them.
-    delete out['x-original-url'];
-    delete out['x-rewrite-url'];
-  }
+  // Kept above only when a trusted proxy sent them.
+  if (out['x-forwarded-proto'] === undefined) out['x-forwarded-proto'] = facts.proto;
+  if (out['x-forwarded-host'] === undefined && facts.host !== undefined) out['x-forwarded-host'] = facts.host;
+  // Upstreams behind NGINX take the client from X-Real-IP. The gateway never reads it (`server.proxyHeader` is
+  // X-Forwarded-For or Forwarded), and a load balancer that writes only X-Forwarded-For (AWS ALB, most CDNs)
+  // passes its client's own through: so it is the address the request was keyed by, whoever the peer is.
+  out['x-real-ip'] = facts.client ?? facts.peer;
   out[facts.requestIdHeader] = facts.requestId;
   if (facts.upgrade === true) {
     out.connection = 'upgrade';

@@ -1,56 +1,106 @@
 /**
- * The forwarding fields the gateway writes or removes on the way upstream: `X-Forwarded-For` and `Forwarded`
- * (appended), `X-Forwarded-Proto`, `X-Forwarded-Host` and `X-Real-IP` (set), `X-Original-URL` and
- * `X-Rewrite-URL` (removed unless a trusted proxy sent them). Lower case, as Node.js names request headers.
+ * What the gateway does with a forwarding field a request carries:
+ * - `written`: the gateway writes its own value, whoever sent one (`X-Forwarded-For` and `Forwarded` appended
+ *   with the peer, `X-Real-IP` set to the client it resolved);
+ * - `from-proxies`: passed on only from a trusted proxy, else removed (and `X-Forwarded-Proto` and
+ *   `X-Forwarded-Host` then set by the gateway);
+ * - `other-spelling`: another spelling of a field of either kind (`X_Real_IP`, `X.Forwarded.Prefix`), removed
+ *   from every peer.
  */
-export const FORWARDING_FIELDS: readonly string[] = Object.freeze([
-  'forwarded',
-  'x-real-ip',
-  'x-rewrite-url',
-  'x-original-url',
-  'x-forwarded-for',
-  'x-forwarded-host',
-  'x-forwarded-proto',
-]);
+export type ForwardingFieldKind = 'written' | 'from-proxies' | 'other-spelling';
+
+/**
+ * The forwarding fields, lower case as Node.js names request headers, with what the gateway does with each.
+ * `from-proxies` holds what upstreams read as the client's scheme, host, port, path prefix or address, or route
+ * by: Spring, ASP.NET and Werkzeug build redirects and links from `X-Forwarded-Port` and `-Prefix`, Rack takes
+ * `X-Forwarded-Ssl: on` before `X-Forwarded-Proto`, IIS and older Symfony route by `X-Original-URL` and
+ * `X-Rewrite-URL`, Rails reads `Client-IP`, and client address libraries read the fields CDNs write
+ * (`CF-Connecting-IP`, `True-Client-IP`, `Fastly-Client-IP`) before `X-Forwarded-For`.
+ */
+export const FORWARDING_FIELDS: ReadonlyMap<string, Exclude<ForwardingFieldKind, 'other-spelling'>> = new Map(
+  [
+    ['forwarded', 'written'],
+    ['x-real-ip', 'written'],
+    ['x-forwarded-for', 'written'],
+    ['x-forwarded-host', 'from-proxies'],
+    ['x-forwarded-proto', 'from-proxies'],
+    ['x-forwarded-port', 'from-proxies'],
+    ['x-forwarded-prefix', 'from-proxies'],
+    ['x-forwarded-server', 'from-proxies'],
+    ['x-forwarded-ssl', 'from-proxies'],
+    ['x-forwarded-scheme', 'from-proxies'],
+    ['x-original-url', 'from-proxies'],
+    ['x-rewrite-url', 'from-proxies'],
+    ['client-ip', 'from-proxies'],
+    ['x-client-ip', 'from-proxies'],
+    ['true-client-ip', 'from-proxies'],
+    ['cf-connecting-ip', 'from-proxies'],
+    ['fastly-client-ip', 'from-proxies'],
+    ['x-cluster-client-ip', 'from-proxies'],
+  ] as const,
+);
+
+interface Field {
+  readonly name: string;
+  readonly kind: Exclude<ForwardingFieldKind, 'other-spelling'>;
+}
 
 // The fields by name length: a header whose length no field has (most of them) costs one array read.
-const BY_LENGTH: (readonly string[] | undefined)[] = [];
-for (const field of FORWARDING_FIELDS) BY_LENGTH[field.length] = [...(BY_LENGTH[field.length] ?? []), field];
+const BY_LENGTH: (readonly Field[] | undefined)[] = [];
+for (const [name, kind] of FORWARDING_FIELDS)
+  BY_LENGTH[name.length] = [...(BY_LENGTH[name.length] ?? []), { name, kind }];
 
 const UPPER_A = 65;
 const UPPER_Z = 90;
-const UNDERSCORE = 95;
+const LOWER_A = 97;
+const LOWER_Z = 122;
+const DIGIT_0 = 48;
+const DIGIT_9 = 57;
 const DASH = 45;
 
+const NO_MATCH = 0;
+const SAME = 1;
+const OTHER = 2;
+
 /**
- * Whether a request header name is another spelling of a forwarding field: the same name once ASCII upper case
- * is read as lower case and `_` as `-` (`X_Real_IP`, `x-forwarded_for`), but not the field's own lower-case,
- * dash spelling. CGI-style servers (PHP, WSGI, Rack) read every such spelling as the field itself
- * (`HTTP_X_REAL_IP`), so a client could set through one what the gateway replaced or removed under the other.
+ * Whether a request header is a forwarding field, and which kind: its own lower-case dash spelling gives the
+ * field's kind; another spelling of it, the same name once ASCII upper case is read as lower case and every
+ * character but a letter or a digit as `-` (`X_Real_IP`, `x.real.ip`, `X-Forwarded_Prefix`), gives
+ * `other-spelling`. CGI-style servers read such a spelling as the field itself (PHP, WSGI and Rack map `-` and
+ * `_` to `_`, lighttpd and older Apache map every other character to `_` too), so a client could set through one
+ * spelling what the gateway replaced or removed under the other. A proxy that means to set a field writes its
+ * dash spelling.
  *
  * Compared character by character against the fields of the same length: nothing is allocated, and a name of
  * another length is rejected at once (this runs for every request header).
  *
  * @param name - a request header name.
- * @returns true for another spelling of a field of {@link FORWARDING_FIELDS}.
+ * @returns the kind, or `undefined` for a header that is no forwarding field.
  */
-export function isForwardingLookAlike(name: string): boolean {
+export function forwardingField(name: string): ForwardingFieldKind | undefined {
   const candidates = BY_LENGTH[name.length];
-  if (candidates === undefined) return false;
+  if (candidates === undefined) return undefined;
   for (let i = 0; i < candidates.length; i++) {
     const field = candidates[i];
-    if (field !== name && sameField(name, field)) return true;
+    const match = compare(name, field.name);
+    if (match === SAME) return field.kind;
+    if (match === OTHER) return 'other-spelling';
   }
-  return false;
+  return undefined;
 }
 
-/** `name` read as `field` (same length): ASCII case folded, `_` read as `-`. */
-function sameField(name: string, field: string): boolean {
+/** `name` against `field` (same length): the same characters, another spelling of them, or neither. */
+function compare(name: string, field: string): number {
+  let same = true;
   for (let i = 0; i < field.length; i++) {
-    let c = name.charCodeAt(i);
+    const given = name.charCodeAt(i);
+    const want = field.charCodeAt(i);
+    if (given === want) continue;
+    same = false;
+    let c = given;
     if (c >= UPPER_A && c <= UPPER_Z) c += 32;
-    else if (c === UNDERSCORE) c = DASH;
-    if (c !== field.charCodeAt(i)) return false;
+    else if (!((c >= LOWER_A && c <= LOWER_Z) || (c >= DIGIT_0 && c <= DIGIT_9))) c = DASH;
+    if (c !== want) return NO_MATCH;
   }
-  return true;
+  return same ? SAME : OTHER;
 }

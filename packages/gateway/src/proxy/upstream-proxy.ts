@@ -17,6 +17,7 @@ import {
 import { BodyLimit, BodyTooLargeError } from './body-limit.js';
 import { ClientBodies, ClientBodiesError } from './client-bodies.js';
 import { ConnectionGate, type GateTimers, QueueTimeoutError } from './connection-gate.js';
+import { expectsContinue } from './expects-continue.js';
 import { clientResponseHeaderList } from './forward-headers.js';
 import { pipePaced } from './paced-pipe.js';
 import { hasRequestBody } from './request-body.js';
@@ -36,13 +37,15 @@ export interface UpstreamProxyOptions {
 }
 
 /**
- * How a request waits for an upstream connection: the `upstream:` section's `queueTimeout` and
+ * How a request waits for an upstream connection: the `upstream:` section's `queueTimeout`, `maxBodies` and
  * `maxBodiesPerClient` (the resolved `GatewayConfig['upstream']` is one, passed as it is, so a reload applies to
  * the next request).
  */
 export interface UpstreamWait {
   /** The longest wait for a free connection, in milliseconds; `0` waits without bound. */
   readonly queueTimeoutMs: number;
+  /** Connections requests with a body may hold until their body has arrived whole; `0`: every connection. */
+  readonly maxBodies: number;
   /** Bodies one client may stream at once, waiting ones included; `0` turns the cap off. */
   readonly maxBodiesPerClient: number;
 }
@@ -159,12 +162,14 @@ export class UpstreamProxy {
       req.once('end', give);
       res.once('close', give);
     }
-    if (this.#gate.tryEnter()) {
+    const bodyCap = hasBody ? wait.maxBodies : undefined;
+    if (this.#gate.tryEnter(bodyCap)) {
       this.#send(req, res, path, headers, extraHeaders, body, hasBody, done);
       return;
     }
-    // Every connection is taken: wait here, not in undici's queue (see ConnectionGate). The body is not read while
-    // the request waits, so its deadline (D-G47) starts with the connection.
+    // Every connection is taken, or every one bodies may hold: wait here, not in undici's queue (see
+    // ConnectionGate). The body is not read while the request waits, so its deadline (D-G47) starts with the
+    // connection, and a client that expects `100 Continue` is not asked for it yet.
     const onClose = () => {
       waiter.cancel();
       done({ kind: 'aborted', error: new Error('client closed the connection') });
@@ -179,6 +184,7 @@ export class UpstreamProxy {
         res.off('close', onClose);
         done({ kind: 'queue_timeout', error: new QueueTimeoutError(wait.queueTimeoutMs) });
       },
+      bodyCap,
     );
     res.once('close', onClose);
   }
@@ -198,6 +204,12 @@ export class UpstreamProxy {
     // stream, no promise per chunk. It measured about 40% more requests per second than request() + pipeline.
     const state = new ForwardState(res, extraHeaders, this.#gate, done);
     if (hasBody) {
+      // The body counts in the gate's share of bodies until it has arrived whole, or the exchange ends first.
+      state.bodyHeld = true;
+      req.once('end', state.bodyArrived);
+      // Node leaves `100 Continue` to the gateway (checkContinue): the client is asked for its body only now that
+      // it has passed admission and the caps and holds the connection the body goes to.
+      if (expectsContinue(req)) res.writeContinue();
       const limit = new BodyLimit(body.maxBodyBytes);
       req.on('error', (e) => limit.destroy(e));
       limit.on('error', (e) => state.abort(e));
@@ -322,6 +334,8 @@ function uncork(res: ServerResponse): void {
  */
 class ForwardState implements Dispatcher.DispatchHandler {
   body: BodyLimit | undefined;
+  /** Whether the request's body has not arrived whole yet and counts in the gate's share of bodies. */
+  bodyHeld = false;
   #controller: Dispatcher.DispatchController | undefined;
   #started = false;
   #settled = false;
@@ -334,6 +348,12 @@ class ForwardState implements Dispatcher.DispatchHandler {
     if (!this.#settled && !this.#res.writableFinished) this.abort(new Error('client closed the connection'));
   };
   readonly #onDrain = () => this.#controller?.resume();
+  /** The body has arrived whole: its place no longer counts in the share of bodies. */
+  readonly bodyArrived = () => {
+    if (!this.bodyHeld) return;
+    this.bodyHeld = false;
+    this.#gate.bodyArrived();
+  };
 
   constructor(
     res: ServerResponse,
@@ -403,7 +423,8 @@ class ForwardState implements Dispatcher.DispatchHandler {
     if (this.#settled) return;
     this.#settled = true;
     // undici is done with the request: its connection is free (or closed, and reopened for the next).
-    this.#gate.leave();
+    this.#gate.leave(this.bodyHeld);
+    this.bodyHeld = false;
     this.#done(f);
   }
 }

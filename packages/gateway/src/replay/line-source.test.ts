@@ -125,4 +125,32 @@ describe('forEachLine', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+  it('decodes UTF-16 (byte order mark or not, either byte order, cut anywhere, gzip too) and drops a UTF-8 one', async () => {
+    // PowerShell's `>` writes UTF-16LE with a byte order mark; a UTF-8 mark would otherwise begin the first line.
+    const lines = ['10.0.0.1 - - "GET /é HTTP/1.1"', '', 'x\u{1F600}y', `${'z'.repeat(40)}`];
+    const text = `${lines.join('\r\n')}\r\n`;
+    const le = Buffer.from(text, 'utf16le');
+    const be = Buffer.from(le).swap16();
+    const cases: [Buffer, string | undefined][] = [
+      [Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(text)]), undefined],
+      [Buffer.concat([Buffer.from([0xff, 0xfe]), le]), 'UTF-16LE'],
+      [Buffer.concat([Buffer.from([0xfe, 0xff]), be]), 'UTF-16BE'],
+      [le, 'UTF-16LE'],
+      [be, 'UTF-16BE'],
+    ];
+    for (const [bytes, encoding] of cases) {
+      await fc.assert(
+        fc.asyncProperty(fc.array(fc.nat(bytes.length), { maxLength: 6 }), async (cuts) => {
+          const got = await read(bytes, cuts);
+          expect(got.lines).toEqual(lines);
+        }),
+        { numRuns: 60 },
+      );
+      const r = await forEachLine(Readable.from([gzipSync(bytes)]), () => {});
+      expect(r).toEqual({ lines: lines.length, gzip: true, ...(encoding === undefined ? {} : { encoding }) });
+    }
+    // A mark alone, or with half a character after it, is no line (and no crash).
+    expect((await read(Buffer.from([0xff, 0xfe]))).lines).toEqual([]);
+    expect((await read(Buffer.from([0xff, 0xfe, 0x41]))).lines).toEqual(['\ufffd']);
+  });
 });

@@ -1,5 +1,6 @@
 import { closeSync, createReadStream, fstatSync, openSync, readSync } from 'node:fs';
 import { Readable } from 'node:stream';
+import { type LogEncoding, utf8Blocks } from './log-encoding.js';
 
 /**
  * Longer lines (in UTF-16 code units, as the parsers see them) are not requests (a binary file, a line break lost):
@@ -13,6 +14,8 @@ export interface LineSourceResult {
   readonly lines: number;
   /** True when the log was gzip-compressed. */
   readonly gzip: boolean;
+  /** The encoding the log was decoded from, when it was not UTF-8 (a UTF-16 log, as Windows tools write). */
+  readonly encoding?: LogEncoding;
   /** Why reading stopped early (a truncated gzip stream, a read error); the lines before it were delivered. */
   readonly error?: string;
 }
@@ -69,7 +72,8 @@ export async function* fileBlocks(path: string): AsyncGenerator<Buffer> {
 /**
  * Delivers the lines of a log in order, one call per line, without the line break (`\n` or `\r\n`). A gzip stream
  * is recognised by its magic bytes (1f 8b), whatever the file's name, and decompressed (concatenated members
- * too, as `logrotate` and `cat a.gz b.gz` make). Each read is decoded as UTF-8 up to its last line break in one
+ * too, as `logrotate` and `cat a.gz b.gz` make). UTF-16 (a byte order mark, or zero bytes in the first
+ * characters) is decoded and a UTF-8 byte order mark dropped ({@link utf8Blocks}). Each read is decoded as UTF-8 up to its last line break in one
  * call (a line break is never inside a character, so no character is split); the bytes after it wait for the next
  * read. Memory stays bounded by the read size and the line limit: a line longer than `maxLineChars` is delivered
  * as `undefined` (an unknown line), and its bytes are dropped as they come.
@@ -94,6 +98,7 @@ export async function forEachLine(
   let no = 0;
   let overlong = false;
   let gzip = false;
+  let encoding: LogEncoding | undefined;
   const line = (text: string, start: number, end: number) => {
     no++;
     if (overlong) {
@@ -123,9 +128,15 @@ export async function forEachLine(
   };
   let error: string | undefined;
   try {
-    for await (const chunk of decompressed(input, () => {
-      gzip = true;
-    })) {
+    const blocks = utf8Blocks(
+      decompressed(input, () => {
+        gzip = true;
+      }),
+      (e) => {
+        encoding = e;
+      },
+    );
+    for await (const chunk of blocks) {
       const last = chunk.lastIndexOf(10);
       if (last < 0) {
         keep(chunk);
@@ -149,7 +160,12 @@ export async function forEachLine(
     const rest = carry === undefined ? '' : carry.toString('utf8');
     line(rest, 0, rest.endsWith('\r') ? rest.length - 1 : rest.length);
   }
-  return error === undefined ? { lines: no, gzip } : { lines: no, gzip, error };
+  return {
+    lines: no,
+    gzip,
+    ...(encoding === undefined ? {} : { encoding }),
+    ...(error === undefined ? {} : { error }),
+  };
 }
 
 async function* decompressed(input: LogBytes, onGzip: () => void): AsyncGenerator<Buffer> {

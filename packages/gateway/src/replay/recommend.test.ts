@@ -123,4 +123,89 @@ describe('sluice recommend', () => {
       /Replay of the logs under the proposed limits: .* clients \(\d+\.\d\d%\) limited at least once, within --spare 0\.01/,
     );
   });
+  describe('a log shorter than a window', () => {
+    // The tester's case: ten minutes of traffic, then the same traffic for an hour.
+    const SHORT = join(dir, 'ten-minutes.log');
+    const HOUR = join(dir, 'hour.log');
+    const TINY = join(dir, 'thirty-seconds.log');
+    const open = (file: string) => [{ name: file, open: () => createReadStream(file) }];
+    beforeAll(async () => {
+      await generateLog(SHORT, 4_000, 50, 600, 9);
+      await generateLog(HOUR, 24_000, 50, 3_600, 9);
+      await generateLog(TINY, 300, 20, 30, 9);
+    });
+
+    it('proposes no requestsPerHour from ten minutes, says so, and the same traffic for an hour meets no hour limit', async () => {
+      const r = await recommend({ logs: open(SHORT), spare: 0.01, top: 3 });
+      expect(r.span).toEqual({
+        first: '2026-12-01T09:00:00.000Z',
+        last: '2026-12-01T09:09:59.000Z',
+        seconds: 600,
+      });
+      expect(r.yaml).not.toMatch(/requestsPerHour/);
+      expect(r.proposals.find((p) => p.name === 'standard')?.perHour).toBe(0);
+      expect(r.warnings.join('\n')).toMatch(
+        /the logs span 10 min \(2026-12-01T09:00:00.000Z to 2026-12-01T09:09:59.000Z\), less than an hour: no requestsPerHour is proposed/,
+      );
+      const hour = replayReport(
+        await runReplay({ config: { name: 'p', config: configOf(r.yaml) }, logs: open(HOUR) }),
+      );
+      expect(hour.policies.map((p) => p.policy)).not.toContain('standard.hour');
+    });
+
+    it("keeps the file's requestsPerHour as written when the logs span less than an hour", async () => {
+      const text = readFileSync(EXAMPLE, 'utf8');
+      const r = await recommend({
+        logs: open(SHORT),
+        spare: 0.01,
+        top: 10,
+        config: { name: EXAMPLE, config: configOf(text), text },
+      });
+      expect(r.yaml).toMatch(/requestsPerHour: 1000\n/);
+      expect(r.yaml).toMatch(/requestsPerHour: 10000\n/);
+      expect(r.proposals.find((p) => p.name === 'standard')).toMatchObject({
+        perHour: 10_000,
+        hourKept: true,
+      });
+      expect(r.warnings.join('\n')).toMatch(/requestsPerHour of standard is kept as the file has it/);
+    });
+
+    it('extrapolates per-minute limits from a log of 30 s, and says so', async () => {
+      const r = await recommend({ logs: open(TINY), spare: 0.01, top: 3 });
+      expect(r.span?.seconds).toBe(30);
+      const tier = r.groups.find((g) => g.group === 'tier:standard')!;
+      const standard = r.proposals.find((p) => p.name === 'standard')!;
+      // The busiest 30 s of the p99 client, at that pace for a minute.
+      expect(standard.perMinute).toBeGreaterThanOrEqual(2 * tier.windows[1].p99);
+      expect(standard.extrapolated).toBe(true);
+      expect(r.warnings.join('\n')).toMatch(
+        /the logs span 30 s .*, less than a minute: the per-minute limits of standard, .* are extrapolated from each client's pace over 30 s/,
+      );
+    });
+
+    it('prints the warning in the text report and in --json, and none for a log of an hour', async () => {
+      const run = async (args: string[]) => {
+        const out: string[] = [];
+        const code = await main(['recommend', ...args], {
+          out: (t) => out.push(t),
+          err: (t) => out.push(t),
+          onSignal: () => () => undefined,
+        });
+        return { code, text: out.join('') };
+      };
+      const text = await run(['--top', '3', SHORT]);
+      expect(text.code).toBe(0);
+      expect(text.text).toMatch(
+        /\nWarning: the logs span 10 min .*, less than an hour: no requestsPerHour is proposed/,
+      );
+      const json = await run(['--json', '--top', '3', SHORT]);
+      const parsed = JSON.parse(json.text) as { warnings: string[]; span: { seconds: number } };
+      expect(parsed.span.seconds).toBe(600);
+      expect(parsed.warnings[0]).toMatch(/^the logs span 10 min/);
+      const hour = await run(['--json', '--top', '3', HOUR]);
+      const whole = JSON.parse(hour.text) as { warnings: string[]; yaml: string };
+      expect(whole.warnings).toEqual([]);
+      expect(whole.yaml).toMatch(/requestsPerHour: \d+/);
+    });
+  });
 });

@@ -7,7 +7,7 @@ import type { FieldMap } from './json-fields.js';
 import type { LogFormat } from './log-format.js';
 import type { LogRecord } from './log-record.js';
 import { pathTemplate } from './path-template.js';
-import { type GroupDistribution, quantile, RateDistribution } from './rate-distribution.js';
+import { type GroupDistribution, quantile, RATE_WINDOWS_MS, RateDistribution } from './rate-distribution.js';
 import { replayReport } from './replay-report.js';
 import { type LogStats, type NamedConfig, type ReplayLog, runReplay } from './replay-run.js';
 
@@ -38,10 +38,23 @@ export interface ProposedLimit {
   readonly name: string;
   /** The policy's name in headers and metrics (a tier's minute policy, or the rule's `name`, default its pattern). */
   readonly policy: string;
-  /** For a tier: requests per minute, burst, requests per hour; for a rule: limit per window and burst. */
+  /**
+   * For a tier: requests per minute, burst, requests per hour (0 for none: the logs span less than an hour and the
+   * file has none); for a rule: limit per window and burst.
+   */
   perMinute: number;
   burst: number;
   perHour: number;
+  /**
+   * A tier's `requestsPerHour` is the file's own, not measured: the logs span less than an hour (raised only when
+   * it limited in them).
+   */
+  readonly hourKept?: true;
+  /**
+   * The logs span less than the limit's window (a tier's minute, a rule's window): the limit is each client's
+   * pace over the span carried over the whole window, not a measured peak.
+   */
+  readonly extrapolated?: true;
   /** A rule's window in seconds (60 unless the configuration's rule has another). */
   readonly windowSeconds: number;
   /** The rule's position in `rateLimiting.endpoints` (configuration mode), for writing it back. */
@@ -61,6 +74,17 @@ export interface Recommendation {
   readonly clientsMissing: number;
   readonly groups: readonly (Omit<GroupDistribution, 'sortedPeaks'> & { readonly kind: 'tier' | 'rule' })[];
   readonly proposals: readonly ProposedLimit[];
+  /**
+   * The time the logs' requests cover: the first and last request times, and the seconds between them plus one
+   * (the resolution of common log times, so that a log of 09:00:00 to 09:59:59 spans an hour). Absent without a
+   * request.
+   */
+  readonly span?: { readonly first: string; readonly last: string; readonly seconds: number };
+  /**
+   * What the proposal could not measure, one sentence each: a log shorter than an hour gives no `requestsPerHour`,
+   * one shorter than a window gives limits extrapolated from each client's pace. Empty for logs of an hour or more.
+   */
+  readonly warnings: readonly string[];
   /** The proposed configuration file. */
   readonly yaml: string;
   /** The replay of the logs under it. */
@@ -137,8 +161,13 @@ export async function recommend(o: RecommendOptions): Promise<Recommendation> {
     const group = named(templates, template, templateGroup);
     if (group !== undefined) dist.add(group, key, timeMs, cost);
   };
+  // The logs' span: a window longer than it is not measured (a client's count over ten minutes is no hour's).
+  let firstMs = Number.POSITIVE_INFINITY;
+  let lastMs = Number.NEGATIVE_INFINITY;
   const onDecision = (rec: LogRecord, d: Verdict | Promise<Verdict>) => {
     const timeMs = rec.timeMs;
+    if (timeMs < firstMs) firstMs = timeMs;
+    if (timeMs > lastMs) lastMs = timeMs;
     const cost = rec.cost;
     const tier = rec.tier ?? base.config.defaultTier;
     const template = withConfig ? '' : pathTemplate(rec.target);
@@ -148,7 +177,8 @@ export async function recommend(o: RecommendOptions): Promise<Recommendation> {
   const run = await runReplay({ config: base, logs: o.logs, format: o.format, fields: o.fields, onDecision });
   const groups = dist.groups();
   const level = Math.max(1 - o.spare, 0.99);
-  const proposals = propose(groups, base.config, withConfig, o.top, level);
+  const spanMs = lastMs >= firstMs ? lastMs - firstMs + 1000 : 0;
+  const proposals = propose(groups, base.config, withConfig, o.top, level, spanMs);
   let yaml = render(proposals, base, withConfig);
   let rounds = 1;
   let confirmation = await confirm(yaml, o, clients.size);
@@ -169,6 +199,19 @@ export async function recommend(o: RecommendOptions): Promise<Recommendation> {
       .filter((g) => proposals.some((p) => groupOf(p) === g.group))
       .map(({ sortedPeaks: _, ...g }) => ({ ...g, kind: g.group.startsWith('tier:') ? 'tier' : 'rule' })),
     proposals,
+    ...(spanMs === 0
+      ? {}
+      : {
+          span: {
+            first: new Date(firstMs).toISOString(),
+            last: new Date(lastMs).toISOString(),
+            seconds: spanMs / 1000,
+          },
+        }),
+    warnings:
+      spanMs === 0
+        ? []
+        : shortLogWarnings(proposals, withConfig, spanMs, new Date(firstMs), new Date(lastMs)),
     yaml,
     confirmation: {
       requests: confirmation.requests,
@@ -208,13 +251,21 @@ function at(g: GroupDistribution, w: 0 | 1 | 2, level: number): number {
   return Math.max(1, Math.ceil(quantile(g.sortedPeaks[w] as Float64Array, level)));
 }
 
+/**
+ * @param spanMs - the time the logs cover: a window longer than it was never seen whole, so a peak over it is a
+ *   count over the span. A limit that must be set (a tier's per minute, a rule's) is then that count at the
+ *   same pace over the whole window; a tier's per hour, which may be left out, is not proposed.
+ */
 function propose(
   groups: readonly GroupDistribution[],
   config: GatewayConfig,
   withConfig: boolean,
   top: number,
   level: number,
+  spanMs: number,
 ): ProposedLimit[] {
+  const seenMs = Math.max(spanMs, RATE_WINDOWS_MS[0]);
+  const hourSeen = spanMs >= RATE_WINDOWS_MS[2];
   const byName = new Map(groups.map((g) => [g.group, g]));
   const out: ProposedLimit[] = [];
   const tierNames = withConfig
@@ -223,15 +274,20 @@ function propose(
   for (const name of tierNames) {
     const g = byName.get(`tier:${name}`);
     if (g === undefined) continue; // a tier nobody used keeps its limits
-    const perMinute = at(g, 1, level);
+    const minuteMs = RATE_WINDOWS_MS[1];
+    const short = seenMs < minuteMs;
+    const perMinute = short ? Math.ceil((at(g, 1, level) * minuteMs) / seenMs) : at(g, 1, level);
+    const kept = withConfig ? (config.tiers[name].perHour ?? 0) : 0;
     out.push({
       kind: 'tier',
       name,
       policy: name,
       perMinute,
       burst: Math.max(perMinute, at(g, 0, level)),
-      perHour: Math.max(perMinute, at(g, 2, level)),
+      perHour: hourSeen ? Math.max(perMinute, at(g, 2, level)) : kept,
       windowSeconds: 60,
+      ...(!hourSeen && kept > 0 ? { hourKept: true as const } : {}),
+      ...(short ? { extrapolated: true as const } : {}),
     });
   }
   const rules = withConfig
@@ -255,10 +311,12 @@ function propose(
   for (const r of rules) {
     const g = byName.get(`rule:${r.name}`);
     if (g === undefined) continue;
-    // The measured window closest to the rule's, scaled to it.
+    // The measured window closest to the rule's, scaled to it; a window longer than the logs was measured over
+    // their span.
     const w = r.window <= 1 ? 0 : r.window <= 60 ? 1 : 2;
-    const measured = [1, 60, 3600][w];
-    const limit = Math.max(1, Math.ceil((at(g, w, level) * r.window) / measured));
+    const measuredMs = Math.min(RATE_WINDOWS_MS[w], seenMs);
+    const limit = Math.max(1, Math.ceil((at(g, w, level) * r.window * 1000) / measuredMs));
+    const extrapolated = r.kept === undefined && r.window * 1000 > seenMs;
     out.push({
       kind: 'rule',
       name: r.pattern,
@@ -269,9 +327,60 @@ function propose(
       windowSeconds: r.window,
       ...(r.index === undefined ? {} : { index: r.index }),
       ...(r.kept === undefined ? {} : { kept: r.kept }),
+      ...(extrapolated ? { extrapolated: true as const } : {}),
     });
   }
   return out;
+}
+
+/**
+ * The warnings of logs shorter than a window: the tiers that get no `requestsPerHour` (or keep the file's), and
+ * the limits extrapolated from the clients' pace over the span.
+ */
+function shortLogWarnings(
+  proposals: readonly ProposedLimit[],
+  withConfig: boolean,
+  spanMs: number,
+  first: Date,
+  last: Date,
+): string[] {
+  const out: string[] = [];
+  const span = duration(spanMs);
+  const logs = `the logs span ${span} (${first.toISOString()} to ${last.toISOString()})`;
+  const tiers = proposals.filter((p) => p.kind === 'tier');
+  if (spanMs < RATE_WINDOWS_MS[2] && tiers.length > 0) {
+    const kept = tiers.filter((p) => p.hourKept === true).map((p) => p.name);
+    out.push(
+      `${logs}, less than an hour: no requestsPerHour is proposed: the 1 h column counts at most ${span} of each client, and an hourly limit from it would limit the same traffic over a whole hour${
+        withConfig
+          ? kept.length > 0
+            ? `; the requestsPerHour of ${kept.join(', ')} ${kept.length === 1 ? 'is' : 'are'} kept as the file has ${kept.length === 1 ? 'it' : 'them'} (raised only if ${kept.length === 1 ? 'it' : 'they'} limited in the logs)`
+            : ''
+          : ''
+      }. Run sluice recommend on an hour of logs or more for one`,
+    );
+  }
+  const extrapolated = proposals.filter((p) => p.extrapolated === true);
+  const minute = extrapolated.filter((p) => p.windowSeconds === 60).map((p) => p.name);
+  const longer = extrapolated.filter((p) => p.windowSeconds !== 60);
+  const pace = `extrapolated from each client's pace over ${span} (its count times the window over the span), not measured`;
+  if (minute.length > 0)
+    out.push(
+      `${logs}, less than a minute: the per-minute limits of ${minute.join(', ')} are ${pace}. Run sluice recommend on a longer log for measured ones`,
+    );
+  if (longer.length > 0)
+    out.push(
+      `${logs}, less than the window of ${longer.map((p) => `${p.name} (${duration(p.windowSeconds * 1000)})`).join(', ')}: ${longer.length === 1 ? 'its limit is' : 'their limits are'} ${pace}`,
+    );
+  return out;
+}
+
+/** A span for a sentence: seconds under a minute, minutes under an hour, then hours (to a tenth). */
+function duration(ms: number): string {
+  const s = Math.round(ms / 1000);
+  if (s < 60) return `${s} s`;
+  if (s < 3600) return `${Number((s / 60).toFixed(1))} min`;
+  return `${Number((s / 3600).toFixed(1))} h`;
 }
 
 function keptBecause(r: GatewayConfig['endpoints'][number]): string | undefined {
@@ -293,7 +402,9 @@ function render(
         const path = ['rateLimiting', 'tiers', p.name];
         doc.setIn([...path, 'requestsPerMinute'], p.perMinute);
         doc.setIn([...path, 'burstLimit'], p.burst);
-        doc.setIn([...path, 'requestsPerHour'], p.perHour);
+        // A kept hourly limit is left as written unless it had to be raised; none is added from a short log.
+        if (p.perHour > 0 && p.perHour !== base.config.tiers[p.name].perHour)
+          doc.setIn([...path, 'requestsPerHour'], p.perHour);
       } else if (p.kept === undefined && p.index !== undefined) {
         const path = ['rateLimiting', 'endpoints', p.index];
         doc.setIn([...path, 'limit'], p.perMinute);
@@ -306,7 +417,11 @@ function render(
   const tiers: Record<string, unknown> = {};
   for (const p of proposals)
     if (p.kind === 'tier')
-      tiers[p.name] = { requestsPerMinute: p.perMinute, requestsPerHour: p.perHour, burstLimit: p.burst };
+      tiers[p.name] = {
+        requestsPerMinute: p.perMinute,
+        ...(p.perHour > 0 ? { requestsPerHour: p.perHour } : {}),
+        burstLimit: p.burst,
+      };
   const defaultTier = tiers.standard !== undefined ? 'standard' : (Object.keys(tiers)[0] ?? 'standard');
   if (Object.keys(tiers).length === 0) tiers.standard = { requestsPerMinute: 60 };
   const endpoints = proposals
@@ -361,7 +476,8 @@ function raise(proposals: ProposedLimit[], limited: ReadonlyMap<string, number>)
       if (limited.has(p.name)) {
         p.perMinute = up(p.perMinute);
         p.burst = Math.max(p.perMinute, up(p.burst));
-        p.perHour = Math.max(p.perHour, p.perMinute);
+        // No hourly limit (from a log shorter than an hour) stays none.
+        if (p.perHour > 0) p.perHour = Math.max(p.perHour, p.perMinute);
       }
       if (limited.has(`${p.name}.hour`)) p.perHour = up(p.perHour);
     } else if (limited.has(p.policy)) {

@@ -3,6 +3,7 @@ import type { GatewayConfig } from '../config/gateway-config.js';
 import { FormatChoice } from './format-choice.js';
 import { type FieldMap, fieldMap } from './json-fields.js';
 import { forEachLine, type LogBytes } from './line-source.js';
+import type { LogEncoding } from './log-encoding.js';
 import type { LogFormat } from './log-format.js';
 import { type LineParser, LogRecord } from './log-record.js';
 import { REPLAY_BATCH, ReplayEngine } from './replay-engine.js';
@@ -36,6 +37,8 @@ export interface LogStats {
   /** The first unknown lines' numbers. */
   readonly unknownLines: number[];
   gzip: boolean;
+  /** The encoding the log was decoded from, when it was not UTF-8. */
+  encoding?: LogEncoding;
   error?: string;
 }
 
@@ -188,6 +191,7 @@ export async function runReplay(o: ReplayRunOptions): Promise<ReplayRun> {
     decideBatch();
     s.lines = read.lines;
     s.gzip = read.gzip;
+    if (read.encoding !== undefined) s.encoding = read.encoding;
     if (read.error !== undefined) s.error = read.error;
   }
   await a.finish();

@@ -42,4 +42,27 @@ describe('the terminal report', () => {
     expect(printable('tenant:acme:client:web é 😀')).toBe('tenant:acme:client:web é 😀');
     expect(printable('a\tb\nc\u0000\u007f\u0085\u2066')).toBe('a\\x09b\\x0ac\\x00\\x7f\\x85\\u2066');
   });
+  it('calls the counts what --json calls them (allowed, queued, limited), and reads a UTF-16 log', async () => {
+    const loaded = loadConfigText(CONFIG, 'test.yaml');
+    if (!loaded.ok) throw new Error(JSON.stringify(loaded.violations));
+    const line = '192.0.2.1 - - [03/Dec/2026:06:00:00 +0000] "GET /x HTTP/1.1" 200 1 "-" "t"';
+    // As PowerShell's `>` writes it: UTF-16LE with a byte order mark.
+    const bytes = Buffer.concat([
+      Buffer.from([0xff, 0xfe]),
+      Buffer.from(`${line}\r\n${line}\r\n`, 'utf16le'),
+    ]);
+    const report = replayReport(
+      await runReplay({
+        config: { name: 'test', config: loaded.config },
+        logs: [{ name: 'ps.log', open: () => Readable.from([bytes]) }],
+      }),
+    );
+    expect(report.totals).toMatchObject({ requests: 2, allowed: 1, limited: 1 });
+    expect(report.logs[0]).toMatchObject({ encoding: 'UTF-16LE', unknown: 0, format: 'combined' });
+    const text = renderReplayText(report);
+    expect(text).toContain('ps.log: 2 requests, 2 lines, combined, UTF-16LE, decoded');
+    expect(text).toMatch(/ {2}requests {2}allowed {2}queued {2}limited/);
+    expect(text).toContain('2 requests (1 allowed, 0 queued, 1 limited)');
+    expect(text).not.toMatch(/admitted/);
+  });
 });

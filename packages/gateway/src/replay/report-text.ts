@@ -60,7 +60,7 @@ export function textTable(
   return [line(head), ...rows.map(line)].map((l) => `  ${l}`).join('\n');
 }
 
-const COUNT_HEAD = ['requests', 'admitted', 'queued', 'limited', 'limited %', 'exempt', 'refused'];
+const COUNT_HEAD = ['requests', 'allowed', 'queued', 'limited', 'limited %', 'exempt', 'refused'];
 const countCells = (c: OutcomeCounts) => [
   n(c.requests),
   n(c.allowed),
@@ -87,7 +87,7 @@ function configSection(r: ConfigReport): string[] {
     r.policies.length === 0
       ? '  (no request reached a policy)'
       : textTable(
-          ['policy', 'requests', 'admitted', 'queued', 'limited here', 'shadow would limit'],
+          ['policy', 'requests', 'allowed', 'queued', 'limited here', 'shadow would limit'],
           r.policies.map((p) => [
             p.policy,
             n(p.requests),
@@ -141,6 +141,7 @@ export function renderLogStats(
       `${n(l.lines)} lines`,
       l.format ?? 'no request line',
       ...(l.gzip ? ['gzip'] : []),
+      ...(l.encoding === undefined ? [] : [`${l.encoding}, decoded`]),
     ];
     out.push(`${printable(l.name)}: ${parts.join(', ')}`);
     if (l.formatLine !== undefined)
@@ -212,7 +213,7 @@ export function renderReplayText(r: ReplayReport): string {
   const b = r.busiestMinute;
   if (b !== undefined)
     out.push(
-      `Busiest minute: ${b.minute}, ${n(b.requests)} requests (${n(b.allowed)} admitted, ${n(b.queued)} queued, ${n(b.limited)} limited)`,
+      `Busiest minute: ${b.minute}, ${n(b.requests)} requests (${n(b.allowed)} allowed, ${n(b.queued)} queued, ${n(b.limited)} limited)`,
     );
   if (r.store.evictions > 0)
     out.push(
@@ -235,12 +236,12 @@ export function renderReplayText(r: ReplayReport): string {
     out.push(...penaltyNote(x));
     out.push('');
     out.push(
-      `Requests that flip: ${n(x.flips.toLimited)} admitted by ${r.config} are limited by ${x.config}; ${n(x.flips.toAllowed)} limited by ${r.config} are admitted by ${x.config}.`,
+      `Requests that flip: ${n(x.flips.toLimited)} allowed by ${r.config} are limited by ${x.config}; ${n(x.flips.toAllowed)} limited by ${r.config} are allowed by ${x.config}.`,
     );
     if (x.flips.policies.length > 0) {
       out.push(
         textTable(
-          ['policy', 'admitted -> limited', 'limited -> admitted'],
+          ['policy', 'allowed -> limited', 'limited -> allowed'],
           x.flips.policies.map((p) => [p.policy, n(p.toLimited), n(p.toAllowed)]),
           [false, true, true],
         ),
@@ -248,7 +249,7 @@ export function renderReplayText(r: ReplayReport): string {
       out.push('');
       out.push(
         textTable(
-          ['key', 'admitted -> limited', 'limited -> admitted'],
+          ['key', 'allowed -> limited', 'limited -> allowed'],
           x.flips.keys.map((k) => [k.key, n(k.toLimited), n(k.toAllowed)]),
           [false, true, true],
         ),

@@ -2,10 +2,12 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { OverrideControl } from '../admission/override-control.js';
-import { Problems, sendProblem } from '../admission/problem-response.js';
+import { type GatewayProblem, Problems, sendProblem } from '../admission/problem-response.js';
 import type { GatewayConfig } from '../config/gateway-config.js';
 import { redactConfig } from '../config/redact.js';
 import type { TenantQuota } from '../quota/tenant-quota.js';
+import { AdminProblems, sendAdminProblem } from './admin-problems.js';
+import { type MetricsSource, serveMetrics } from './health-endpoints.js';
 import { serveOverrides } from './override-routes.js';
 
 /** One bucket of a key, as the admin API shows it. */
@@ -44,7 +46,32 @@ export interface AdminTarget {
   readonly topLimitedKeys?: {
     top(n: number): readonly { readonly hash: string; readonly policy: string; readonly count: number }[];
   };
+  /**
+   * The cap on proxy connections in force, shown as `server.maxConnections` in `GET /config` when the file does
+   * not set it (the default derived from the open file limit).
+   */
+  readonly maxConnections?: number;
+  /** The gateway's metrics, for `GET /metrics` (the same text as the proxy listener's `/metrics`). */
+  readonly metrics?: MetricsSource['metrics'];
+  /** The Prometheus text `GET /metrics` serves (with `--threads`, every thread's series aggregated). */
+  scrape?(): Promise<string>;
 }
+
+/** The routes the admin API answers, listed in the body of its `not_found` problem. */
+const ROUTES = [
+  'GET /config',
+  'GET /metrics',
+  'GET /keys/<key>',
+  'DELETE /keys/<key>',
+  'GET /quota/tenants/<tenant>',
+  'GET /quota/top?n=10',
+  'GET /limited-keys/top?n=10',
+  'GET /overrides',
+  'PUT /overrides',
+  'DELETE /overrides?id=<id>&reason=<why>',
+  'GET /overrides/history',
+  'GET /blocks',
+];
 
 /**
  * Connections the admin listener holds at once; Node.js closes further ones as they are accepted. An operator, a
@@ -63,7 +90,12 @@ const TOP_MAX = 1000;
  *
  * - `GET /keys/<key>`: the key's bucket under every policy (`<key>` URL-encoded, for example `ip%3A203.0.113.9`).
  * - `DELETE /keys/<key>`: reset the key under every policy (204).
- * - `GET /config`: the effective configuration, secrets redacted.
+ * - `GET /config`: the effective configuration, secrets redacted, with the `server.maxConnections` in force.
+ * - `GET /metrics`: the Prometheus text of the proxy listener's `/metrics`, reachable while the proxy listener is
+ *   at its connection cap (404 `metrics_disabled` when `metrics.enabled` is false).
+ *
+ * Every error is `application/problem+json` with a stable `code` (`unauthorized`, `not_found`,
+ * `method_not_allowed`, `bad_request`, `quota_not_configured`, ...; see docs/errors.md).
  * - `GET /quota/tenants/<tenant>`: a tenant's usage over the quota window by endpoint category, with its quota
  *   and ratio (404 when quota tracking is not configured).
  * - `GET /quota/top?n=10`: the tenants with the most usage over the window, with the alert thresholds.
@@ -134,17 +166,16 @@ export class AdminServer {
     };
     // The page and its bundle hold no data; everything they read goes through the token check below.
     if (this.dashboard?.serveAsset(req, res)) return;
+    const target = req.url ?? '/';
+    const instance = target.split('?', 1)[0];
+    const problem = (p: GatewayProblem, headers: Record<string, string> = {}) =>
+      sendAdminProblem(res, p, instance, headers);
     if (!this.#authorized(req.headers.authorization)) {
-      send(
-        401,
-        { error: 'unauthorized', detail: 'send Authorization: Bearer <admin.token>' },
-        { 'www-authenticate': 'Bearer realm="sluice-admin"' },
-      );
+      problem(AdminProblems.unauthorized(), { 'www-authenticate': 'Bearer realm="sluice-admin"' });
       return;
     }
     if (this.dashboard?.serveData(req, res)) return;
-    const target = req.url ?? '/';
-    const instance = target.split('?', 1)[0];
+    const notAllowed = (allow: string) => problem(AdminProblems.methodNotAllowed(allow), { allow });
     // Bad input is the client's problem (400), never the server's: a target no URL parser accepts, a "%" that
     // does not start an escape in a key or tenant.
     const badRequest = (detail: string) => sendProblem(res, Problems.badRequest(detail), instance, '');
@@ -162,12 +193,16 @@ export class AdminServer {
         return;
       }
       if (url.pathname === '/config' && req.method === 'GET') {
-        send(200, redactConfig(this.target.config));
+        send(200, this.#effectiveConfig());
+        return;
+      }
+      if (url.pathname === '/metrics') {
+        this.#metrics(req, res, problem, notAllowed);
         return;
       }
       if (url.pathname.startsWith('/quota/') || url.pathname === '/limited-keys/top') {
         if (req.method !== 'GET') {
-          send(405, { error: 'method_not_allowed' }, { allow: 'GET' });
+          notAllowed('GET');
           return;
         }
         const n = topCount(url.searchParams.get('n'));
@@ -182,10 +217,7 @@ export class AdminServer {
         }
         const quota = this.target.quota;
         if (quota === undefined) {
-          send(404, {
-            error: 'quota_not_configured',
-            detail: 'add a quota: section to the configuration to track tenant usage',
-          });
+          problem(AdminProblems.quotaNotConfigured());
           return;
         }
         const t = quota.tracker;
@@ -214,32 +246,50 @@ export class AdminServer {
           send(204);
           return;
         }
-        send(405, { error: 'method_not_allowed' }, { allow: 'GET, DELETE' });
+        notAllowed('GET, DELETE');
         return;
       }
-      send(404, {
-        error: 'not_found',
-        routes: [
-          'GET /config',
-          'GET /keys/<key>',
-          'DELETE /keys/<key>',
-          'GET /quota/tenants/<tenant>',
-          'GET /quota/top?n=10',
-          'GET /limited-keys/top?n=10',
-          'GET /overrides',
-          'PUT /overrides',
-          'DELETE /overrides?id=<id>&reason=<why>',
-          'GET /overrides/history',
-          'GET /blocks',
-        ],
-      });
+      // The route list stays a member of the problem: a person trying the API reads what exists.
+      sendAdminProblem(
+        res,
+        AdminProblems.notFound(`No admin route is ${req.method ?? 'GET'} ${instance}; see routes.`),
+        instance,
+        {},
+        { routes: ROUTES },
+      );
     } catch (e) {
       if (e instanceof URIError) {
         badRequest('The path contains a "%" that does not start a valid UTF-8 escape (write "%" as "%25").');
         return;
       }
-      send(500, { error: 'internal_error', detail: (e as Error).message });
+      problem(AdminProblems.internalError((e as Error).message));
     }
+  }
+
+  /** The configuration in effect, secrets redacted, with the connection cap in force when the file omits it. */
+  #effectiveConfig(): unknown {
+    const shown = redactConfig(this.target.config) as { server?: Record<string, unknown> };
+    const cap = this.target.maxConnections;
+    if (cap === undefined || shown.server === undefined || shown.server.maxConnections !== undefined)
+      return shown;
+    return { ...shown, server: { ...shown.server, maxConnections: cap } };
+  }
+
+  /**
+   * `GET /metrics` (and `HEAD`): the proxy listener's metrics, behind the admin token like every admin route, so
+   * that a scrape still reaches them while the proxy listener refuses connections at its cap.
+   */
+  #metrics(
+    req: IncomingMessage,
+    res: ServerResponse,
+    problem: (p: GatewayProblem) => void,
+    notAllowed: (allow: string) => void,
+  ): void {
+    const { metrics } = this.target;
+    if (req.method !== 'GET' && req.method !== 'HEAD') notAllowed('GET, HEAD');
+    else if (metrics === undefined || this.target.scrape === undefined || !this.target.config.metrics.enabled)
+      problem(AdminProblems.metricsDisabled());
+    else serveMetrics({ metrics, scrape: () => this.target.scrape?.() ?? Promise.resolve('') }, req, res);
   }
 
   #authorized(header: string | undefined): boolean {

@@ -30,6 +30,9 @@ export function upstreamHeaders(rt: Runtime, req: IncomingMessage, id: string): 
   const trusted = rt.trustedPeer(req.socket.remoteAddress);
   return upstreamRequestHeaders(req.headers, {
     peer: peer.startsWith('::ffff:') ? peer.slice(7) : peer,
+    // X-Real-IP is the address the request was keyed by; from an untrusted peer that is the peer itself, so the
+    // forwarding header is walked again only behind a trusted proxy.
+    client: trusted ? rt.clientIp(req.socket.remoteAddress, req.headers) : undefined,
     proto: (req.socket as { encrypted?: boolean }).encrypted === true ? 'https' : 'http',
     host: req.headers.host,
     requestId: id,

@@ -87,9 +87,3 @@ export async function drainBody(
   if (!whole) req.pause();
   return whole;
 }
-
-/** Whether the client waits for `100 Continue` before it sends the body (`Expect: 100-continue`). */
-export function expectsContinue(req: IncomingMessage): boolean {
-  const e = req.headers.expect;
-  return e !== undefined && e.toLowerCase() === '100-continue';
-}

@@ -7,6 +7,14 @@ const HEALTH_PATHS = new Set(['/health', '/ready', '/metrics']);
 /** How long `/ready` waits for the store before calling it unavailable. */
 const STORE_PROBE_MS = 1000;
 
+/** What `/metrics` reads of the gateway, on the proxy listener and on the admin listener. */
+export interface MetricsSource {
+  /** The registry whose content type `/metrics` answers with. */
+  readonly metrics: { readonly registry: { readonly contentType: string } };
+  /** The Prometheus text `/metrics` serves (with `--threads`, every thread's series aggregated). */
+  scrape(): Promise<string>;
+}
+
 /** What the health endpoints read of the gateway. */
 export interface HealthSource {
   /** The configuration in effect (`metrics.enabled`, the policies to probe the store with). */
@@ -75,8 +83,13 @@ export async function answerHealth(
   serveMetrics(source, req, res);
 }
 
-/** `/metrics`: the scrape's text, 500 without the error (it may name internals) when collecting fails. */
-function serveMetrics(source: HealthSource, req: IncomingMessage, res: ServerResponse): void {
+/**
+ * Answers `/metrics`: the scrape's text, 500 without the error (it may name internals) when collecting fails.
+ * The proxy listener serves it without a token, the admin listener behind its token.
+ *
+ * @param source - the gateway's metrics.
+ */
+export function serveMetrics(source: MetricsSource, req: IncomingMessage, res: ServerResponse): void {
   source.scrape().then(
     (text) => {
       res.writeHead(200, {

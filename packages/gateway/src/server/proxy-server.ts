@@ -9,6 +9,7 @@ import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { GatewayConfig } from '../config/gateway-config.js';
+import { ConnectionLine } from './connection-line.js';
 import type { ListenerGate } from './listener-gate.js';
 import type { ProxyContext, ProxyHost } from './proxy-context.js';
 import { ConnectionRefuser } from './refuse-connection.js';
@@ -65,8 +66,10 @@ export class ProxyServer implements ProxyContext {
   readonly #refuser = new ConnectionRefuser();
   /** Keep-alive connections between two requests: the first to go when the listener is at its cap. */
   readonly #idle = new Set<Socket>();
-  /** Requests of a connection not answered yet. */
-  readonly #busy = new WeakMap<Socket, number>();
+  /** Connections that have served a request (and have the listener that forgets them when they close). */
+  readonly #seen = new WeakSet<Socket>();
+  /** Requests of a connection not answered yet, served one at a time. */
+  readonly #line = new ConnectionLine();
   #reclaimedAt = Number.NEGATIVE_INFINITY;
   #acceptWarnedAt = Number.NEGATIVE_INFINITY;
   #acceptFailures = 0;
@@ -94,14 +97,18 @@ export class ProxyServer implements ProxyContext {
       if (this.#refused.has(socket)) return;
       // Idle once every request of the connection (pipelined ones too) has its answer.
       this.#idle.delete(socket);
-      if (!this.#busy.has(socket)) socket.once('close', () => this.#idle.delete(socket));
-      this.#busy.set(socket, (this.#busy.get(socket) ?? 0) + 1);
-      res.once('close', () => {
-        const left = (this.#busy.get(socket) ?? 1) - 1;
-        this.#busy.set(socket, left);
-        if (left === 0 && !socket.destroyed) this.#idle.add(socket);
+      if (!this.#seen.has(socket)) {
+        this.#seen.add(socket);
+        socket.once('close', () => this.#idle.delete(socket));
+      }
+      this.#line.enter(socket, () => {
+        // Before the pipeline's own listener: the next request of the connection starts, and counts as in
+        // flight, before this one stops counting, so a drain never sees the connection's line as done.
+        res.once('close', () => {
+          if (this.#line.leave(socket) && !socket.destroyed) this.#idle.add(socket);
+        });
+        void handleRequest(this, req, res);
       });
-      void handleRequest(this, req, res);
     };
     const tls = server.tls;
     this.#tls = tls !== undefined;

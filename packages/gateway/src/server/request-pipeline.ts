@@ -3,11 +3,12 @@ import { closesAfterDenial, DENIAL_DRAIN_LIMIT, ipKey, isPromiseLike } from 'slu
 import { type GatewayProblem, Problems, sendProblem } from '../admission/problem-response.js';
 import { requestIdOf } from '../admission/request-id.js';
 import type { Runtime } from '../admission/runtime.js';
+import { expectsContinue } from '../proxy/expects-continue.js';
 import { hasRequestBody } from '../proxy/request-body.js';
 import { admittedHeaders, upstreamHeaders } from './answer-headers.js';
 import { busyRetryAfter } from './busy-retry-after.js';
 import { answerPreflight, corsHeaders, isPreflight } from './cors-headers.js';
-import { drainBody, expectsContinue } from './drain-body.js';
+import { drainBody } from './drain-body.js';
 import { answerHealth, isHealthRequest } from './health-endpoints.js';
 import { hasBadHost } from './host-header.js';
 import { paceLeftover } from './pace-leftover.js';
@@ -41,14 +42,17 @@ export async function handleRequest(
     // connection is closed, so a trickled leftover cannot hold a socket without end.
     if (!forwarded && !req.complete && !req.destroyed) paceLeftover(req, c.server);
     if (!host.logger.isLevelEnabled('info')) return;
+    // Closed before any answer went out: the client left (an abandoned upload, a wait it gave up on). Logged as
+    // NGINX logs it, 499, not as the 200 the response object starts with and never sent.
+    const answered = res.headersSent;
     host.logger.info(
       {
         reqId: id,
         method: req.method,
         url: req.url,
-        status: res.statusCode,
+        status: answered ? res.statusCode : CLIENT_CLOSED_STATUS,
         ms: Math.round((performance.now() - started) * 100) / 100,
-        outcome,
+        outcome: answered ? outcome : 'client_closed',
         key,
         tier,
       },
@@ -125,8 +129,10 @@ export async function handleRequest(
     const extra = admittedHeaders(rt, id, admission);
     if (cors !== undefined) Object.assign(extra, cors);
     forwarded = true;
-    proxy(ctx, rt, req, res, target.path + target.query, id, extra, (o) => {
+    proxy(ctx, rt, req, res, target.path + target.query, id, extra, (o, bodyUnread) => {
       outcome = o;
+      // Refused before it was sent: its body, if any, is the gateway's to drop at the pace (see paceLeftover).
+      if (bodyUnread) forwarded = false;
     });
   } catch (e) {
     outcome = 'error';
@@ -145,6 +151,9 @@ export async function handleRequest(
     );
   }
 }
+
+/** The request log's status of a request whose client closed the connection before any answer (NGINX's 499). */
+const CLIENT_CLOSED_STATUS = 499;
 
 /**
  * Answers a request whose Host fields are malformed with the `bad_host` problem and closes the connection, as
@@ -178,7 +187,7 @@ function proxy(
   pathAndQuery: string,
   id: string,
   extra: OutgoingHttpHeaders,
-  setOutcome: (o: string) => void,
+  setOutcome: (o: string, bodyUnread?: boolean) => void,
 ): void {
   const c = rt.config;
   const instance = pathAndQuery;
@@ -196,9 +205,8 @@ function proxy(
     return;
   }
   const headers = upstreamHeaders(rt, req, id);
+  // `100 Continue` is the proxy's to send, once the request holds its upstream connection (UpstreamProxy.forward).
   delete headers.expect;
-  // Node leaves `100 Continue` to the gateway (checkContinue): only an admitted request is asked for its body.
-  if (expectsContinue(req)) res.writeContinue();
   // Bodies are counted per client address, as the `ip:` keys give it: behind `server.trustedProxies` the address
   // they report, so a load balancer's clients are not one client. Not an identity key: a tenant's many users
   // share theirs, and an anonymous client's key is its address anyway.
@@ -211,13 +219,16 @@ function proxy(
   rt.proxy.forward(req, res, pathAndQuery, headers, extra, c.server, c.upstream, client, (failure) => {
     if (failure === undefined) return;
     if (failure.kind === 'queue_timeout' || failure.kind === 'client_bodies') {
-      setOutcome(failure.kind === 'queue_timeout' ? 'upstream_queue_timeout' : 'client_bodies');
-      refuseBusy(ctx, rt, req, res, instance, id, extra, failure.kind === 'queue_timeout');
+      setOutcome(failure.kind === 'queue_timeout' ? 'upstream_queue_timeout' : 'client_bodies', true);
+      void refuseBusy(ctx, rt, req, res, instance, id, extra, failure.kind === 'queue_timeout');
       return;
     }
     // A slow body is the client's doing, not the upstream's: logged under its own outcome.
+    if (failure.kind === 'aborted') {
+      setOutcome('client_closed');
+      return;
+    }
     setOutcome(failure.kind === 'body_timeout' ? 'body_timeout' : `upstream_${failure.kind}`);
-    if (failure.kind === 'aborted') return;
     try {
       const problem: GatewayProblem =
         failure.kind === 'timeout'
@@ -249,7 +260,7 @@ function proxy(
  * `too_many_request_bodies`, the client's own doing: RFC 6585's too many requests, which its retry logic knows, and
  * no 5xx that would page the upstream's operators), with `Retry-After`, and counts it.
  */
-function refuseBusy(
+async function refuseBusy(
   ctx: ProxyContext,
   rt: Runtime,
   req: IncomingMessage,
@@ -258,14 +269,19 @@ function refuseBusy(
   id: string,
   extra: OutgoingHttpHeaders,
   queueTimeout: boolean,
-): void {
-  const u = rt.config.upstream;
+): Promise<void> {
+  const c = rt.config;
+  const u = c.upstream;
   ctx.host.metrics.recordUpstreamRefusal?.(queueTimeout ? 'queue_timeout' : 'client_bodies');
   try {
     if (queueTimeout)
       ctx.host.logger.warn({ reqId: id, queueTimeoutMs: u.queueTimeoutMs }, 'upstream pool full');
-    // The body was never read: the connection cannot carry another request (a trickled one would hold it).
-    if (!req.complete) res.setHeader('connection', 'close');
+    // The body was never read. As after a rate-limit denial, a small one is dropped and the connection serves the
+    // requests pipelined behind it; a larger one, or one held back for a `100 Continue` never sent, closes it.
+    if (!req.complete && (await closesAfterDenialOf(req, c.server.maxBodyBytes))) {
+      res.setHeader('connection', 'close');
+    }
+    if (res.headersSent || res.destroyed) return;
     sendProblem(
       res,
       queueTimeout

@@ -1,0 +1,83 @@
+/**
+ * An encoding of a log other than UTF-8 that is read: Windows tools write UTF-16 (PowerShell's `>` and
+ * `Out-File` write UTF-16LE with a byte order mark by default).
+ */
+export type LogEncoding = 'UTF-16LE' | 'UTF-16BE';
+
+/** Bytes enough to tell the encoding: a byte order mark is at most three, two UTF-16 characters are four. */
+const HEAD_BYTES = 4;
+
+/**
+ * A log's bytes as UTF-8. UTF-16 is recognised by its byte order mark (FF FE little-endian, FE FF big-endian)
+ * or, without one, by its first two characters being ASCII with a zero byte each (no UTF-8 text has a zero byte
+ * in its first line), and decoded; the mark is dropped. A UTF-8 byte order mark is dropped too, so the first line
+ * is read as the others. Other bytes pass through as they are.
+ *
+ * @param blocks - the bytes (after decompression), in order.
+ * @param onEncoding - called once, before the first block, when the log is UTF-16.
+ */
+export async function* utf8Blocks(
+  blocks: AsyncIterable<Buffer>,
+  onEncoding: (encoding: LogEncoding) => void,
+): AsyncGenerator<Buffer> {
+  const it = blocks[Symbol.asyncIterator]();
+  let head: Buffer = Buffer.alloc(0);
+  let done = false;
+  while (head.length < HEAD_BYTES) {
+    const next = await it.next();
+    if (next.done) {
+      done = true;
+      break;
+    }
+    head = head.length === 0 ? next.value : Buffer.concat([head, next.value]);
+  }
+  const rest = async function* (): AsyncGenerator<Buffer> {
+    if (done) return;
+    for (;;) {
+      const next = await it.next();
+      if (next.done) return;
+      yield next.value;
+    }
+  };
+  const [encoding, skip] = sniff(head);
+  if (encoding === undefined) {
+    if (head.length > skip) yield head.subarray(skip);
+    yield* rest();
+    return;
+  }
+  onEncoding(encoding);
+  const decoder = new TextDecoder('utf-16le');
+  // Big-endian: each pair of bytes is swapped into little-endian; an odd byte waits for its pair.
+  let odd: number | undefined;
+  const decode = (bytes: Buffer): Buffer | undefined => {
+    let le = bytes;
+    if (encoding === 'UTF-16BE') {
+      const all = odd === undefined ? Buffer.from(bytes) : Buffer.concat([Buffer.from([odd]), bytes]);
+      odd = all.length % 2 === 1 ? all[all.length - 1] : undefined;
+      le = all.subarray(0, all.length - (all.length % 2)).swap16();
+    }
+    const text = decoder.decode(le, { stream: true });
+    return text.length === 0 ? undefined : Buffer.from(text, 'utf8');
+  };
+  const first = decode(head.subarray(skip));
+  if (first !== undefined) yield first;
+  for await (const block of rest()) {
+    const out = decode(block);
+    if (out !== undefined) yield out;
+  }
+  // A last odd byte or half a surrogate pair is a replacement character, as a decoder makes of any broken text.
+  const end = decoder.decode(odd === undefined ? undefined : Buffer.from([odd]));
+  if (end.length > 0) yield Buffer.from(end, 'utf8');
+}
+
+/** The encoding the first bytes show, and how many of them are a byte order mark. */
+function sniff(h: Buffer): [LogEncoding | undefined, number] {
+  if (h.length >= 3 && h[0] === 0xef && h[1] === 0xbb && h[2] === 0xbf) return [undefined, 3];
+  if (h.length >= 2 && h[0] === 0xff && h[1] === 0xfe) return ['UTF-16LE', 2];
+  if (h.length >= 2 && h[0] === 0xfe && h[1] === 0xff) return ['UTF-16BE', 2];
+  if (h.length >= 4 && h[0] !== 0 && h[0] < 0x80 && h[1] === 0 && h[2] !== 0 && h[2] < 0x80 && h[3] === 0)
+    return ['UTF-16LE', 0];
+  if (h.length >= 4 && h[0] === 0 && h[1] !== 0 && h[1] < 0x80 && h[2] === 0 && h[3] !== 0 && h[3] < 0x80)
+    return ['UTF-16BE', 0];
+  return [undefined, 0];
+}
