@@ -35,6 +35,11 @@ export interface RuntimeEvents {
    * an access log line. Never set by the gateway, whose requests are identified by their credentials.
    */
   readonly recordedIdentity?: (r: GatewayRequest) => CallerIdentity | undefined;
+  /**
+   * Verdicts are read, never sent (`sluice replay`): a denial carries no problem body (the library's
+   * `denialBodies: false`), which would otherwise be built for every limited line. Never set by the gateway.
+   */
+  readonly decisionsOnly?: boolean;
   /** Run-time overrides and blocks (the store's), applied by every runtime across reloads. */
   readonly overrides?: OverrideStore;
   /**
@@ -112,6 +117,7 @@ export class Runtime {
       ...(this.events.now === undefined ? {} : { wallClock: this.events.now }),
       ...(this.events.queueMetrics === undefined ? {} : { queueMetrics: this.events.queueMetrics }),
       ...(this.events.overrides === undefined ? {} : { overrides: this.events.overrides }),
+      ...(this.events.decisionsOnly === true ? { denialBodies: false } : {}),
     });
     const u = config.upstream;
     const pool = this.events.upstreamPool;

@@ -109,13 +109,14 @@ export class ReplayEngine {
       clock: this.clock,
     });
     const clock = this.clock;
-    // Replay reads decisions, never response headers: building them for every request would cost a fifth of the
-    // replay. Header mode changes no decision.
+    // Replay reads decisions, never response headers or bodies: building them for every request would cost a
+    // fifth of the replay (headers) and a thirtieth (the bodies of denials). Neither changes a decision.
     const decideOnly: GatewayConfig = { ...config, headers: { mode: 'none' } };
     this.runtime = new Runtime(decideOnly, this.store, undefined, {
       clock,
       now: () => clock.now(),
       recordedIdentity: recordedCaller,
+      decisionsOnly: true,
     });
     this.tally = new ReplayTally(config.defaultTier, keyCap);
   }

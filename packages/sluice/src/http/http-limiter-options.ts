@@ -94,6 +94,13 @@ export interface HttpLimiterOptions<R extends HttpRequestInfo = HttpRequestInfo>
   readonly headers?: HeaderMode;
   /** Add the partition key `pk` (a hash of the bucket key) to the draft-11 fields. Default false. */
   readonly partitionKey?: boolean;
+  /**
+   * Whether a rate-limit denial carries its `application/problem+json` body, its content headers and the
+   * correlation id; default true. False is for callers that read verdicts and never send them (a replay of
+   * access logs, a dry run): the decision, status, outcome, `RateLimit` fields and `Retry-After` stay, and no
+   * body is built per denial. An adapter given such a limiter would answer a denial without a body.
+   */
+  readonly denialBodies?: boolean;
   /** Base URI of the problem `type` (white label), for example `https://errors.example.com/problems/`. */
   readonly problemTypeBase?: string;
   /** Request header holding the correlation id, echoed in a denial under the same name; default `X-Request-Id`. */
@@ -135,6 +142,7 @@ export interface ResolvedHttpLimiterOptions<R extends HttpRequestInfo> {
   readonly rules: readonly CompiledRule[];
   readonly mode: HeaderMode;
   readonly partitionKey: boolean;
+  readonly denialBodies: boolean;
   readonly typeOf: ((slug: string) => string) | undefined;
   readonly requestIdName: string;
   readonly requestIdHeader: string;
@@ -164,6 +172,7 @@ const KNOWN = [
   'proxyHeader',
   'headers',
   'partitionKey',
+  'denialBodies',
   'problemTypeBase',
   'requestIdHeader',
   'keyPrefix',
@@ -210,6 +219,7 @@ export function resolveHttpLimiterOptions<R extends HttpRequestInfo>(
     rules: Object.freeze(rules),
     mode: headerModeOption('headers', o.headers, 'both'),
     partitionKey: booleanOption('partitionKey', o.partitionKey, false),
+    denialBodies: booleanOption('denialBodies', o.denialBodies, true),
     typeOf: problemTypeResolver(o.problemTypeBase),
     requestIdName,
     requestIdHeader,

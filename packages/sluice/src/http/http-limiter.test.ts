@@ -80,6 +80,21 @@ describe('429 problem', () => {
     });
   });
 
+  it('leaves the body and its headers out with denialBodies: false, and decides the same', () => {
+    const full = setup();
+    const bare = setup({ denialBodies: false });
+    for (let i = 0; i < 3; i++) expect(bare.run({}).action).toBe(full.run({}).action);
+    const a = full.run({ headers: { 'x-request-id': 'req-42' } });
+    const b = bare.run({ headers: { 'x-request-id': 'req-42' } });
+    expect(b).toMatchObject({ action: 'deny', status: 429, outcome: a.outcome });
+    expect(b.body).toBeUndefined();
+    expect(b.decision).toEqual(a.decision);
+    expect(header(b, 'Retry-After')).toBe('1');
+    expect(header(b, 'Content-Type')).toBeUndefined();
+    expect(b.headers).toEqual(a.headers.filter(([n]) => /^(ratelimit|x-ratelimit|retry-after)/i.test(n)));
+    expect(() => setup({ denialBodies: 'no' as unknown as boolean })).toThrow(/denialBodies/);
+  });
+
   it('writes the problem of the moment of the denial, however late and often it is read', () => {
     const { clock, http, run } = setup();
     for (let i = 0; i < 3; i++) run({});

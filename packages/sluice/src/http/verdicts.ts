@@ -112,8 +112,23 @@ export class VerdictWriter {
       };
     }
     const headers = none ? [] : this.#rateLimitHeaders(facts, d);
-    const correlationId = this.correlationId(req);
     headers.push([HeaderName.RetryAfter, String(Math.max(1, d.retryAfterSeconds))]);
+    const unavailable = d.reason === 'store_unavailable';
+    if (!this.#o.denialBodies) {
+      // Read, never sent (a replay of logs): the body and the headers that describe it are left out.
+      return {
+        action: 'deny',
+        status: unavailable ? 503 : 429,
+        outcome: unavailable ? 'store_unavailable' : facts.denied,
+        headers,
+        decision: d,
+        clientIp: ip,
+        rules,
+        key,
+        identity,
+      };
+    }
+    const correlationId = this.correlationId(req);
     this.#denyHeaders(headers, correlationId);
     const body = rateLimitProblemBody({
       decision: d,
@@ -123,7 +138,6 @@ export class VerdictWriter {
       typeOf: this.#o.typeOf,
       code: facts.problemCodes === undefined ? undefined : problemCodeOf(facts.problemCodes, d),
     });
-    const unavailable = d.reason === 'store_unavailable';
     return {
       action: 'deny',
       status: unavailable ? 503 : 429,
