@@ -241,13 +241,19 @@ identity:
   headers: {}
 `);
     const r = await send(agent, `${base}/x`, {
-      headers: { ...headers, 'x-forwarded-for': '198.51.100.7', 'x_client-id': 'other' },
+      headers: {
+        ...headers,
+        'x-forwarded-for': '198.51.100.7',
+        'x_client-id': 'other',
+        'x.client.id': 'other',
+      },
     });
     expect(r.headers['x-ratelimit-policy']).toBe('enterprise');
     expect(await remaining('tenant:acme:client:portal', 'enterprise')).toBe(199);
     expect(upstream.seen.at(-1)?.headers['x-tenant-id']).toBe('acme');
     expect(upstream.seen.at(-1)?.headers['x-client-id']).toBe('portal');
     expect(upstream.seen.at(-1)?.headers['x_client-id']).toBeUndefined();
+    expect(upstream.seen.at(-1)?.headers['x.client.id']).toBeUndefined();
     // Without identity headers, the forwarded client IP is the key.
     await send(agent, `${base}/x`, { headers: { 'x-forwarded-for': '198.51.100.7' } });
     expect(await remaining('ip:198.51.100.7', 'free')).toBe(2);
@@ -257,9 +263,15 @@ identity:
     const base = await start(`identity:
   headers: {}
 `);
-    // The underscore spellings too, whole or mixed: CGI-style servers (PHP, WSGI) read x_tenant_id and
-    // X-Tenant_Id as HTTP_X_TENANT_ID.
-    const lookAlike = { x_tenant_id: 'acme', 'x-client_id': 'portal', 'x_rate-limit_tier': 'enterprise' };
+    // The other spellings too, whole or mixed: CGI-style servers (PHP, WSGI) read x_tenant_id and X-Tenant_Id as
+    // HTTP_X_TENANT_ID, and lighttpd and older Apache map a dot or any other character to `_` as well.
+    const lookAlike = {
+      x_tenant_id: 'acme',
+      'x-client_id': 'portal',
+      'x_rate-limit_tier': 'enterprise',
+      'x.user.id': 'root',
+      'x-tenant~id': 'other',
+    };
     const r = await send(agent, `${base}/x`, {
       headers: { ...headers, ...lookAlike, 'x-forwarded-for': '198.51.100.7' },
     });

@@ -62,7 +62,8 @@ export class RequestIdentifier {
 
   /**
    * Whether a request header of an untrusted peer is an identity header, in any spelling (`x-tenant-id`,
-   * `x_tenant_id`, `X-Tenant_Id`): none of them reaches the upstream, since the gateway did not believe it.
+   * `x_tenant_id`, `X-Tenant_Id`, `x.tenant.id`): none of them reaches the upstream, since the gateway did not
+   * believe it.
    * A bound function, handed to the forwarding code as it is.
    *
    * @param name - a header name, lower case (as Node.js gives them).
@@ -71,8 +72,8 @@ export class RequestIdentifier {
     this.#spellings.length > 0 && this.#spellings.includes(spellingOf(name));
 
   /**
-   * Whether a request header of a trusted proxy is another spelling of an identity header (any mix of `_` and `-`
-   * but the configured one): stripped, since the gateway never reads it and CGI-style servers (PHP, WSGI, Rack)
+   * Whether a request header of a trusted proxy is another spelling of an identity header (any character but a
+   * letter or a digit in place of `-`, but the configured spelling): stripped, since the gateway never reads it and CGI-style servers (PHP, WSGI, Rack)
    * read them all as `HTTP_X_TENANT_ID`, so a client could pose as a tenant behind a proxy that passes them on.
    * A bound function, as {@link RequestIdentifier.stripsFromUntrusted}.
    *
@@ -152,12 +153,21 @@ function single(v: string | string[] | undefined): string | undefined {
   return t === '' || t.length > 256 || !/^[\x21-\x7e]+$/.test(t) ? undefined : t;
 }
 
-/** A header name as CGI-style servers read it: `_` and `-` are the same character. */
+/** Every character but a lower-case letter or a digit: CGI-style servers read each of them as `_`. */
+const NOT_NAME_CHAR = /[^a-z0-9]/g;
+/** Whether a lower-case header name has a character other than a letter, a digit or `-`. */
+const OTHER_CHAR = /[^a-z0-9-]/;
+
+/**
+ * The name a CGI-style server gives a header: PHP, WSGI and Rack map `_` and `-` alike, lighttpd and older Apache
+ * every character but a letter or a digit (`x.tenant.id`). Written with `-`, so that the configured name is
+ * its own spelling.
+ */
 function spelling(name: string): string {
-  return name.replaceAll('_', '-');
+  return name.toLowerCase().replace(NOT_NAME_CHAR, '-');
 }
 
-/** {@link spelling}, without a copy for the common name that has no `_`. */
+/** {@link spelling}, without a copy for the common name of letters, digits and `-` (lower case, from Node.js). */
 function spellingOf(name: string): string {
-  return name.includes('_') ? spelling(name) : name;
+  return OTHER_CHAR.test(name) ? spelling(name) : name;
 }
