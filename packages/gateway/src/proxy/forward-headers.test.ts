@@ -67,6 +67,17 @@ describe('upstreamRequestHeaders', () => {
     expect(out.accept).toBe('text/plain');
   });
 
+  // Express with `trust proxy` on, and many address helpers, take the first address of X-Forwarded-For.
+  it("replaces a client's own X-Forwarded-For and Forwarded chain, and appends to a trusted proxy's", () => {
+    const chain = { 'x-forwarded-for': '6.6.6.6, 10.0.0.1', forwarded: 'for=6.6.6.6;proto=https' };
+    const own = upstreamRequestHeaders(chain, facts(false));
+    expect(own['x-forwarded-for']).toBe('198.51.100.7');
+    expect(own.forwarded).toBe('for=198.51.100.7;proto=http;host=api.example');
+    const proxied = upstreamRequestHeaders(chain, facts(true, '10.0.0.1'));
+    expect(proxied['x-forwarded-for']).toBe('6.6.6.6, 10.0.0.1, 198.51.100.7');
+    expect(proxied.forwarded).toBe('for=6.6.6.6;proto=https, for=198.51.100.7;proto=http;host=api.example');
+  });
+
   it('keeps the URL rewrite fields a trusted proxy in front set', () => {
     const out = upstreamRequestHeaders(spoofed, facts(true, '203.0.113.5'));
     expect(out['x-original-url']).toBe('/system/airgap/seal');

@@ -45,7 +45,8 @@ export interface ForwardFacts {
 
 /**
  * The request headers sent upstream: hop-by-hop fields and the fields the `Connection` header names removed,
- * `X-Forwarded-For` and `Forwarded` (RFC 7239) appended with the peer, `X-Real-IP` set to the client the gateway
+ * `X-Forwarded-For` and `Forwarded` (RFC 7239) appended with the peer (a trusted proxy's) or set to it (anyone
+ * else's, whose claimed chain is dropped), `X-Real-IP` set to the client the gateway
  * resolved (from every peer), `X-Forwarded-Proto` and `X-Forwarded-Host` set (kept only when a trusted proxy sent
  * them), the other fields an upstream reads as the client's port, path prefix, scheme or address, or routes by
  * (`X-Forwarded-Port`, `X-Original-URL`, `CF-Connecting-IP`: see `FORWARDING_FIELDS`) removed unless a trusted
@@ -80,12 +81,15 @@ export function upstreamRequestHeaders(
     }
     out[name] = incoming[name];
   }
-  const xff = incoming['x-forwarded-for'];
+  // A trusted proxy's chain is appended to. A client's own is dropped: Express with `trust proxy` on and many
+  // address helpers read the first address of the field, which would then be whatever the client wrote.
+  const trusted = facts.trustedPeer === true;
+  const xff = trusted ? incoming['x-forwarded-for'] : undefined;
   const prior = Array.isArray(xff) ? xff.join(', ') : xff;
   out['x-forwarded-for'] =
     prior === undefined || prior.trim() === '' ? facts.peer : `${prior}, ${facts.peer}`;
   const element = `for=${forwardedNode(facts.peer)};proto=${facts.proto}${facts.host === undefined ? '' : `;host=${quoteIfNeeded(facts.host)}`}`;
-  const fwd = incoming.forwarded;
+  const fwd = trusted ? incoming.forwarded : undefined;
   out.forwarded = fwd === undefined || fwd.trim() === '' ? element : `${fwd}, ${element}`;
   // Kept above only when a trusted proxy sent them.
   if (out['x-forwarded-proto'] === undefined) out['x-forwarded-proto'] = facts.proto;
