@@ -4,14 +4,23 @@ import { ipKey, normalizeIp } from 'sluice/http';
 const SLOTS = 1 << 17;
 const MASK = SLOTS - 1;
 
+/** Int32 fields of a slot, side by side so that one cache line holds them: see {@link ClientAddresses}. */
+const NUMBER = 0;
+const PLACE = 1;
+const PLACED_AT = 2;
+const USED = 3;
+const INTS = 4;
+
 /**
  * The client addresses of log lines. Most lines carry a dotted quad, which is already canonical: it is read as a
- * 32-bit number and found in an open-addressed table whose slots hold the address's number, its text and its key
- * part in three parallel arrays, so a returning client costs no string hashing, no cache lookup for its key and no
- * allocation, and the three reads do not wait on each other (a table of objects made the object's read wait for
- * the slot's: 3.9% of a replay went to that wait). The shared strings are built from the number, so they hold no
- * reference to the log text. Anything else (IPv6, IPv4 with leading zeros, a mapped address) goes to
- * `normalizeIp` and `ipKey`, whose caches are bounded the same way.
+ * 32-bit number and found in an open-addressed table. A slot's numbers (the address's value, whether the slot is
+ * used, and the place the store last gave the address's key) sit side by side in one Int32Array, and its two
+ * strings (the address and its key part) side by side in one array, so that a returning client costs two memory
+ * loads that do not wait on each other, no string hashing, no cache lookup for its key and no allocation (a table
+ * of objects made the object's read wait for the slot's: 3.9% of a replay went to that wait; five parallel arrays
+ * cost five loads). The shared strings are built from the number, so they hold no reference to the log text.
+ * Anything else (IPv6, IPv4 with leading zeros, a mapped address) goes to `normalizeIp` and `ipKey`, whose caches
+ * are bounded the same way.
  *
  * A lookup leaves its answer in {@link ClientAddresses.ip} and {@link ClientAddresses.key}, read before the
  * next lookup.
@@ -21,9 +30,11 @@ export class ClientAddresses {
   ip = '';
   /** `ipKey(ip)` of the last lookup that found an address: handed to admission as the request's `clientIpKey`. */
   key = '';
-  readonly #numbers = new Int32Array(SLOTS);
-  readonly #ips: (string | undefined)[] = new Array<string | undefined>(SLOTS).fill(undefined);
-  readonly #keys: string[] = new Array<string>(SLOTS).fill('');
+  /** The table slot of the last lookup's dotted quad, or -1 for another address (which keeps no place). */
+  slot = -1;
+  readonly #ints = new Int32Array(SLOTS * INTS);
+  /** Slot `h`'s address at `2h`, its key part at `2h + 1`. */
+  readonly #strings: string[] = new Array<string>(SLOTS * 2).fill('');
   #size = 0;
 
   /**
@@ -44,39 +55,68 @@ export class ClientAddresses {
       if (ip === undefined) return false;
       this.ip = ip;
       this.key = ipKey(ip);
+      this.slot = -1;
       return true;
     }
     const k = v | 0;
     let h = Math.imul(k, 0x9e3779b1) >>> 15;
-    const numbers = this.#numbers;
-    const ips = this.#ips;
+    const ints = this.#ints;
     for (;;) {
-      const hit = ips[h];
-      if (hit === undefined) break;
-      if (numbers[h] === k) {
-        this.ip = hit;
-        this.key = this.#keys[h];
+      const at = h * INTS;
+      if (ints[at + USED] === 0) break;
+      if (ints[at + NUMBER] === k) {
+        this.ip = this.#strings[2 * h];
+        this.key = this.#strings[2 * h + 1];
+        this.slot = h;
         return true;
       }
       h = (h + 1) & MASK;
     }
     if (this.#size >= SLOTS >>> 1) {
       // Starting over is cheaper than eviction and bounds the table under a flood of distinct addresses.
-      ips.fill(undefined);
-      this.#keys.fill('');
+      ints.fill(0);
+      this.#strings.fill('');
       this.#size = 0;
       h = Math.imul(k, 0x9e3779b1) >>> 15;
     }
     const ip = `${v >>> 24}.${(v >>> 16) & 255}.${(v >>> 8) & 255}.${v & 255}`;
     // A dotted quad is its own key part: what ipKey gives, without its caches.
     const key = `ip:${ip}`;
-    numbers[h] = k;
-    ips[h] = ip;
-    this.#keys[h] = key;
+    const at = h * INTS;
+    ints[at + NUMBER] = k;
+    ints[at + PLACE] = -1;
+    ints[at + PLACED_AT] = -1;
+    ints[at + USED] = 1;
+    this.#strings[2 * h] = ip;
+    this.#strings[2 * h + 1] = key;
     this.#size++;
     this.ip = ip;
     this.key = key;
+    this.slot = h;
     return true;
+  }
+
+  /**
+   * What the replay's store last said of the key of the address in `slot` (`MemoryStore.prefetch`: the place of
+   * its buckets), or -1. The store checks it against {@link ClientAddresses.placedAt}, so a stale place costs a
+   * key lookup only.
+   */
+  place(slot: number): number {
+    return this.#ints[slot * INTS + PLACE];
+  }
+
+  /** The store's `placesMoved` count when {@link ClientAddresses.place} was kept, or -1. */
+  placedAt(slot: number): number {
+    return this.#ints[slot * INTS + PLACED_AT];
+  }
+
+  /** Keeps the place the store gave the key of the address in `slot`, and the store's `placesMoved` count. */
+  keepPlace(slot: number, place: number, placesMoved: number): void {
+    const at = slot * INTS;
+    this.#ints[at + PLACE] = place;
+    // Kept as a 32-bit integer: past 2^31 moves the kept count no longer equals the store's, which then looks the
+    // key up (the same decision, without the saving).
+    this.#ints[at + PLACED_AT] = placesMoved | 0;
   }
 }
 

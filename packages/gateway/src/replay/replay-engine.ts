@@ -165,7 +165,15 @@ export class ReplayEngine {
         ips[i] = addresses.ip;
         keys[i] = addresses.key;
         // A recorded caller is keyed by its identity, which admission builds: only an address key is known here.
-        if (!r.identified) store.prefetch(addresses.key);
+        if (!r.identified) {
+          const at = addresses.slot;
+          if (at < 0) store.prefetch(addresses.key);
+          else {
+            // The place the store gave this client's key last time spares the key's lookup while it holds.
+            const place = store.prefetch(addresses.key, addresses.place(at), addresses.placedAt(at));
+            addresses.keepPlace(at, place, store.placesMoved);
+          }
+        }
       } else {
         ips[i] = undefined;
         keys[i] = undefined;

@@ -32,6 +32,13 @@ export class BucketTable {
   evictions = 0;
   fullDropped = 0;
   sweeps = 0;
+  /**
+   * Times a key's first slot changed or went (a release of a first slot, a clear): a first slot read from
+   * {@link BucketTable.head} is still the key's while this count is unchanged.
+   */
+  placesMoved = 0;
+  /** Keys given a first slot: a key found without one may have one once this count changed. */
+  placesAdded = 0;
   readonly #cap: number;
   readonly #sample: number;
   /** Head of the free list; a free slot's `next` holds the next free slot, so the list costs no memory. */
@@ -142,6 +149,7 @@ export class BucketTable {
     if (head === NONE) {
       next[slot] = NONE;
       this.#heads.set(key, slot);
+      this.placesAdded++;
     } else {
       // Behind the first slot: the map keeps its entry.
       next[slot] = next[head];
@@ -175,6 +183,7 @@ export class BucketTable {
   /** Empties the table. */
   clear(): void {
     this.#heads.clear();
+    this.placesMoved++;
     this.keys.fill(undefined);
     this.highWater = 0;
     this.size = 0;
@@ -229,6 +238,7 @@ export class BucketTable {
     if (head === slot) {
       if (after === NONE) this.#heads.delete(key);
       else this.#heads.set(key, after);
+      this.placesMoved++;
     } else {
       let p = head;
       while (next[p] !== slot) p = next[p];

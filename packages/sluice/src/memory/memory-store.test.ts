@@ -1,5 +1,6 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { definePolicy, ErrorCode, ManualClock, SluiceError } from '../core/index.js';
+import { type Decision, definePolicy, ErrorCode, ManualClock, SluiceError } from '../core/index.js';
 import { MemoryStore, resolveMemoryStoreOptions } from './index.js';
 
 const p = definePolicy({ name: 'rl.write', quota: 60, window: 60, burst: 2 });
@@ -189,5 +190,85 @@ describe('policy count', () => {
     expect(s.peek([{ policy: first, key: 'aon' }], 1).outcomes[0].remaining).toBe(1);
     // A policy already known still works: the table is not damaged.
     expect(s.decide([{ policy: first, key: 'other' }], 1).allowed).toBe(true);
+  });
+});
+
+describe('prefetch and places', () => {
+  const KEYS = ['a', 'b', 'c', 'ip:192.0.2.1', 'ip:192.0.2.2'];
+  const step = fc.oneof(
+    {
+      weight: 6,
+      arbitrary: fc.record({
+        kind: fc.constant('batch' as const),
+        lines: fc.array(
+          fc.record({ k: fc.nat(4), other: fc.nat(4), same: fc.boolean(), skip: fc.boolean() }),
+          {
+            minLength: 1,
+            maxLength: 8,
+          },
+        ),
+      }),
+    },
+    fc.record({ kind: fc.constant('time' as const), ms: fc.integer({ min: 0, max: 3000 }) }),
+    fc.record({ kind: fc.constant('sweep' as const) }),
+    fc.record({ kind: fc.constant('reset' as const), k: fc.nat(4) }),
+  );
+  const summary = (d: Decision) => ({
+    allowed: d.allowed,
+    retryAfter: d.retryAfterSeconds,
+    remaining: d.outcomes.map((o) => o.remaining),
+  });
+
+  it('decides as without prefetch, whatever places the caller keeps and whatever moves them (property)', () => {
+    fc.assert(
+      fc.property(fc.array(step, { maxLength: 40 }), fc.integer({ min: 1, max: 8 }), (steps, cap) => {
+        const clock = new ManualClock(0);
+        const a = new MemoryStore({ clock, sweepIntervalMs: 0, maxTrackedKeys: cap });
+        const b = new MemoryStore({ clock, sweepIntervalMs: 0, maxTrackedKeys: cap });
+        // What a caller such as a log replay keeps per key: the place and the count it was read at.
+        const places = new Map<string, { place: number; moved: number }>();
+        for (const s of steps) {
+          if (s.kind === 'batch') {
+            for (const { k } of s.lines) {
+              const kept = places.get(KEYS[k]);
+              const place = a.prefetch(KEYS[k], kept?.place, kept?.moved);
+              places.set(KEYS[k], { place, moved: a.placesMoved });
+            }
+            for (const line of s.lines) {
+              // Some prefetched lines are never decided (an exempt request), and some checks name another key.
+              if (line.skip) continue;
+              const checks = [
+                { policy: p, key: KEYS[line.k] },
+                { policy: q, key: KEYS[line.same ? line.k : line.other] },
+              ];
+              expect(summary(a.decide(checks, 1))).toEqual(summary(b.decide(checks, 1)));
+            }
+          } else if (s.kind === 'time') clock.advance(s.ms);
+          else if (s.kind === 'sweep') {
+            a.sweep();
+            b.sweep();
+          } else {
+            const checks = [{ policy: p, key: KEYS[s.k] }];
+            a.reset(checks);
+            b.reset(checks);
+          }
+        }
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('gives a key its place once it has a bucket, and moves the count when an eviction takes one', () => {
+    const { store: s } = store({ maxTrackedKeys: 1 });
+    expect(s.prefetch('a')).toBe(-1);
+    s.decide([{ policy: p, key: 'a' }], 1);
+    const place = s.prefetch('a');
+    expect(place).toBeGreaterThanOrEqual(0);
+    const moved = s.placesMoved;
+    expect(s.prefetch('a', place, moved)).toBe(place);
+    s.decide([{ policy: p, key: 'b' }], 1);
+    expect(s.placesMoved).toBeGreaterThan(moved);
+    // A place read before the move is not taken on trust: 'a' has no bucket now.
+    expect(s.prefetch('a', place, moved)).toBe(-1);
   });
 });

@@ -111,6 +111,19 @@ export class MemoryStore implements RateLimitStore {
   #closed = false;
   // biome-ignore lint/correctness/noUnusedPrivateClassMembers: written by prefetch so that its reads are kept
   #prefetched = 0;
+  /**
+   * The places the last run of prefetch calls found, for the decisions that follow: each decision takes its key's
+   * place from here instead of looking the key up again, while no place has moved since (see `#placeOf`).
+   */
+  readonly #hintKeys: (string | undefined)[] = new Array<string | undefined>(HINTS).fill(undefined);
+  readonly #hintPlaces = new Int32Array(HINTS);
+  #hintCount = 0;
+  /** The first hint no decision has taken yet: decisions come in the order of their prefetch calls. */
+  #hintAt = 0;
+  #hintMoved = 0;
+  #hintAdded = 0;
+  /** A decision ran since the last prefetch: the next prefetch starts a new run of hints. */
+  #hintsTaken = false;
 
   /**
    * @param options - see {@link MemoryStoreOptions}.
@@ -189,17 +202,47 @@ export class MemoryStore implements RateLimitStore {
   /**
    * Reads the buckets of `key` (every policy's) without changing anything. A caller about to decide many keys in a
    * row, such as a log replay deciding a batch of lines, calls it for each key first: the processor then fetches
-   * the keys' buckets from memory side by side, where one decision after another waits for each key's in turn.
-   * Decisions are the same with or without it; it costs a key lookup.
+   * the keys' buckets from memory side by side, where one decision after another waits for each key's in turn,
+   * and the decisions that follow (in the same order) take each key's place from this call instead of looking it
+   * up again. Decisions are the same with or without it.
    *
    * @param key - a bucket key, as the checks of a later decision will name it.
+   * @param place - what an earlier call returned for `key`, and `placesMoved` the value of
+   *   {@link MemoryStore.placesMoved} just after it: while that count is unchanged the key is not looked up again.
+   *   A place read before the count changed is ignored.
+   * @returns the key's place in the table (its first bucket), or -1 while it has none.
    */
-  prefetch(key: string): void {
+  prefetch(key: string, place = -1, placesMoved = -1): number {
     const t = this.#table;
+    if (this.#hintsTaken || t.placesMoved !== this.#hintMoved || t.placesAdded !== this.#hintAdded) {
+      // A new run of prefetch calls, or the table changed under the last one: the hints start over.
+      this.#hintKeys.fill(undefined, 0, this.#hintCount);
+      this.#hintCount = 0;
+      this.#hintAt = 0;
+      this.#hintMoved = t.placesMoved;
+      this.#hintAdded = t.placesAdded;
+      this.#hintsTaken = false;
+    }
+    const head = place >= 0 && placesMoved === t.placesMoved && t.keys[place] === key ? place : t.head(key);
     let sum = 0;
-    for (let slot = t.head(key); slot >= 0; slot = t.next[slot]) sum += t.units[slot] + t.last[slot];
+    for (let slot = head; slot >= 0; slot = t.next[slot]) sum += t.units[slot] + t.last[slot];
     // Kept, so that the reads are not optimised away.
     this.#prefetched = sum;
+    const n = this.#hintCount;
+    if (n < HINTS) {
+      this.#hintKeys[n] = key;
+      this.#hintPlaces[n] = head;
+      this.#hintCount = n + 1;
+    }
+    return head;
+  }
+
+  /**
+   * Counts the times a key's place (see {@link MemoryStore.prefetch}) changed or went: an eviction, a sweep, a
+   * reset or a close that took a key's first bucket. A place stays its key's while this count is unchanged.
+   */
+  get placesMoved(): number {
+    return this.#table.placesMoved;
   }
 
   reserve(checks: readonly Check[], cost: number): Decision {
@@ -289,6 +332,27 @@ export class MemoryStore implements RateLimitStore {
     return Math.floor(this.#clock.now());
   }
 
+  /**
+   * The first slot of `key`: from the hints of the last prefetch calls while no place has moved since (and, for a
+   * key that had none, while no key was given one), else looked up. A hint is taken once, in prefetch order; a
+   * hint a decision skipped (a line never decided) is passed over.
+   */
+  #placeOf(key: string): number {
+    const t = this.#table;
+    if (t.placesMoved === this.#hintMoved) {
+      const keys = this.#hintKeys;
+      const n = this.#hintCount;
+      for (let j = this.#hintAt; j < n; j++) {
+        if (keys[j] !== key) continue;
+        const place = this.#hintPlaces[j];
+        if (place < 0 && t.placesAdded !== this.#hintAdded) break;
+        this.#hintAt = j + 1;
+        return place;
+      }
+    }
+    return t.head(key);
+  }
+
   #run(checks: readonly Check[], cost: number, mode: EvaluateMode): Decision {
     this.#open();
     const n = checks.length;
@@ -306,6 +370,8 @@ export class MemoryStore implements RateLimitStore {
     const heads = this.#heads;
     const t = this.#table;
     const now = this.#now();
+    const hinted = this.#hintCount > 0;
+    this.#hintsTaken = true;
     // The checks of one decision mostly share a key (a tier's minute and hour, an endpoint rule keyed by the same
     // caller): its chain of buckets is looked up once.
     let chainKey: string | undefined;
@@ -314,7 +380,7 @@ export class MemoryStore implements RateLimitStore {
       const { policy, key } = checks[i];
       if (i === 0 || key !== chainKey) {
         chainKey = key;
-        head = t.head(key);
+        head = hinted ? this.#placeOf(key) : t.head(key);
       }
       const slot = t.findFrom(head, policy);
       slots[i] = slot;
@@ -354,6 +420,9 @@ export class MemoryStore implements RateLimitStore {
     return decision;
   }
 }
+
+/** The most hints one run of prefetch calls keeps (a replay batch is 32 lines). */
+const HINTS = 64;
 
 /** Lets pending I/O run between sweep slices; setImmediate where it exists, else a macrotask. */
 function yieldToEventLoop(): Promise<void> {
