@@ -29,7 +29,7 @@ import { resolveRuleRefill } from './resolve-refill.js';
 import { exactRange, patternIssue, policyNameIssue } from './rule-issues.js';
 import type { SemanticIssue } from './semantic-issue.js';
 import { shadowIssues } from './shadow-issues.js';
-import { closestName } from './suggest.js';
+import { didYouMean as hint, unknownName } from './suggest.js';
 import { checkUrl, durationIn, STORE_TIMEOUT_MS, timerMs } from './value-ranges.js';
 import type { ConfigPath } from './violation.js';
 
@@ -382,15 +382,6 @@ export function resolveConfig(
 
 function storeTypeOf(store: Raw): 'memory' | 'redis' {
   return (store.type ?? 'memory') as 'memory' | 'redis';
-}
-
-function unknownName(kind: string, given: string, known: string[]): string {
-  return `${kind} "${given}" is not defined; defined: ${known.join(', ')}${hint(given, known)}`;
-}
-
-function hint(given: string, known: string[]): string {
-  const s = closestName(given, known);
-  return s === undefined ? '' : ` (did you mean "${s}"?)`;
 }
 
 function deepFreeze<T>(value: T): T {

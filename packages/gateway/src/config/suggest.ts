@@ -20,6 +20,28 @@ export function closestName(given: string, known: readonly string[]): string | u
   return bestDistance <= limit ? best : undefined;
 }
 
+/**
+ * A " (did you mean ...?)" suffix for a message about an unknown name, or "" when no known name is close.
+ *
+ * @param given - the unknown name.
+ * @param known - the names defined.
+ */
+export function didYouMean(given: string, known: readonly string[]): string {
+  const s = closestName(given, known);
+  return s === undefined ? '' : ` (did you mean "${s}"?)`;
+}
+
+/**
+ * The message of a reference to a name that is not defined: the kind, the name, what is defined and the closest.
+ *
+ * @param kind - what was named (`tier`, `class`).
+ * @param given - the name given.
+ * @param known - the names defined.
+ */
+export function unknownName(kind: string, given: string, known: readonly string[]): string {
+  return `${kind} "${given}" is not defined; defined: ${known.join(', ')}${didYouMean(given, known)}`;
+}
+
 /** Damerau-Levenshtein (optimal string alignment) distance: a swapped pair of letters counts as one edit. */
 function distance(a: string, b: string): number {
   const rows = a.length + 1;

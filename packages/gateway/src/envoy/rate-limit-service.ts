@@ -7,7 +7,8 @@ import {
   rateLimitProblemBody,
 } from 'sluice/http';
 import type { AdmissionHost } from '../admission/admit-request.js';
-import type { EnvoyUnit } from '../config/envoy-config.js';
+import { admitted, NOTHING, plain } from './decision-copies.js';
+import { statusOf } from './descriptor-status.js';
 import { type CompiledNode, type DescriptorEntry, EnvoyPlan, MAX_OVERRIDES } from './envoy-plan.js';
 import {
   type DescriptorStatusMessage,
@@ -16,22 +17,6 @@ import {
   RateLimitServiceError,
 } from './rls-messages.js';
 
-const UNIT_NAMES: Readonly<Record<EnvoyUnit, string>> = Object.freeze({
-  second: 'SECOND',
-  minute: 'MINUTE',
-  hour: 'HOUR',
-  day: 'DAY',
-  month: 'MONTH',
-  year: 'YEAR',
-});
-const WINDOW_UNITS: ReadonlyMap<number, string> = new Map([
-  [1, 'SECOND'],
-  [60, 'MINUTE'],
-  [3600, 'HOUR'],
-  [86_400, 'DAY'],
-  [2_592_000, 'MONTH'],
-  [31_536_000, 'YEAR'],
-]);
 /** The largest hits a descriptor may add; a uint64 beyond it cannot be a real request's weight. */
 const MAX_HITS = 1_000_000_000;
 const MAX_ENTRIES = 32;
@@ -136,7 +121,7 @@ export class RateLimitService {
       statuses.push(
         outcome === undefined
           ? { code: 'OK', current_limit: null, limit_remaining: 0, duration_until_reset: null }
-          : statusOf(r, outcome),
+          : statusOf(r.node, outcome),
       );
     }
     const nowMs = this.#now();
@@ -368,49 +353,6 @@ function resolve(
   return { check: { policy: node.policy, key }, node, cost };
 }
 
-function statusOf(r: Resolved, outcome: PolicyOutcome): DescriptorStatusMessage {
-  const p = outcome.policy;
-  const limit = r.node?.limit;
-  const fromConfig = limit !== undefined && r.node?.policy === p;
-  return {
-    code: outcome.limited && !p.shadow ? 'OVER_LIMIT' : 'OK',
-    current_limit: {
-      name: p.name,
-      requests_per_unit: p.quota,
-      unit: fromConfig ? UNIT_NAMES[limit.unit] : (WINDOW_UNITS.get(p.window) ?? 'UNKNOWN'),
-    },
-    limit_remaining: outcome.remaining,
-    duration_until_reset: { seconds: outcome.resetSeconds, nanos: 0 },
-  };
-}
-
-/** The same decision presented as admitted (global shadow mode): no Retry-After, nothing violated. */
-function admitted(d: Decision): Decision {
-  if (d.allowed) return d;
-  return {
-    allowed: true,
-    reason: 'allowed',
-    cost: d.cost,
-    retryAfterSeconds: 0,
-    delayMs: 0,
-    outcomes: d.outcomes,
-    violated: [],
-  };
-}
-
-/** A copy of a decision as a plain object (a store may answer with a reusable instance). */
-function plain(d: Decision): Decision {
-  return {
-    allowed: d.allowed,
-    reason: d.reason,
-    cost: d.cost,
-    retryAfterSeconds: d.retryAfterSeconds,
-    delayMs: d.delayMs,
-    outcomes: d.outcomes,
-    violated: d.violated,
-  };
-}
-
 function findPath(descriptors: NonNullable<RateLimitRequestMessage['descriptors']>): string | undefined {
   for (const d of descriptors) {
     for (const e of d.entries ?? []) {
@@ -420,13 +362,3 @@ function findPath(descriptors: NonNullable<RateLimitRequestMessage['descriptors'
   }
   return undefined;
 }
-
-const NOTHING: Decision = Object.freeze({
-  allowed: true,
-  reason: 'allowed',
-  cost: 1,
-  retryAfterSeconds: 0,
-  delayMs: 0,
-  outcomes: Object.freeze([]),
-  violated: Object.freeze([]),
-}) as Decision;

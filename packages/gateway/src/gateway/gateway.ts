@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import type { Clock, RateLimitStore } from 'sluice';
+import type { RateLimitStore } from 'sluice';
 import type { PrometheusMetrics } from 'sluice/prometheus';
 import { TopLimitedKeys, wallClock } from 'sluice/quota';
 import { RedisStore } from 'sluice/redis';
@@ -10,7 +10,6 @@ import type { Penalties } from '../admission/penalties.js';
 import { Runtime } from '../admission/runtime.js';
 import { configWarnings } from '../config/config-warnings.js';
 import type { GatewayConfig } from '../config/gateway-config.js';
-import type { ConfigOverrides } from '../config/load-config.js';
 import {
   type LimitedKeysView,
   RateWindow,
@@ -30,37 +29,16 @@ import { ProxyServer } from '../server/proxy-server.js';
 import { createStore, type OpenedStore } from '../store/create-store.js';
 import { observeStore } from '../store/observe-store.js';
 import { type ConnectionLimits, connectionLimits } from './connection-limits.js';
+import type { GatewayOptions } from './gateway-options.js';
 import { bucketsOf } from './key-buckets.js';
 import { listenAs } from './listen-error.js';
 import { penaltyBlocks } from './penalty-blocks.js';
 import { ReloadController, type ReloadResult } from './reload-controller.js';
 import { SideListeners } from './side-listeners.js';
-import type { GatewayThread } from './thread-main.js';
 
+export type { GatewayOptions } from './gateway-options.js';
 /** A key's bucket as the admin API and {@link Gateway.inspect} show it. */
 export type { BucketView, ReloadResult };
-
-/** Options of {@link Gateway.start}. */
-export interface GatewayOptions {
-  /** The resolved configuration (from `loadConfigFile`). */
-  readonly config: GatewayConfig;
-  /** The file to reload on SIGHUP or change; default `config.file`. */
-  readonly configFile?: string;
-  /** Command-line values re-applied on every reload, so a flag keeps winning over the file. */
-  readonly overrides?: ConfigOverrides;
-  /** Variables for `${NAME}` on reload; default `process.env`. */
-  readonly env?: Readonly<Record<string, string | undefined>>;
-  /** The logger; default pino on standard output at `logging.level`. */
-  readonly logger?: Logger;
-  /** The store's clock (a `ManualClock` in tests); default monotonic time. Only the memory store uses it. */
-  readonly clock?: Clock;
-  /** Wall-clock milliseconds for `X-RateLimit-Reset` and the problem's `reset`; default `Date.now`. */
-  readonly now?: () => number;
-  /** Watch the file for changes; default `config.reload.watch` when there is a file. */
-  readonly watch?: boolean;
-  /** One of several threads (`sluice serve --threads`): see {@link GatewayThread}. */
-  readonly thread?: GatewayThread;
-}
 
 /** How long start waits for the store's first connection before listening anyway. */
 const STORE_READY_MS = 5000;

@@ -12,7 +12,7 @@ import type { ThreadFeed } from '../dashboard/index.js';
 import { createLogger } from '../log/create-logger.js';
 import { ThreadQuotaStore } from '../quota/thread-quota-store.js';
 import { Gateway } from './gateway.js';
-import type { FromWorker, ThreadWorkerData, ToWorker } from './thread-main.js';
+import type { FromWorker, ThreadWorkerData, ToWorker } from './thread-messages.js';
 
 if (parentPort === null) throw new Error('thread-worker runs as a worker thread of sluice serve --threads');
 const port: MessagePort = parentPort;

@@ -24,15 +24,22 @@ export function admittedHeaders(rt: Runtime, id: string, admission: Admitted): O
   return extra;
 }
 
-/** The request headers sent upstream, with the forwarding headers of this client connection. */
-export function upstreamHeaders(rt: Runtime, req: IncomingMessage, id: string): OutgoingHttpHeaders {
+/**
+ * The request headers sent upstream, with the forwarding headers of this client connection. `clientIp` is the
+ * address the request was admitted with (`Runtime.clientIp`), which `X-Real-IP` carries behind a trusted proxy.
+ */
+export function upstreamHeaders(
+  rt: Runtime,
+  req: IncomingMessage,
+  id: string,
+  clientIp: string | undefined,
+): OutgoingHttpHeaders {
   const peer = req.socket.remoteAddress ?? 'unknown';
   const trusted = rt.trustedPeer(req.socket.remoteAddress);
   return upstreamRequestHeaders(req.headers, {
     peer: peer.startsWith('::ffff:') ? peer.slice(7) : peer,
-    // X-Real-IP is the address the request was keyed by; from an untrusted peer that is the peer itself, so the
-    // forwarding header is walked again only behind a trusted proxy.
-    client: trusted ? rt.clientIp(req.socket.remoteAddress, req.headers) : undefined,
+    // X-Real-IP is the address the request was keyed by; from an untrusted peer that is the peer itself.
+    client: trusted ? clientIp : undefined,
     proto: (req.socket as { encrypted?: boolean }).encrypted === true ? 'https' : 'http',
     host: req.headers.host,
     requestId: id,

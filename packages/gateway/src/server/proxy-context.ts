@@ -33,7 +33,7 @@ export interface ProxyContext {
  * Admits a request of the gateway's own listener through the one admission function, with what only this
  * listener knows: the client address behind trusted proxies, whether the peer may send identity headers, and the
  * TLS socket for the mTLS exemption, and the response whose early close (the client went away) ends a wait in a
- * queue.
+ * queue. `clientIp` is `Runtime.clientIp` of the request, resolved once by the caller, which forwards with it too.
  */
 export function admitOwnRequest(
   ctx: ProxyContext,
@@ -42,15 +42,15 @@ export function admitOwnRequest(
   method: string,
   path: string,
   id: string,
+  clientIp: string | undefined,
   res?: ServerResponse,
 ): Admission | Promise<Admission> {
-  const peer = req.socket.remoteAddress;
   return admitRequest(ctx.host, {
     method,
     path,
     headers: req.headers,
-    clientIp: rt.clientIp(peer, req.headers),
-    trustIdentityHeaders: rt.trustedPeer(peer),
+    clientIp,
+    trustIdentityHeaders: rt.trustedPeer(req.socket.remoteAddress),
     cost: 1,
     correlationId: id,
     nowMs: ctx.now(),

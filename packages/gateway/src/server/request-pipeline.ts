@@ -92,7 +92,9 @@ export async function handleRequest(
   }
   try {
     // The response's early close (the client went away) aborts a wait in a queue and returns its tokens.
-    const admitting = admitOwnRequest(ctx, rt, req, method, raw, id, res);
+    // Resolved once: admission keys by it, and the upstream request and the count of bodies use it again.
+    const clientIp = rt.clientIp(req.socket.remoteAddress, req.headers);
+    const admitting = admitOwnRequest(ctx, rt, req, method, raw, id, clientIp, res);
     // The memory store answers in the same tick: no await, so no microtask hop for most requests.
     const admission = isPromiseLike(admitting) ? await admitting : admitting;
     if (admission.kind === 'deny') {
@@ -129,7 +131,7 @@ export async function handleRequest(
     const extra = admittedHeaders(rt, id, admission);
     if (cors !== undefined) Object.assign(extra, cors);
     forwarded = true;
-    proxy(ctx, rt, req, res, target.path + target.query, id, extra, (o, bodyUnread) => {
+    proxy(ctx, rt, req, res, target.path + target.query, id, clientIp, extra, (o, bodyUnread) => {
       outcome = o;
       // Refused before it was sent: its body, if any, is the gateway's to drop at the pace (see paceLeftover).
       if (bodyUnread) forwarded = false;
@@ -186,6 +188,7 @@ function proxy(
   res: ServerResponse,
   pathAndQuery: string,
   id: string,
+  clientIp: string | undefined,
   extra: OutgoingHttpHeaders,
   setOutcome: (o: string, bodyUnread?: boolean) => void,
 ): void {
@@ -204,16 +207,14 @@ function proxy(
     res.once('finish', () => req.socket.destroySoon?.());
     return;
   }
-  const headers = upstreamHeaders(rt, req, id);
+  const headers = upstreamHeaders(rt, req, id, clientIp);
   // `100 Continue` is the proxy's to send, once the request holds its upstream connection (UpstreamProxy.forward).
   delete headers.expect;
   // Bodies are counted per client address, as the `ip:` keys give it: behind `server.trustedProxies` the address
   // they report, so a load balancer's clients are not one client. Not an identity key: a tenant's many users
   // share theirs, and an anonymous client's key is its address anyway.
   const client =
-    c.upstream.maxBodiesPerClient > 0 && hasRequestBody(req.headers)
-      ? ipKey(rt.clientIp(req.socket.remoteAddress, req.headers))
-      : undefined;
+    c.upstream.maxBodiesPerClient > 0 && hasRequestBody(req.headers) ? ipKey(clientIp) : undefined;
   // The `server:` section in effect is the body's rules as it is: its size limit and its pace; the `upstream:`
   // section the wait for a connection and the cap of bodies per client (a reload applies to the next request).
   rt.proxy.forward(req, res, pathAndQuery, headers, extra, c.server, c.upstream, client, (failure) => {

@@ -46,9 +46,10 @@ export async function handleUpgrade(
   }
   // The same parser as a plain request's and admission's: a target without a canonical form is refused below.
   const target = rt.http.canonicalTarget(raw);
+  const clientIp = rt.clientIp(req.socket.remoteAddress, req.headers);
   let admission: Admission;
   try {
-    admission = await admitOwnRequest(ctx, rt, req, method, raw, id);
+    admission = await admitOwnRequest(ctx, rt, req, method, raw, id, clientIp);
   } catch (e) {
     host.logger.error({ reqId: id, err: e }, 'upgrade failed');
     writeRawResponse(socket, 500, [], '');
@@ -78,7 +79,7 @@ export async function handleUpgrade(
     socket,
     head,
     path + target.query,
-    upstreamHeaders(rt, req, id),
+    upstreamHeaders(rt, req, id, clientIp),
     admittedHeaders(rt, id, admission),
     rt.config.upstream.queueTimeoutMs,
   );

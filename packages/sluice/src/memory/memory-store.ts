@@ -17,6 +17,7 @@ import {
   SluiceError,
 } from '../core/index.js';
 import { BucketTable } from './bucket-table.js';
+import { PlaceHints } from './place-hints.js';
 
 /** Options of {@link MemoryStore}. */
 export interface MemoryStoreOptions {
@@ -111,19 +112,8 @@ export class MemoryStore implements RateLimitStore {
   #closed = false;
   // biome-ignore lint/correctness/noUnusedPrivateClassMembers: written by prefetch so that its reads are kept
   #prefetched = 0;
-  /**
-   * The places the last run of prefetch calls found, for the decisions that follow: each decision takes its key's
-   * place from here instead of looking the key up again, while no place has moved since (see `#placeOf`).
-   */
-  readonly #hintKeys: (string | undefined)[] = new Array<string | undefined>(HINTS).fill(undefined);
-  readonly #hintPlaces = new Int32Array(HINTS);
-  #hintCount = 0;
-  /** The first hint no decision has taken yet: decisions come in the order of their prefetch calls. */
-  #hintAt = 0;
-  #hintMoved = 0;
-  #hintAdded = 0;
-  /** A decision ran since the last prefetch: the next prefetch starts a new run of hints. */
-  #hintsTaken = false;
+  /** The places the last run of prefetch calls found, for the decisions that follow (D-G72). */
+  readonly #hints = new PlaceHints();
 
   /**
    * @param options - see {@link MemoryStoreOptions}.
@@ -214,26 +204,12 @@ export class MemoryStore implements RateLimitStore {
    */
   prefetch(key: string, place = -1, placesMoved = -1): number {
     const t = this.#table;
-    if (this.#hintsTaken || t.placesMoved !== this.#hintMoved || t.placesAdded !== this.#hintAdded) {
-      // A new run of prefetch calls, or the table changed under the last one: the hints start over.
-      this.#hintKeys.fill(undefined, 0, this.#hintCount);
-      this.#hintCount = 0;
-      this.#hintAt = 0;
-      this.#hintMoved = t.placesMoved;
-      this.#hintAdded = t.placesAdded;
-      this.#hintsTaken = false;
-    }
     const head = place >= 0 && placesMoved === t.placesMoved && t.keys[place] === key ? place : t.head(key);
     let sum = 0;
     for (let slot = head; slot >= 0; slot = t.next[slot]) sum += t.units[slot] + t.last[slot];
     // Kept, so that the reads are not optimised away.
     this.#prefetched = sum;
-    const n = this.#hintCount;
-    if (n < HINTS) {
-      this.#hintKeys[n] = key;
-      this.#hintPlaces[n] = head;
-      this.#hintCount = n + 1;
-    }
+    this.#hints.record(t, key, head);
     return head;
   }
 
@@ -332,27 +308,6 @@ export class MemoryStore implements RateLimitStore {
     return Math.floor(this.#clock.now());
   }
 
-  /**
-   * The first slot of `key`: from the hints of the last prefetch calls while no place has moved since (and, for a
-   * key that had none, while no key was given one), else looked up. A hint is taken once, in prefetch order; a
-   * hint a decision skipped (a line never decided) is passed over.
-   */
-  #placeOf(key: string): number {
-    const t = this.#table;
-    if (t.placesMoved === this.#hintMoved) {
-      const keys = this.#hintKeys;
-      const n = this.#hintCount;
-      for (let j = this.#hintAt; j < n; j++) {
-        if (keys[j] !== key) continue;
-        const place = this.#hintPlaces[j];
-        if (place < 0 && t.placesAdded !== this.#hintAdded) break;
-        this.#hintAt = j + 1;
-        return place;
-      }
-    }
-    return t.head(key);
-  }
-
   #run(checks: readonly Check[], cost: number, mode: EvaluateMode): Decision {
     this.#open();
     const n = checks.length;
@@ -370,8 +325,9 @@ export class MemoryStore implements RateLimitStore {
     const heads = this.#heads;
     const t = this.#table;
     const now = this.#now();
-    const hinted = this.#hintCount > 0;
-    this.#hintsTaken = true;
+    const hints = this.#hints;
+    const hinted = hints.held;
+    hints.taken();
     // The checks of one decision mostly share a key (a tier's minute and hour, an endpoint rule keyed by the same
     // caller): its chain of buckets is looked up once.
     let chainKey: string | undefined;
@@ -380,7 +336,7 @@ export class MemoryStore implements RateLimitStore {
       const { policy, key } = checks[i];
       if (i === 0 || key !== chainKey) {
         chainKey = key;
-        head = hinted ? this.#placeOf(key) : t.head(key);
+        head = hinted ? hints.placeOf(t, key) : t.head(key);
       }
       const slot = t.findFrom(head, policy);
       slots[i] = slot;
@@ -420,9 +376,6 @@ export class MemoryStore implements RateLimitStore {
     return decision;
   }
 }
-
-/** The most hints one run of prefetch calls keeps (a replay batch is 32 lines). */
-const HINTS = 64;
 
 /** Lets pending I/O run between sweep slices; setImmediate where it exists, else a macrotask. */
 function yieldToEventLoop(): Promise<void> {

@@ -1,0 +1,112 @@
+import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { Dispatcher } from 'undici';
+import type { BodyLimit } from './body-limit.js';
+import type { ConnectionGate } from './connection-gate.js';
+import { clientResponseHeaderList } from './forward-headers.js';
+import { classify, type ProxyFailure } from './proxy-failure.js';
+
+function uncork(res: ServerResponse): void {
+  res.uncork();
+}
+
+/**
+ * One forwarded request as an undici dispatch handler: writes the upstream's status and headers (plus the
+ * gateway's) to the client, the body chunks as they arrive (pausing undici while the client socket is full), and
+ * settles once with `undefined` (a response was sent or cut) or the failure to answer with.
+ */
+export class ForwardState implements Dispatcher.DispatchHandler {
+  body: BodyLimit | undefined;
+  /** Whether the request's body has not arrived whole yet and counts in the gate's share of bodies. */
+  bodyHeld = false;
+  #controller: Dispatcher.DispatchController | undefined;
+  #started = false;
+  #settled = false;
+  #aborted: { reason: unknown } | undefined;
+  readonly #res: ServerResponse;
+  readonly #extra: OutgoingHttpHeaders;
+  readonly #gate: ConnectionGate;
+  readonly #done: (f: ProxyFailure | undefined) => void;
+  readonly #onClose = () => {
+    if (!this.#settled && !this.#res.writableFinished) this.abort(new Error('client closed the connection'));
+  };
+  readonly #onDrain = () => this.#controller?.resume();
+  /** The body has arrived whole: its place no longer counts in the share of bodies. */
+  readonly bodyArrived = () => {
+    if (!this.bodyHeld) return;
+    this.bodyHeld = false;
+    this.#gate.bodyArrived();
+  };
+
+  constructor(
+    res: ServerResponse,
+    extra: OutgoingHttpHeaders,
+    gate: ConnectionGate,
+    done: (f: ProxyFailure | undefined) => void,
+  ) {
+    this.#res = res;
+    this.#extra = extra;
+    this.#gate = gate;
+    this.#done = done;
+    // Kept until the response closes (once per response) instead of removed when settled: removing a listener
+    // per request cost more than the flag test that makes a late close a no-op.
+    res.on('close', this.#onClose);
+  }
+
+  /** Cancels the upstream request (client gone, body too large or too slow). */
+  abort(reason: unknown): void {
+    if (this.#aborted !== undefined) return;
+    this.#aborted = { reason };
+    this.#controller?.abort(reason instanceof Error ? reason : new Error(String(reason)));
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.#controller = controller;
+    if (this.#aborted !== undefined) controller.abort(this.#aborted.reason as Error);
+  }
+
+  onResponseStart(
+    _c: Dispatcher.DispatchController,
+    statusCode: number,
+    headers: Record<string, string | string[] | undefined>,
+  ): void {
+    if (statusCode < 200) return; // 1xx: the final response follows
+    // A flat list: when nothing was set on the response before (the usual case), Node serializes it as given.
+    this.#res.writeHead(statusCode, clientResponseHeaderList(headers, this.#extra));
+    // Headers, the chunks that arrive in the same tick and the end go out in one write instead of two or three
+    // (a small response is usually all of it): a syscall per request saved.
+    this.#res.cork();
+    process.nextTick(uncork, this.#res);
+    this.#started = true;
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (!this.#res.write(chunk)) {
+      controller.pause();
+      this.#res.once('drain', this.#onDrain);
+    }
+  }
+
+  onResponseEnd(): void {
+    this.#res.end();
+    this.#settle(undefined);
+  }
+
+  onResponseError(_c: Dispatcher.DispatchController, error: Error): void {
+    if (this.#started) {
+      // Headers are out: the only honest signal left is to cut the response.
+      this.#res.destroy(error);
+      this.#settle(undefined);
+      return;
+    }
+    this.#settle(classify(error, { aborted: this.#aborted !== undefined, reason: this.#aborted?.reason }));
+  }
+
+  #settle(f: ProxyFailure | undefined): void {
+    if (this.#settled) return;
+    this.#settled = true;
+    // undici is done with the request: its connection is free (or closed, and reopened for the next).
+    this.#gate.leave(this.bodyHeld);
+    this.bodyHeld = false;
+    this.#done(f);
+  }
+}
