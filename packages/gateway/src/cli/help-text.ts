@@ -40,7 +40,7 @@ Commands:
              OTHER.yaml decides every request under both files and lists the requests that flip
              (allowed to limited and back) per policy and key. --json prints the report as JSON;
              --html FILE writes a self-contained page with a chart over time.
-             LOG is a file (gzip recognised by its content, UTF-16 decoded) or - for standard
+             LOG is a file (gzip recognised by its content, UTF-16/32 decoded) or - for standard
              input; several logs are read in order. --format auto (default, per log from its
              first line), combined, common, envoy, json or gateway (the gateway's own request
              log). JSON logs: --field NAME=PATH maps time, method, path, request, client, tenant,

@@ -47,7 +47,7 @@ export function replayHelp(usage: string): string {
       JSON_OPTION,
       ['--html FILE', 'also write the report as one self-contained HTML page'],
       HELP,
-      ['LOG...', 'access logs, plain or gzip, UTF-8 or UTF-16, in order; - reads standard input'],
+      ['LOG...', 'access logs, plain or gzip, UTF-8, UTF-16 or UTF-32, in order; - reads standard input'],
     ],
     ['sluice replay --config rate-limits.yaml --against stricter.yaml --html report.html access.log'],
   );
@@ -75,7 +75,7 @@ export function recommendHelp(usage: string): string {
       HELP,
       [
         'LOG...',
-        'access logs, plain or gzip, UTF-8 or UTF-16; - reads standard input; spanning an hour or more for a requestsPerHour',
+        'access logs, plain or gzip, UTF-8, UTF-16 or UTF-32; - reads standard input; spanning an hour or more for a requestsPerHour',
       ],
     ],
     [

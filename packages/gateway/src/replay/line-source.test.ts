@@ -44,6 +44,23 @@ function expected(text: string, max: number): (string | undefined)[] {
   });
 }
 
+/** Requires `bytes`, cut anywhere and gzipped, to read as `lines`, reported as `encoding` (none for UTF-8). */
+async function expectDecoded(
+  bytes: Buffer,
+  lines: readonly string[],
+  encoding: string | undefined,
+): Promise<void> {
+  await fc.assert(
+    fc.asyncProperty(fc.array(fc.nat(bytes.length), { maxLength: 6 }), async (cuts) => {
+      const got = await read(bytes, cuts);
+      expect(got.lines).toEqual(lines);
+    }),
+    { numRuns: 60 },
+  );
+  const r = await forEachLine(Readable.from([gzipSync(bytes)]), () => {});
+  expect(r).toEqual({ lines: lines.length, gzip: true, ...(encoding === undefined ? {} : { encoding }) });
+}
+
 describe('forEachLine', () => {
   it('delivers every line once, in order, however the bytes are cut (inside a character, between CR and LF)', async () => {
     const line = fc.string({
@@ -138,19 +155,35 @@ describe('forEachLine', () => {
       [le, 'UTF-16LE'],
       [be, 'UTF-16BE'],
     ];
-    for (const [bytes, encoding] of cases) {
-      await fc.assert(
-        fc.asyncProperty(fc.array(fc.nat(bytes.length), { maxLength: 6 }), async (cuts) => {
-          const got = await read(bytes, cuts);
-          expect(got.lines).toEqual(lines);
-        }),
-        { numRuns: 60 },
-      );
-      const r = await forEachLine(Readable.from([gzipSync(bytes)]), () => {});
-      expect(r).toEqual({ lines: lines.length, gzip: true, ...(encoding === undefined ? {} : { encoding }) });
-    }
+    for (const [bytes, encoding] of cases) await expectDecoded(bytes, lines, encoding);
     // A mark alone, or with half a character after it, is no line (and no crash).
     expect((await read(Buffer.from([0xff, 0xfe]))).lines).toEqual([]);
     expect((await read(Buffer.from([0xff, 0xfe, 0x41]))).lines).toEqual(['\ufffd']);
+  });
+
+  it('decodes UTF-32 (byte order mark or not, either byte order, cut anywhere, gzip too)', async () => {
+    // PowerShell's `Out-File -Encoding utf32` writes UTF-32LE with a byte order mark, FF FE 00 00, whose first
+    // two bytes are UTF-16LE's mark: the four are read together.
+    const lines = ['10.0.0.1 - - "GET /é HTTP/1.1"', '', 'x\u{1F600}y', `${'z'.repeat(40)}`];
+    const text = `${lines.join('\r\n')}\r\n`;
+    const points = [...text].map((c) => c.codePointAt(0) ?? 0);
+    const le = Buffer.alloc(points.length * 4);
+    for (const [i, p] of points.entries()) le.writeUInt32LE(p, i * 4);
+    const be = Buffer.from(le).swap32();
+    const cases: [Buffer, string][] = [
+      [Buffer.concat([Buffer.from([0xff, 0xfe, 0, 0]), le]), 'UTF-32LE'],
+      [Buffer.concat([Buffer.from([0, 0, 0xfe, 0xff]), be]), 'UTF-32BE'],
+      [le, 'UTF-32LE'],
+      [be, 'UTF-32BE'],
+    ];
+    for (const [bytes, encoding] of cases) await expectDecoded(bytes, lines, encoding);
+    // A code point past U+10FFFF, a lone surrogate and a last unit cut short are replacement characters.
+    const bad = Buffer.concat([Buffer.from([0xff, 0xfe, 0, 0]), Buffer.alloc(16)]);
+    bad.writeUInt32LE(0x41, 4);
+    bad.writeUInt32LE(0x110000, 8);
+    bad.writeUInt32LE(0xd800, 12);
+    bad.writeUInt32LE(0x0a, 16);
+    const tail = Buffer.concat([bad, Buffer.from([0x42, 0])]);
+    expect((await read(tail, [5, 13])).lines).toEqual(['A\ufffd\ufffd', '\ufffd']);
   });
 });

@@ -1,20 +1,22 @@
+import { Utf32Decoder } from './utf32-decoder.js';
+
 /**
  * An encoding of a log other than UTF-8 that is read: Windows tools write UTF-16 (PowerShell's `>` and
- * `Out-File` write UTF-16LE with a byte order mark by default).
+ * `Out-File` write UTF-16LE with a byte order mark by default) and, when asked, UTF-32 (`-Encoding utf32`).
  */
-export type LogEncoding = 'UTF-16LE' | 'UTF-16BE';
+export type LogEncoding = 'UTF-16LE' | 'UTF-16BE' | 'UTF-32LE' | 'UTF-32BE';
 
-/** Bytes enough to tell the encoding: a byte order mark is at most three, two UTF-16 characters are four. */
+/** Bytes enough to tell the encoding: a byte order mark is at most four, two UTF-16 characters are four. */
 const HEAD_BYTES = 4;
 
 /**
- * A log's bytes as UTF-8. UTF-16 is recognised by its byte order mark (FF FE little-endian, FE FF big-endian)
- * or, without one, by its first two characters being ASCII with a zero byte each (no UTF-8 text has a zero byte
- * in its first line), and decoded; the mark is dropped. A UTF-8 byte order mark is dropped too, so the first line
+ * A log's bytes as UTF-8. UTF-32 and UTF-16 are recognised by their byte order marks (FF FE 00 00 and 00 00 FE FF
+ * for UTF-32, FF FE and FE FF for UTF-16) or, without one, by the zero bytes around the first ASCII characters
+ * (no UTF-8 text has a zero byte in its first line), and decoded; the mark is dropped. A UTF-8 byte order mark is dropped too, so the first line
  * is read as the others. Other bytes pass through as they are.
  *
  * @param blocks - the bytes (after decompression), in order.
- * @param onEncoding - called once, before the first block, when the log is UTF-16.
+ * @param onEncoding - called once, before the first block, when the log is UTF-16 or UTF-32.
  */
 export async function* utf8Blocks(
   blocks: AsyncIterable<Buffer>,
@@ -46,6 +48,18 @@ export async function* utf8Blocks(
     return;
   }
   onEncoding(encoding);
+  if (encoding === 'UTF-32LE' || encoding === 'UTF-32BE') {
+    const decoder = new Utf32Decoder(encoding === 'UTF-32BE');
+    const first = decoder.decode(head.subarray(skip));
+    if (first.length > 0) yield first;
+    for await (const block of rest()) {
+      const out = decoder.decode(block);
+      if (out.length > 0) yield out;
+    }
+    const end = decoder.end();
+    if (end.length > 0) yield end;
+    return;
+  }
   const decoder = new TextDecoder('utf-16le');
   // Big-endian: each pair of bytes is swapped into little-endian; an odd byte waits for its pair.
   let odd: number | undefined;
@@ -73,6 +87,13 @@ export async function* utf8Blocks(
 /** The encoding the first bytes show, and how many of them are a byte order mark. */
 function sniff(h: Buffer): [LogEncoding | undefined, number] {
   if (h.length >= 3 && h[0] === 0xef && h[1] === 0xbb && h[2] === 0xbf) return [undefined, 3];
+  // UTF-32LE's mark begins with UTF-16LE's: the four bytes are tried first.
+  if (h.length >= 4 && h[0] === 0xff && h[1] === 0xfe && h[2] === 0 && h[3] === 0) return ['UTF-32LE', 4];
+  if (h.length >= 4 && h[0] === 0 && h[1] === 0 && h[2] === 0xfe && h[3] === 0xff) return ['UTF-32BE', 4];
+  if (h.length >= 4 && h[0] !== 0 && h[0] < 0x80 && h[1] === 0 && h[2] === 0 && h[3] === 0)
+    return ['UTF-32LE', 0];
+  if (h.length >= 4 && h[0] === 0 && h[1] === 0 && h[2] === 0 && h[3] !== 0 && h[3] < 0x80)
+    return ['UTF-32BE', 0];
   if (h.length >= 2 && h[0] === 0xff && h[1] === 0xfe) return ['UTF-16LE', 2];
   if (h.length >= 2 && h[0] === 0xfe && h[1] === 0xff) return ['UTF-16BE', 2];
   if (h.length >= 4 && h[0] !== 0 && h[0] < 0x80 && h[1] === 0 && h[2] !== 0 && h[2] < 0x80 && h[3] === 0)
