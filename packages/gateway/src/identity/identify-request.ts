@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { GatewayConfig } from '../config/gateway-config.js';
+import { cgiSpelling, compareSpelling, NOT_SPELLING } from '../config/header-spelling.js';
 import { type ApiKeyEntry, ApiKeyFile } from './api-key-file.js';
 import { ANONYMOUS, type Identity } from './identity.js';
 import { JwtVerifier } from './jwt-verifier.js';
@@ -48,7 +49,7 @@ export class RequestIdentifier {
     const h = id.headers;
     const names = h === undefined ? [] : [h.tenant, h.client, h.user, h.tier];
     this.#names = Object.freeze(names);
-    this.#spellings = Object.freeze(names.map(spelling));
+    this.#spellings = Object.freeze(names.map(cgiSpelling));
   }
 
   /**
@@ -68,8 +69,12 @@ export class RequestIdentifier {
    *
    * @param name - a header name, lower case (as Node.js gives them).
    */
-  readonly stripsFromUntrusted = (name: string): boolean =>
-    this.#spellings.length > 0 && this.#spellings.includes(spellingOf(name));
+  readonly stripsFromUntrusted = (name: string): boolean => {
+    const spellings = this.#spellings;
+    for (let i = 0; i < spellings.length; i++)
+      if (compareSpelling(name, spellings[i]) !== NOT_SPELLING) return true;
+    return false;
+  };
 
   /**
    * Whether a request header of a trusted proxy is another spelling of an identity header (any character but a
@@ -151,23 +156,4 @@ function single(v: string | string[] | undefined): string | undefined {
   const t = s.trim();
   // Identity values become bucket keys: keep them short and printable so a header cannot bloat the table.
   return t === '' || t.length > 256 || !/^[\x21-\x7e]+$/.test(t) ? undefined : t;
-}
-
-/** Every character but a lower-case letter or a digit: CGI-style servers read each of them as `_`. */
-const NOT_NAME_CHAR = /[^a-z0-9]/g;
-/** Whether a lower-case header name has a character other than a letter, a digit or `-`. */
-const OTHER_CHAR = /[^a-z0-9-]/;
-
-/**
- * The name a CGI-style server gives a header: PHP, WSGI and Rack map `_` and `-` alike, lighttpd and older Apache
- * every character but a letter or a digit (`x.tenant.id`). Written with `-`, so that the configured name is
- * its own spelling.
- */
-function spelling(name: string): string {
-  return name.toLowerCase().replace(NOT_NAME_CHAR, '-');
-}
-
-/** {@link spelling}, without a copy for the common name of letters, digits and `-` (lower case, from Node.js). */
-function spellingOf(name: string): string {
-  return OTHER_CHAR.test(name) ? spelling(name) : name;
 }

@@ -1,3 +1,5 @@
+import { compareSpelling, OTHER_SPELLING, SAME_SPELLING } from '../config/header-spelling.js';
+
 /**
  * What the gateway does with a forwarding field a request carries:
  * - `written`: the gateway writes its own value, whoever sent one (`X-Forwarded-For` and `Forwarded` appended
@@ -50,18 +52,6 @@ const BY_LENGTH: (readonly Field[] | undefined)[] = [];
 for (const [name, kind] of FORWARDING_FIELDS)
   BY_LENGTH[name.length] = [...(BY_LENGTH[name.length] ?? []), { name, kind }];
 
-const UPPER_A = 65;
-const UPPER_Z = 90;
-const LOWER_A = 97;
-const LOWER_Z = 122;
-const DIGIT_0 = 48;
-const DIGIT_9 = 57;
-const DASH = 45;
-
-const NO_MATCH = 0;
-const SAME = 1;
-const OTHER = 2;
-
 /**
  * Whether a request header is a forwarding field, and which kind: its own lower-case dash spelling gives the
  * field's kind; another spelling of it, the same name once ASCII upper case is read as lower case and every
@@ -82,25 +72,9 @@ export function forwardingField(name: string): ForwardingFieldKind | undefined {
   if (candidates === undefined) return undefined;
   for (let i = 0; i < candidates.length; i++) {
     const field = candidates[i];
-    const match = compare(name, field.name);
-    if (match === SAME) return field.kind;
-    if (match === OTHER) return 'other-spelling';
+    const match = compareSpelling(name, field.name);
+    if (match === SAME_SPELLING) return field.kind;
+    if (match === OTHER_SPELLING) return 'other-spelling';
   }
   return undefined;
-}
-
-/** `name` against `field` (same length): the same characters, another spelling of them, or neither. */
-function compare(name: string, field: string): number {
-  let same = true;
-  for (let i = 0; i < field.length; i++) {
-    const given = name.charCodeAt(i);
-    const want = field.charCodeAt(i);
-    if (given === want) continue;
-    same = false;
-    let c = given;
-    if (c >= UPPER_A && c <= UPPER_Z) c += 32;
-    else if (!((c >= LOWER_A && c <= LOWER_Z) || (c >= DIGIT_0 && c <= DIGIT_9))) c = DASH;
-    if (c !== want) return NO_MATCH;
-  }
-  return same ? SAME : OTHER;
 }
