@@ -1,0 +1,100 @@
+import type { GatewayConfig } from '../config/gateway-config.js';
+import type { ProposedLimit } from './proposed-limit.js';
+import { type GroupDistribution, quantile, RATE_WINDOWS_MS } from './rate-distribution.js';
+
+/** The value at `level` of a group's per-client peaks over window `w`, at least 1. */
+function at(g: GroupDistribution, w: 0 | 1 | 2, level: number): number {
+  return Math.max(1, Math.ceil(quantile(g.sortedPeaks[w] as Float64Array, level)));
+}
+
+/**
+ * The limits that would have limited at most the clients above `level` of each group's per-client peaks: a tier's
+ * per minute (its burst at least its busiest second) and per hour, a rule's limit over its window. A rule whose
+ * limits come from a class or a stepped refill is reported with the reason and not changed.
+ *
+ * @param spanMs - the time the logs cover: a window longer than it was never seen whole, so a peak over it is a
+ *   count over the span. A limit that must be set (a tier's per minute, a rule's) is then that count at the
+ *   same pace over the whole window; a tier's per hour, which may be left out, is not proposed.
+ */
+export function proposeLimits(
+  groups: readonly GroupDistribution[],
+  config: GatewayConfig,
+  withConfig: boolean,
+  top: number,
+  level: number,
+  spanMs: number,
+): ProposedLimit[] {
+  const seenMs = Math.max(spanMs, RATE_WINDOWS_MS[0]);
+  const hourSeen = spanMs >= RATE_WINDOWS_MS[2];
+  const byName = new Map(groups.map((g) => [g.group, g]));
+  const out: ProposedLimit[] = [];
+  const tierNames = withConfig
+    ? Object.keys(config.tiers).filter((t) => !config.tiers[t].unlimited)
+    : groups.filter((g) => g.group.startsWith('tier:')).map((g) => g.group.slice(5));
+  for (const name of tierNames) {
+    const g = byName.get(`tier:${name}`);
+    if (g === undefined) continue; // a tier nobody used keeps its limits
+    const minuteMs = RATE_WINDOWS_MS[1];
+    const short = seenMs < minuteMs;
+    const perMinute = short ? Math.ceil((at(g, 1, level) * minuteMs) / seenMs) : at(g, 1, level);
+    const kept = withConfig ? (config.tiers[name].perHour ?? 0) : 0;
+    out.push({
+      kind: 'tier',
+      name,
+      policy: name,
+      perMinute,
+      burst: Math.max(perMinute, at(g, 0, level)),
+      perHour: hourSeen ? Math.max(perMinute, at(g, 2, level)) : kept,
+      windowSeconds: 60,
+      ...(!hourSeen && kept > 0 ? { hourKept: true as const } : {}),
+      ...(short ? { extrapolated: true as const } : {}),
+    });
+  }
+  const rules = withConfig
+    ? config.endpoints.map((r) => ({
+        name: r.name,
+        pattern: r.pattern,
+        window: r.windowSeconds,
+        index: r.index,
+        kept: keptBecause(r),
+      }))
+    : groups
+        .filter((g) => g.group.startsWith('rule:'))
+        .slice(0, top)
+        .map((g) => ({
+          name: g.group.slice(5),
+          pattern: g.group.slice(5),
+          window: 60,
+          index: undefined,
+          kept: undefined,
+        }));
+  for (const r of rules) {
+    const g = byName.get(`rule:${r.name}`);
+    if (g === undefined) continue;
+    // The measured window closest to the rule's, scaled to it; a window longer than the logs was measured over
+    // their span.
+    const w = r.window <= 1 ? 0 : r.window <= 60 ? 1 : 2;
+    const measuredMs = Math.min(RATE_WINDOWS_MS[w], seenMs);
+    const limit = Math.max(1, Math.ceil((at(g, w, level) * r.window * 1000) / measuredMs));
+    const extrapolated = r.kept === undefined && r.window * 1000 > seenMs;
+    out.push({
+      kind: 'rule',
+      name: r.pattern,
+      policy: r.name,
+      perMinute: limit,
+      burst: limit,
+      perHour: 0,
+      windowSeconds: r.window,
+      ...(r.index === undefined ? {} : { index: r.index }),
+      ...(r.kept === undefined ? {} : { kept: r.kept }),
+      ...(extrapolated ? { extrapolated: true as const } : {}),
+    });
+  }
+  return out;
+}
+
+function keptBecause(r: GatewayConfig['endpoints'][number]): string | undefined {
+  if (r.className !== undefined) return `its limits come from the class ${r.className}`;
+  if (r.refill !== undefined) return 'it refills in steps';
+  return undefined;
+}
