@@ -41,13 +41,13 @@ Commands:
              (allowed to limited and back) per policy and key. --json prints the report as JSON;
              --html FILE writes a self-contained page with a chart over time.
              LOG is a file (gzip recognised by its content, UTF-16/32 decoded) or - for standard
-             input; several logs are read in order. --format auto (default, per log from its
-             first line), combined, common, envoy, json or gateway (the gateway's own request
-             log). JSON logs: --field NAME=PATH maps time, method, path, request, client, tenant,
-             app, user, tier, apikey or cost to a dotted field (repeatable). Lines that are no
-             request are counted and their first line numbers shown; lines earlier than the line
-             before them are decided at the later time. Memory stays bounded by the key cap of
-             FILE.
+             input; several logs are merged by time (rotated files in any order, one log per
+             server). --format auto (default, per log from its first line), combined, common,
+             envoy, json or gateway (the gateway's own request log). JSON logs: --field NAME=PATH
+             maps time, method, path, request, client, tenant, app, user, tier, apikey or cost to
+             a dotted field (repeatable). Lines that are no request are counted and their first
+             line numbers shown; lines of one log earlier than the line before them are decided at
+             the later time. Memory stays bounded by the key cap of FILE.
   recommend  Propose tiers and endpoint rules from access logs: per endpoint pattern (FILE's
              rules, or the most requested paths with numeric and UUID segments folded to *,
              or :id as the last segment), the distribution of per-client peak rates over 1 s,

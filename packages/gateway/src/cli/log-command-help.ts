@@ -47,7 +47,10 @@ export function replayHelp(usage: string): string {
       JSON_OPTION,
       ['--html FILE', 'also write the report as one self-contained HTML page'],
       HELP,
-      ['LOG...', 'access logs, plain or gzip, UTF-8, UTF-16 or UTF-32, in order; - reads standard input'],
+      [
+        'LOG...',
+        'access logs, plain or gzip, UTF-8, UTF-16 or UTF-32, merged by time; - reads standard input',
+      ],
     ],
     ['sluice replay --config rate-limits.yaml --against stricter.yaml --html report.html access.log'],
   );

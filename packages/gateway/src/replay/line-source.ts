@@ -82,6 +82,8 @@ export async function* fileBlocks(path: string): AsyncGenerator<Buffer> {
  * @param onLine - called for each line with its 1-based number; synchronous, so a read's lines are handled
  *   before the next read.
  * @param maxLineChars - the longest line delivered; default {@link MAX_LINE_CHARS}.
+ * @param pace - asked before each read's lines are delivered: a promise to wait for (the merge of several logs
+ *   has no room for more lines of this one yet), or `undefined` to go on at once.
  * @returns the count of lines and, when the stream failed part way (a truncated gzip file), why; never rejects
  *   for such a failure, since the lines read so far are still worth a report.
  */
@@ -89,6 +91,7 @@ export async function forEachLine(
   input: LogBytes,
   onLine: (line: string | undefined, no: number) => void,
   maxLineChars = MAX_LINE_CHARS,
+  pace?: () => Promise<void> | undefined,
 ): Promise<LineSourceResult> {
   // Bytes after the last line break read; once over three bytes per allowed character (the most UTF-8 spends on
   // one UTF-16 code unit) and a carriage return, the line is certainly too long, and the rest of it is dropped
@@ -137,6 +140,10 @@ export async function forEachLine(
       },
     );
     for await (const chunk of blocks) {
+      if (pace !== undefined) {
+        const wait = pace();
+        if (wait !== undefined) await wait;
+      }
       const last = chunk.lastIndexOf(10);
       if (last < 0) {
         keep(chunk);

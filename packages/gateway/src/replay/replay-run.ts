@@ -1,45 +1,20 @@
 import type { Verdict } from 'sluice/http';
 import type { GatewayConfig } from '../config/gateway-config.js';
-import { FormatChoice } from './format-choice.js';
 import { type FieldMap, fieldMap } from './json-fields.js';
-import { forEachLine, type LogBytes } from './line-source.js';
-import type { LogEncoding } from './log-encoding.js';
+import { forEachLine, type LineSourceResult, type LogBytes, MAX_LINE_CHARS } from './line-source.js';
 import type { LogFormat } from './log-format.js';
-import { type LineParser, LogRecord } from './log-record.js';
+import { LogLineReader, type LogStats } from './log-line-reader.js';
+import { LogRecord } from './log-record.js';
+import { RecordRing } from './record-ring.js';
 import { REPLAY_BATCH, ReplayEngine } from './replay-engine.js';
 import { FlipTally } from './replay-flips.js';
 
-/** Unknown lines shown by number, per log. */
-export const UNKNOWN_SHOWN = 5;
+export { type LogStats, UNKNOWN_SHOWN } from './log-line-reader.js';
 
 /** One log to replay: its name in the report and how to open it. */
 export interface ReplayLog {
   readonly name: string;
   readonly open: () => LogBytes;
-}
-
-/** What reading one log found. */
-export interface LogStats {
-  readonly name: string;
-  /** The format its lines were read in (`undefined` when no format read one). */
-  format: Exclude<LogFormat, 'auto'> | undefined;
-  /**
-   * With `auto`: the line the format was chosen from, when lines before it were read by no format (a first line
-   * cut short). Absent when the first line that is not blank chose it.
-   */
-  formatLine?: number;
-  lines: number;
-  requests: number;
-  blank: number;
-  /** Lines of the format that are no request to admit (the gateway's start-up lines, its health answers). */
-  skipped: number;
-  unknown: number;
-  /** The first unknown lines' numbers. */
-  readonly unknownLines: number[];
-  gzip: boolean;
-  /** The encoding the log was decoded from, when it was not UTF-8. */
-  encoding?: LogEncoding;
-  error?: string;
 }
 
 /** A configuration to replay, with its name in the report. */
@@ -75,8 +50,10 @@ export interface ReplayRun {
 }
 
 /**
- * Replays logs, in the order given, through one configuration (and a second one with `against`), from empty
- * buckets, one request at a time at its line's time.
+ * Replays logs through one configuration (and a second one with `against`), from empty buckets, one request at a
+ * time at its line's time. Several logs are merged by time, as one log sorted by time would be read (requests of
+ * the same second in the order the logs were given): rotated files in any order (`access.log access.log.1`, as a
+ * shell lists them), or one log per server of a fleet that shared its limits. One log is read straight through.
  *
  * @returns the engines (their counts) and the logs' statistics, once every queued request has settled.
  */
@@ -85,114 +62,111 @@ export async function runReplay(o: ReplayRunOptions): Promise<ReplayRun> {
   const a = new ReplayEngine(o.config.config);
   const b = o.against === undefined ? undefined : new ReplayEngine(o.against.config);
   const flips = b === undefined ? undefined : new FlipTally(a.config.maxTrackedKeys);
-  // Lines are decided in batches (D-G64): each is parsed into its own record, and a batch goes to the engines
-  // when full, before an unknown line is counted (the report's first unknown lines stay in line order) and at
-  // the end of each log.
-  const batch = Array.from({ length: REPLAY_BATCH }, () => new LogRecord());
+  const readers = o.logs.map((log) => new LogLineReader(log.name, o.format, fields));
+  // Lines are decided in batches (D-G64), all of one log: each is parsed into its own record, and a batch goes
+  // to the engines when full, when the next line is another log's, and at the end.
+  const own = Array.from({ length: REPLAY_BATCH }, () => new LogRecord());
   const lines = new Int32Array(REPLAY_BATCH);
   const outA: (Verdict | Promise<Verdict> | undefined)[] = new Array(REPLAY_BATCH).fill(undefined);
   const outB: (Verdict | Promise<Verdict> | undefined)[] = new Array(REPLAY_BATCH).fill(undefined);
-  const stats: LogStats[] = [];
   const onDecision = o.onDecision;
-  for (const log of o.logs) {
-    const s: LogStats = {
-      name: log.name,
-      format: o.format === undefined || o.format === 'auto' ? undefined : (o.format as LogStats['format']),
-      lines: 0,
-      requests: 0,
-      blank: 0,
-      skipped: 0,
-      unknown: 0,
-      unknownLines: [],
-      gzip: false,
-    };
-    stats.push(s);
-    // Until a line is read, lines go through the choice of the format; then straight to its parser.
-    const choice = new FormatChoice(o.format ?? 'auto', fields);
-    let parse: LineParser | undefined;
-    let tried = 0;
-    const countUnknown = (no: number) => {
-      s.unknown++;
-      if (s.unknownLines.length < UNKNOWN_SHOWN) s.unknownLines.push(no);
-    };
-    const name = log.name;
-    let filled = 0;
-    const decideBatch = () => {
-      const n = filled;
-      if (n === 0) return;
-      filled = 0;
-      a.admitBatch(batch, n, lines, name, outA);
-      b?.admitBatch(batch, n, lines, name, outB);
-      for (let i = 0; i < n; i++) {
-        const da = outA[i];
-        const db = b === undefined ? undefined : outB[i];
-        outA[i] = undefined;
-        outB[i] = undefined;
-        // Admission refuses what no request could carry (a cost beyond the engine's range): the line is unknown.
-        if (da === undefined || (b !== undefined && db === undefined)) {
-          countUnknown(lines[i]);
-          continue;
-        }
-        s.requests++;
-        if (db !== undefined) {
-          if (!(da instanceof Promise) && !(db instanceof Promise)) flips?.compare(da, db);
-          else void Promise.all([da, db]).then(([x, y]) => flips?.compare(x, y));
-        }
-        onDecision?.(batch[i], da);
+  let batch: LogRecord[] = own;
+  let batchLog: LogLineReader | undefined;
+  let filled = 0;
+  const decideBatch = () => {
+    const n = filled;
+    if (n === 0 || batchLog === undefined) return;
+    filled = 0;
+    const reader = batchLog;
+    const name = reader.stats.name;
+    a.admitBatch(batch, n, lines, name, outA);
+    b?.admitBatch(batch, n, lines, name, outB);
+    for (let i = 0; i < n; i++) {
+      const da = outA[i];
+      const db = b === undefined ? undefined : outB[i];
+      outA[i] = undefined;
+      outB[i] = undefined;
+      // Admission refuses what no request could carry (a cost beyond the engine's range): the line is unknown.
+      if (da === undefined || (b !== undefined && db === undefined)) {
+        reader.countUnknown(lines[i]);
+        continue;
       }
-    };
-    const unknown = (no: number) => {
-      decideBatch();
-      countUnknown(no);
-    };
-    const auto = o.format === undefined || o.format === 'auto';
-    let input: LogBytes;
-    try {
-      input = log.open();
-    } catch (e) {
-      s.error = (e as Error).message;
-      continue;
+      reader.stats.requests++;
+      if (db !== undefined) {
+        if (!(da instanceof Promise) && !(db instanceof Promise)) flips?.compare(da, db);
+        else void Promise.all([da, db]).then(([x, y]) => flips?.compare(x, y));
+      }
+      onDecision?.(batch[i], da);
     }
-    const read = await forEachLine(input, (line, no) => {
-      if (line === undefined) return unknown(no);
-      if (line.length === 0 || (line.charCodeAt(0) <= 32 && line.trim() === '')) {
-        s.blank++;
-        return;
+  };
+
+  if (o.logs.length === 1) {
+    const reader = readers[0];
+    batchLog = reader;
+    await readLog(o.logs[0], reader, (line, no) => {
+      if (reader.read(line, no, own[filled])) {
+        lines[filled++] = no;
+        if (filled === REPLAY_BATCH) decideBatch();
       }
-      const rec = batch[filled];
-      let got: boolean | 'skip';
-      if (parse === undefined) {
-        const c = choice.read(line, rec);
-        tried++;
-        if (c === undefined) {
-          const guess = choice.giveUp();
-          if (guess !== undefined) {
-            s.format = guess.format;
-            parse = guess.parse;
-          }
-          return unknown(no);
-        }
-        s.format = c.format;
-        parse = c.parse;
-        if (tried > 1 && auto) s.formatLine = no;
-        got = c.got;
-      } else {
-        rec.clear();
-        got = parse(line, rec);
-      }
-      if (got === false) return unknown(no);
-      if (got === 'skip') {
-        s.skipped++;
-        return;
-      }
-      lines[filled++] = no;
-      if (filled === REPLAY_BATCH) decideBatch();
     });
     decideBatch();
-    s.lines = read.lines;
-    s.gzip = read.gzip;
-    if (read.encoding !== undefined) s.encoding = read.encoding;
-    if (read.error !== undefined) s.error = read.error;
+  } else {
+    // Each log is read into a ring of its own while the merge takes the earliest first record of them all. The
+    // readers run only while the merge awaits, and the merge decides its batch before it awaits: a record in the
+    // batch is never overwritten before it is decided.
+    const rings = o.logs.map(() => new RecordRing());
+    const failures: unknown[] = [];
+    const reading = o.logs.map((log, i) => {
+      const reader = readers[i];
+      const ring = rings[i];
+      return readLog(
+        log,
+        reader,
+        (line, no) => {
+          if (reader.read(line, no, ring.slot())) ring.commit(no);
+        },
+        ring.pace,
+      )
+        .catch((e: unknown) => {
+          failures.push(e);
+        })
+        .finally(() => ring.finish());
+    });
+    const picked: LogRecord[] = new Array(REPLAY_BATCH);
+    batch = picked;
+    for (;;) {
+      // The earliest first record: every log still being read must show one first. A scan, not a heap: logs
+      // are few, and a scan keeps the order of the logs for requests of the same time.
+      let best = -1;
+      let bestTime = 0;
+      for (let i = 0; i < rings.length; i++) {
+        const ring = rings[i];
+        if (ring.size === 0) {
+          if (ring.finished) continue;
+          decideBatch();
+          await ring.available();
+          if (ring.size === 0) continue;
+        }
+        const t = ring.head.timeMs;
+        if (best < 0 || t < bestTime) {
+          best = i;
+          bestTime = t;
+        }
+      }
+      if (best < 0) break;
+      const ring = rings[best];
+      if (batchLog !== readers[best]) {
+        decideBatch();
+        batchLog = readers[best];
+      }
+      picked[filled] = ring.head;
+      lines[filled++] = ring.headLine;
+      ring.shift();
+      if (filled === REPLAY_BATCH) decideBatch();
+    }
+    decideBatch();
+    await Promise.all(reading);
+    if (failures.length > 0) throw failures[0];
   }
   await a.finish();
   await b?.finish();
@@ -204,6 +178,31 @@ export async function runReplay(o: ReplayRunOptions): Promise<ReplayRun> {
     ...(b === undefined || o.against === undefined
       ? {}
       : { against: { config: o.against, engine: b, flips: flips! } }),
-    logs: stats,
+    logs: readers.map((r) => r.stats),
   };
+}
+
+/**
+ * Reads one log's lines into `onLine` and records what reading found (its line count, gzip, encoding, an error
+ * that stopped it, or one that kept it from opening) in the reader's statistics.
+ */
+async function readLog(
+  log: ReplayLog,
+  reader: LogLineReader,
+  onLine: (line: string | undefined, no: number) => void,
+  pace?: () => Promise<void> | undefined,
+): Promise<void> {
+  const s = reader.stats;
+  let input: LogBytes;
+  try {
+    input = log.open();
+  } catch (e) {
+    s.error = (e as Error).message;
+    return;
+  }
+  const read: LineSourceResult = await forEachLine(input, onLine, MAX_LINE_CHARS, pace);
+  s.lines = read.lines;
+  s.gzip = read.gzip;
+  if (read.encoding !== undefined) s.encoding = read.encoding;
+  if (read.error !== undefined) s.error = read.error;
 }
