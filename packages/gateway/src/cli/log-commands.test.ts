@@ -177,7 +177,7 @@ describe('sluice replay: what the report says about its input', () => {
     const r = await run(['replay', '--config', EXAMPLE, '-'], json);
     expect(r.err).toBe('');
     expect(r.code).toBe(0);
-    expect(r.out).toContain('stdin: 1 requests, 5 lines, json');
+    expect(r.out).toContain('stdin: 1 request, 5 lines, json');
     expect(r.out).toContain('4 unknown lines skipped (line 1, 2, 3, 5)');
   });
 

@@ -65,4 +65,38 @@ describe('the terminal report', () => {
     expect(text).toContain('2 requests (1 allowed, 0 queued, 1 limited)');
     expect(text).not.toMatch(/admitted/);
   });
+
+  it('counts one of a thing in the singular', async () => {
+    const loaded = loadConfigText(CONFIG, 'test.yaml');
+    if (!loaded.ok) throw new Error(JSON.stringify(loaded.violations));
+    const at = (t: string) => `10.0.0.1 - - [03/Dec/2026:${t} +0000] "GET / HTTP/1.1" 200 1 "-" "x"`;
+    const log = `${at('06:00:05')}\n${at('06:00:01')}\n{"msg":"listening"}\n`;
+    const text = renderReplayText(
+      replayReport(
+        await runReplay({
+          config: { name: 'test', config: loaded.config },
+          logs: [{ name: 'one.log', open: () => Readable.from([log]) }],
+          format: 'combined',
+        }),
+      ),
+    );
+    expect(text).toContain('one.log: 2 requests, 3 lines, combined');
+    expect(text).toContain('  1 unknown line skipped (line 3)');
+    expect(text).toContain(
+      '  1 line earlier than a line before it (at most 4 s) was decided at the later time',
+    );
+    expect(text).toContain('Busiest minute: 2026-12-03T06:00:00.000Z, 2 requests');
+    const single = renderReplayText(
+      replayReport(
+        await runReplay({
+          config: { name: 'test', config: loaded.config },
+          logs: [{ name: 'single.log', open: () => Readable.from([`${at('06:00:00')}\n`]) }],
+        }),
+      ),
+    );
+    expect(single).toContain('single.log: 1 request, 1 line, combined');
+    expect(single).toContain(
+      'Busiest minute: 2026-12-03T06:00:00.000Z, 1 request (1 allowed, 0 queued, 0 limited)',
+    );
+  });
 });

@@ -3,6 +3,8 @@ import type { ConfigReport, ReplayReport } from './replay-report.js';
 import type { LogStats } from './replay-run.js';
 
 const n = (v: number) => v.toLocaleString('en-US');
+/** A count and its noun, singular for one (`1 request`, `2 requests`). */
+const count = (v: number, noun: string) => `${n(v)} ${noun}${v === 1 ? '' : 's'}`;
 const pct = (part: number, whole: number) =>
   whole === 0 ? '-' : `${((part / whole) * 100).toFixed(part === 0 || part === whole ? 0 : 2)}%`;
 
@@ -137,8 +139,8 @@ export function renderLogStats(
   for (const l of logs) {
     if (!only(l)) continue;
     const parts = [
-      `${n(l.requests)} requests`,
-      `${n(l.lines)} lines`,
+      count(l.requests, 'request'),
+      count(l.lines, 'line'),
       l.format ?? 'no request line',
       ...(l.gzip ? ['gzip'] : []),
       ...(l.encoding === undefined ? [] : [`${l.encoding}, decoded`]),
@@ -150,9 +152,12 @@ export function renderLogStats(
       );
     if (l.unknown > 0)
       out.push(
-        `  ${n(l.unknown)} unknown line${l.unknown === 1 ? '' : 's'} skipped (line ${l.unknownLines.join(', ')}${l.unknown > l.unknownLines.length ? ', ...' : ''})`,
+        `  ${count(l.unknown, 'unknown line')} skipped (line ${l.unknownLines.join(', ')}${l.unknown > l.unknownLines.length ? ', ...' : ''})`,
       );
-    if (l.skipped > 0) out.push(`  ${n(l.skipped)} lines that are no request to admit skipped`);
+    if (l.skipped > 0)
+      out.push(
+        `  ${count(l.skipped, 'line')} that ${l.skipped === 1 ? 'is' : 'are'} no request to admit skipped`,
+      );
     if (l.error !== undefined) out.push(`  reading stopped early: ${printable(l.error)}`);
   }
   return out;
@@ -189,7 +194,7 @@ export function renderReplayText(r: ReplayReport): string {
     out.push(`Time: ${r.span.from} to ${r.span.to} (${formatSeconds(r.span.seconds)})`);
   if (r.outOfOrder.lines > 0)
     out.push(
-      `  ${n(r.outOfOrder.lines)} lines earlier than a line before them (at most ${r.outOfOrder.maxSeconds} s) were decided at the later time`,
+      `  ${count(r.outOfOrder.lines, 'line')} earlier than a line before ${r.outOfOrder.lines === 1 ? 'it' : 'them'} (at most ${r.outOfOrder.maxSeconds} s) ${r.outOfOrder.lines === 1 ? 'was' : 'were'} decided at the later time`,
     );
   if (r.clientsNotIp.lines > 0)
     out.push(
@@ -213,7 +218,7 @@ export function renderReplayText(r: ReplayReport): string {
   const b = r.busiestMinute;
   if (b !== undefined)
     out.push(
-      `Busiest minute: ${b.minute}, ${n(b.requests)} requests (${n(b.allowed)} allowed, ${n(b.queued)} queued, ${n(b.limited)} limited)`,
+      `Busiest minute: ${b.minute}, ${count(b.requests, 'request')} (${n(b.allowed)} allowed, ${n(b.queued)} queued, ${n(b.limited)} limited)`,
     );
   if (r.store.evictions > 0)
     out.push(
