@@ -95,6 +95,23 @@ describe('the terminal report', () => {
       ),
     );
     expect(single).toContain('single.log: 1 request, 1 line, combined');
+    const days = renderReplayText(
+      replayReport(
+        await runReplay({
+          config: { name: 'test', config: loaded.config },
+          logs: [
+            {
+              name: 'days.log',
+              open: () =>
+                Readable.from([
+                  `${at('06:00:00')}\n${at('06:00:00').replace('03/Dec/2026', '03/Dec/2036')}\n`,
+                ]),
+            },
+          ],
+        }),
+      ),
+    );
+    expect(days).toContain('to 2036-12-03T06:00:00.000Z (3,653.0 days)');
     expect(single).toContain(
       'Busiest minute: 2026-12-03T06:00:00.000Z, 1 request (1 allowed, 0 queued, 0 limited)',
     );

@@ -269,5 +269,6 @@ export function renderReplayText(r: ReplayReport): string {
 function formatSeconds(s: number): string {
   if (s < 120) return `${s} s`;
   if (s < 7200) return `${(s / 60).toFixed(1)} min`;
-  return `${(s / 3600).toFixed(1)} h`;
+  if (s < 172_800) return `${(s / 3600).toFixed(1)} h`;
+  return `${(s / 86_400).toLocaleString('en-US', { minimumFractionDigits: 1, maximumFractionDigits: 1 })} days`;
 }
