@@ -6,6 +6,7 @@ import { afterAll, afterEach, beforeAll } from 'vitest';
 import {
   client,
   echo,
+  send,
   startGateway,
   startUpstream,
   type TestGateway,
@@ -19,6 +20,24 @@ const CONFIG = `rateLimiting:
   tiers:
     standard: { requestsPerMinute: 600, burstLimit: 100 }
 `;
+
+/** Requests the upstream holds until `release`. */
+export interface HeldRequests {
+  /** Resolves with each held request as it comes. */
+  readonly arrived: () => Promise<IncomingMessage>;
+  /** Answers every held request. */
+  readonly release: () => void;
+}
+
+/** A gateway whose only upstream connection a held request has taken. */
+export interface TakenConnection {
+  readonly base: string;
+  readonly hold: HeldRequests;
+  /** The request that holds the connection, answered once `hold.release()` is called. */
+  readonly first: ReturnType<typeof send>;
+  /** That request as the upstream sees it. */
+  readonly held: IncomingMessage;
+}
 
 /** A raw connection to the gateway, with what has come back so far. */
 export interface RawConnection {
@@ -43,7 +62,14 @@ export interface QueueHarness {
    * Makes the upstream hold the requests whose path starts with `prefix` (answering them only when `release` is
    * called) and echo the others; `arrived` resolves with each held request as it comes.
    */
-  readonly holdUpstream: (prefix: string) => { arrived: () => Promise<IncomingMessage>; release: () => void };
+  readonly holdUpstream: (prefix: string) => HeldRequests;
+  /**
+   * Starts a gateway with one upstream connection and `queueTimeout`, and has a request to `/hold` take that
+   * connection: the next request waits for it.
+   */
+  readonly takeOnlyConnection: (queueTimeout: string) => Promise<TakenConnection>;
+  /** The gateway's request log line of the request `reqId`. */
+  readonly logLine: (reqId: string) => Record<string, unknown> | undefined;
   /** Opens a raw connection to `base` and writes `data` (a head, maybe part of a body), closed after the test. */
   readonly raw: (base: string, data: string) => RawConnection;
 }
@@ -80,45 +106,56 @@ export function queueHarness(): QueueHarness {
     running = undefined;
   });
 
+  const start = async (extra: string): Promise<string> => {
+    running = await startGateway(join(tmp.dir, 'gw.yaml'), {
+      yaml: CONFIG + extra,
+      overrides: { upstream: theUpstream().url },
+    });
+    return running.gateway.url;
+  };
+  const holdUpstream = (prefix: string): HeldRequests => {
+    const held: ServerResponse[] = [];
+    const waiting: ((r: IncomingMessage) => void)[] = [];
+    const queue: IncomingMessage[] = [];
+    theUpstream().handler = (req, res) => {
+      if (!(req.url ?? '').startsWith(prefix)) {
+        echo(req, res);
+        return;
+      }
+      req.on('data', () => undefined);
+      held.push(res);
+      const w = waiting.shift();
+      if (w === undefined) queue.push(req);
+      else w(req);
+    };
+    return {
+      arrived: () => {
+        const r = queue.shift();
+        return r === undefined ? new Promise((resolve) => waiting.push(resolve)) : Promise.resolve(r);
+      },
+      release: () => {
+        for (const res of held.splice(0)) {
+          res.writeHead(200, { 'content-type': 'text/plain', connection: 'keep-alive' });
+          res.end('released');
+        }
+      },
+    };
+  };
+
   return {
     upstream: theUpstream,
     running: () => running,
     agent,
-    start: async (extra) => {
-      running = await startGateway(join(tmp.dir, 'gw.yaml'), {
-        yaml: CONFIG + extra,
-        overrides: { upstream: theUpstream().url },
-      });
-      return running.gateway.url;
+    start,
+    holdUpstream,
+    takeOnlyConnection: async (queueTimeout) => {
+      const base = await start(`upstream: { connections: 1, queueTimeout: ${queueTimeout} }\n`);
+      const hold = holdUpstream('/hold');
+      const first = send(agent, `${base}/hold`);
+      const held = await hold.arrived();
+      return { base, hold, first, held };
     },
-    holdUpstream: (prefix) => {
-      const held: ServerResponse[] = [];
-      const waiting: ((r: IncomingMessage) => void)[] = [];
-      const queue: IncomingMessage[] = [];
-      theUpstream().handler = (req, res) => {
-        if (!(req.url ?? '').startsWith(prefix)) {
-          echo(req, res);
-          return;
-        }
-        req.on('data', () => undefined);
-        held.push(res);
-        const w = waiting.shift();
-        if (w === undefined) queue.push(req);
-        else w(req);
-      };
-      return {
-        arrived: () => {
-          const r = queue.shift();
-          return r === undefined ? new Promise((resolve) => waiting.push(resolve)) : Promise.resolve(r);
-        },
-        release: () => {
-          for (const res of held.splice(0)) {
-            res.writeHead(200, { 'content-type': 'text/plain', connection: 'keep-alive' });
-            res.end('released');
-          }
-        },
-      };
-    },
+    logLine: (reqId) => running?.logs.lines.find((l) => l.msg === 'request' && l.reqId === reqId),
     raw: (base, data) => {
       const { hostname, port } = new URL(base);
       const socket = connect(Number(port), hostname);

@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
-import { send, type TestGateway } from './support.js';
+import { send } from './support.js';
 import { queueHarness } from './upstream-queue-harness.js';
 
 // What one client may hold of the upstream pool beyond D-G59 (D-G66): bodies hold at most `upstream.maxBodies`
@@ -7,7 +7,7 @@ import { queueHarness } from './upstream-queue-harness.js';
 // time; `100 Continue` is sent once the request has its connection; a refused small body keeps the connection;
 // a request whose client left before any answer is logged as such.
 
-const { agent, holdUpstream, raw, running, start, upstream } = queueHarness();
+const { agent, holdUpstream, logLine, raw, running, start, takeOnlyConnection, upstream } = queueHarness();
 
 /** The status lines of the answers in `text`, in order (a body without a line break runs into the next one). */
 function statusLines(text: string): string[] {
@@ -20,10 +20,6 @@ function trickle(base: string, path: string, xff: string, length = 1000, sent = 
     base,
     `POST ${path} HTTP/1.1\r\nhost: example.com\r\nx-forwarded-for: ${xff}\r\ncontent-length: ${length}\r\n${extra}\r\n${'x'.repeat(sent)}`,
   );
-}
-
-function logLine(reqId: string): Record<string, unknown> | undefined {
-  return (running() as TestGateway).logs.lines.find((l) => l.msg === 'request' && l.reqId === reqId);
 }
 
 describe('upstream.maxBodies', () => {
@@ -117,10 +113,7 @@ describe('Expect: 100-continue', () => {
   });
 
   it('gets 100 Continue only once the request has its upstream connection', async () => {
-    const base = await start('upstream: { connections: 1, queueTimeout: 30s }\n');
-    const hold = holdUpstream('/hold');
-    const first = send(agent, `${base}/hold`);
-    await hold.arrived();
+    const { base, hold, first } = await takeOnlyConnection('30s');
     const r = raw(
       base,
       'POST /echo HTTP/1.1\r\nhost: example.com\r\ncontent-length: 5\r\nexpect: 100-continue\r\n\r\n',
@@ -137,10 +130,7 @@ describe('Expect: 100-continue', () => {
   });
 
   it('is answered 503 without 100 Continue when no connection frees in time', async () => {
-    const base = await start('upstream: { connections: 1, queueTimeout: 200ms }\n');
-    const hold = holdUpstream('/hold');
-    const first = send(agent, `${base}/hold`);
-    await hold.arrived();
+    const { base, hold, first } = await takeOnlyConnection('200ms');
     const r = raw(
       base,
       'POST /echo HTTP/1.1\r\nhost: example.com\r\ncontent-length: 5\r\nexpect: 100-continue\r\n\r\n',
@@ -194,10 +184,7 @@ describe('the request log', () => {
   });
 
   it('says 499 client_closed for a request whose client left while it waited for a connection', async () => {
-    const base = await start('upstream: { connections: 1, queueTimeout: 30s }\n');
-    const hold = holdUpstream('/hold');
-    const first = send(agent, `${base}/hold`);
-    await hold.arrived();
+    const { base, hold, first } = await takeOnlyConnection('30s');
     const r = raw(base, 'GET /gone HTTP/1.1\r\nhost: example.com\r\nx-request-id: gone-2\r\n\r\n');
     await vi.waitFor(() => expect(running()?.gateway.inflight).toBe(2));
     r.socket.destroy();

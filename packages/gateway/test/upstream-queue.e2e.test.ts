@@ -1,12 +1,12 @@
 import { describe, expect, it, vi } from 'vitest';
-import { send, type TestGateway } from './support.js';
+import { send } from './support.js';
 import { queueHarness } from './upstream-queue-harness.js';
 
 // Slow but legal request bodies (D-G47 lets 10 MB at 500 bytes per second run for hours) must not leave every
 // other request waiting for an upstream connection without end: a wait for a connection is bounded by
 // `upstream.queueTimeout`, and one client streams at most `upstream.maxBodiesPerClient` bodies at once.
 
-const { agent, holdUpstream, raw, running, start, upstream } = queueHarness();
+const { agent, holdUpstream, logLine, raw, running, start, takeOnlyConnection, upstream } = queueHarness();
 
 /** A POST whose declared body is `length` bytes, of which only `sent` are written. */
 function trickledPost(base: string, path: string, length: number, sent: number, extraHeaders = '') {
@@ -16,10 +16,6 @@ function trickledPost(base: string, path: string, length: number, sent: number, 
   );
 }
 
-function logLine(reqId: string): Record<string, unknown> | undefined {
-  return (running() as TestGateway).logs.lines.find((l) => l.msg === 'request' && l.reqId === reqId);
-}
-
 async function metric(base: string, name: string): Promise<string | undefined> {
   const text = (await send(agent, `${base}/metrics`)).text;
   return text.split('\n').find((l) => l.startsWith(`${name} `) || l.startsWith(`${name}{`));
@@ -27,10 +23,7 @@ async function metric(base: string, name: string): Promise<string | undefined> {
 
 describe('upstream.queueTimeout', () => {
   it('answers 503 upstream_queue_timeout with Retry-After when no upstream connection frees in time', async () => {
-    const base = await start('upstream: { connections: 1, queueTimeout: 100ms }\n');
-    const hold = holdUpstream('/hold');
-    const first = send(agent, `${base}/hold`);
-    await hold.arrived();
+    const { base, hold, first } = await takeOnlyConnection('100ms');
 
     const r = await send(agent, `${base}/other?secret=1`, { headers: { 'x-request-id': 'queued-1' } });
     expect(r.status).toBe(503);
@@ -65,10 +58,7 @@ describe('upstream.queueTimeout', () => {
   });
 
   it('drops a queued request whose client went away without it costing the upstream connection', async () => {
-    const base = await start('upstream: { connections: 1, queueTimeout: 30s }\n');
-    const hold = holdUpstream('/hold');
-    const first = send(agent, `${base}/hold`);
-    const heldReq = await hold.arrived();
+    const { base, hold, first, held: heldReq } = await takeOnlyConnection('30s');
 
     const gone = raw(base, 'GET /gone HTTP/1.1\r\nhost: example.com\r\nx-request-id: gone-1\r\n\r\n');
     // Admitted and waiting for the connection (no answer yet), then the client leaves.
@@ -87,10 +77,7 @@ describe('upstream.queueTimeout', () => {
   });
 
   it('answers a WebSocket upgrade that finds no free connection in time the same way', async () => {
-    const base = await start('upstream: { connections: 1, queueTimeout: 100ms }\n');
-    const hold = holdUpstream('/hold');
-    const first = send(agent, `${base}/hold`);
-    await hold.arrived();
+    const { base, hold, first } = await takeOnlyConnection('100ms');
     const ws = raw(
       base,
       'GET /socket HTTP/1.1\r\nhost: example.com\r\nconnection: upgrade\r\nupgrade: websocket\r\n' +
@@ -111,10 +98,7 @@ describe('upstream.queueTimeout', () => {
   });
 
   it('lets a request that waits less than queueTimeout through', async () => {
-    const base = await start('upstream: { connections: 1, queueTimeout: 30s }\n');
-    const hold = holdUpstream('/hold');
-    const first = send(agent, `${base}/hold`);
-    await hold.arrived();
+    const { base, hold, first } = await takeOnlyConnection('30s');
     const second = send(agent, `${base}/second`);
     await vi.waitFor(() => expect(running()?.gateway.inflight).toBe(2));
     hold.release();
