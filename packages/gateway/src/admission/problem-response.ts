@@ -112,10 +112,18 @@ export const Problems = Object.freeze({
  * @param instance - the request's path; a query string is cut off, as `sluice/http` does (it may hold secrets and
  *   says nothing about the problem), so a target answered before it is parsed can be given as sent.
  * @param requestId - the request id; `''` leaves the member out (an admin or decision API answer has none).
+ * @param members - more members of the body (the route list of an admin `not_found`); they never replace a
+ *   standard one.
  */
-export function problemBody(p: GatewayProblem, instance: string, requestId = ''): string {
+export function problemBody(
+  p: GatewayProblem,
+  instance: string,
+  requestId = '',
+  members?: Readonly<Record<string, unknown>>,
+): string {
   const q = instance.indexOf('?');
   const body: Record<string, unknown> = {
+    ...members,
     type: 'about:blank',
     title: p.title,
     status: p.status,
@@ -129,8 +137,12 @@ export function problemBody(p: GatewayProblem, instance: string, requestId = '')
 }
 
 /**
- * Answers a request with a problem, unless a response has already started (then the connection is cut, the
- * only honest signal left).
+ * Answers a request with a problem and `Cache-Control: no-store`, unless a response has already started (then
+ * the connection is cut, the only honest signal left).
+ *
+ * @param requestId - the request id; `''` for none (the admin listener's answers).
+ * @param extra - more header fields (`Retry-After`, `WWW-Authenticate` of a 401, `Allow` of a 405).
+ * @param members - more members of the body, as {@link problemBody} takes them.
  */
 export function sendProblem(
   res: ServerResponse,
@@ -138,12 +150,13 @@ export function sendProblem(
   instance: string,
   requestId: string,
   extra: Record<string, string | string[]> = {},
+  members?: Readonly<Record<string, unknown>>,
 ): void {
   if (res.headersSent) {
     res.destroy();
     return;
   }
-  const body = problemBody(p, instance, requestId);
+  const body = problemBody(p, instance, requestId, members);
   res.writeHead(p.status, {
     ...extra,
     'content-type': 'application/problem+json',

@@ -6,7 +6,7 @@ import { type GatewayProblem, Problems, sendProblem } from '../admission/problem
 import type { GatewayConfig } from '../config/gateway-config.js';
 import { redactConfig } from '../config/redact.js';
 import type { TenantQuota } from '../quota/tenant-quota.js';
-import { AdminProblems, sendAdminProblem } from './admin-problems.js';
+import { AdminProblems } from './admin-problems.js';
 import { type MetricsSource, serveMetrics } from './health-endpoints.js';
 import { serveOverrides } from './override-routes.js';
 
@@ -169,7 +169,7 @@ export class AdminServer {
     const target = req.url ?? '/';
     const instance = target.split('?', 1)[0];
     const problem = (p: GatewayProblem, headers: Record<string, string> = {}) =>
-      sendAdminProblem(res, p, instance, headers);
+      sendProblem(res, p, instance, '', headers);
     if (!this.#authorized(req.headers.authorization)) {
       problem(AdminProblems.unauthorized(), { 'www-authenticate': 'Bearer realm="sluice-admin"' });
       return;
@@ -250,10 +250,11 @@ export class AdminServer {
         return;
       }
       // The route list stays a member of the problem: a person trying the API reads what exists.
-      sendAdminProblem(
+      sendProblem(
         res,
         AdminProblems.notFound(`No admin route is ${req.method ?? 'GET'} ${instance}; see routes.`),
         instance,
+        '',
         {},
         { routes: ROUTES },
       );

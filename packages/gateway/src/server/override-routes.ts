@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ErrorCode, SluiceError } from 'sluice';
 import { type OverrideControl, OverrideInputError } from '../admission/override-control.js';
 import { Problems, sendProblem } from '../admission/problem-response.js';
-import { AdminProblems, sendAdminProblem } from './admin-problems.js';
+import { AdminProblems } from './admin-problems.js';
 import { drainBody, readBody } from './drain-body.js';
 
 /** The largest override request body read; a rule is a few hundred bytes. */
@@ -37,7 +37,7 @@ export async function serveOverrides(
   try {
     if (path === '/overrides/history' || path === '/blocks') {
       if (req.method !== 'GET') {
-        sendAdminProblem(res, AdminProblems.methodNotAllowed('GET'), instance, { allow: 'GET' });
+        sendProblem(res, AdminProblems.methodNotAllowed('GET'), instance, '', { allow: 'GET' });
         return true;
       }
       if (path === '/blocks') {
@@ -70,12 +70,12 @@ export async function serveOverrides(
       const reason = url.searchParams.get('reason') ?? 'removed';
       const gone = await control.remove(id, who, reason);
       if (gone === undefined)
-        sendAdminProblem(res, AdminProblems.notFound(`No override has the id "${id}".`), instance);
+        sendProblem(res, AdminProblems.notFound(`No override has the id "${id}".`), instance, '');
       else send(200, { removed: gone });
       return true;
     }
     const allow = 'GET, PUT, DELETE';
-    sendAdminProblem(res, AdminProblems.methodNotAllowed(allow), instance, { allow });
+    sendProblem(res, AdminProblems.methodNotAllowed(allow), instance, '', { allow });
   } catch (e) {
     if (e instanceof OverrideInputError) {
       sendProblem(res, Problems.invalidOverride(e.field, e.message), instance, '');
