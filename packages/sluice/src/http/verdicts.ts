@@ -114,30 +114,21 @@ export class VerdictWriter {
     const headers = none ? [] : this.#rateLimitHeaders(facts, d);
     headers.push([HeaderName.RetryAfter, String(Math.max(1, d.retryAfterSeconds))]);
     const unavailable = d.reason === 'store_unavailable';
-    if (!this.#o.denialBodies) {
-      // Read, never sent (a replay of logs): the body and the headers that describe it are left out.
-      return {
-        action: 'deny',
-        status: unavailable ? 503 : 429,
-        outcome: unavailable ? 'store_unavailable' : facts.denied,
-        headers,
+    // Without denial bodies (verdicts read, never sent: a replay of logs) the body and the headers that describe
+    // it are left out.
+    let body: string | undefined;
+    if (this.#o.denialBodies) {
+      const correlationId = this.correlationId(req);
+      this.#denyHeaders(headers, correlationId);
+      body = rateLimitProblemBody({
         decision: d,
-        clientIp: ip,
-        rules,
-        key,
-        identity,
-      };
+        path: req.path,
+        correlationId,
+        nowMs: this.#o.wallClock(),
+        typeOf: this.#o.typeOf,
+        code: facts.problemCodes === undefined ? undefined : problemCodeOf(facts.problemCodes, d),
+      });
     }
-    const correlationId = this.correlationId(req);
-    this.#denyHeaders(headers, correlationId);
-    const body = rateLimitProblemBody({
-      decision: d,
-      path: req.path,
-      correlationId,
-      nowMs: this.#o.wallClock(),
-      typeOf: this.#o.typeOf,
-      code: facts.problemCodes === undefined ? undefined : problemCodeOf(facts.problemCodes, d),
-    });
     return {
       action: 'deny',
       status: unavailable ? 503 : 429,
