@@ -14,7 +14,7 @@ export interface LineSourceResult {
   readonly lines: number;
   /** True when the log was gzip-compressed. */
   readonly gzip: boolean;
-  /** The encoding the log was decoded from, when it was not UTF-8 (a UTF-16 log, as Windows tools write). */
+  /** The encoding the log was decoded from, when it was not UTF-8 (UTF-16 or UTF-32, as Windows tools write). */
   readonly encoding?: LogEncoding;
   /** Why reading stopped early (a truncated gzip stream, a read error); the lines before it were delivered. */
   readonly error?: string;
@@ -71,12 +71,12 @@ export async function* fileBlocks(path: string): AsyncGenerator<Buffer> {
 
 /**
  * Delivers the lines of a log in order, one call per line, without the line break (`\n` or `\r\n`). A gzip stream
- * is recognised by its magic bytes (1f 8b), whatever the file's name, and decompressed (concatenated members
- * too, as `logrotate` and `cat a.gz b.gz` make). UTF-16 (a byte order mark, or zero bytes in the first
- * characters) is decoded and a UTF-8 byte order mark dropped ({@link utf8Blocks}). Each read is decoded as UTF-8 up to its last line break in one
- * call (a line break is never inside a character, so no character is split); the bytes after it wait for the next
- * read. Memory stays bounded by the read size and the line limit: a line longer than `maxLineChars` is delivered
- * as `undefined` (an unknown line), and its bytes are dropped as they come.
+ * is recognised by its magic bytes (1f 8b), whatever the file's name, and decompressed (concatenated members too,
+ * as `logrotate` and `cat a.gz b.gz` make). UTF-16 and UTF-32 (a byte order mark, or zero bytes around the first
+ * characters) are decoded and a UTF-8 byte order mark dropped ({@link utf8Blocks}). Each read is decoded as UTF-8
+ * up to its last line break in one call (a line break is never inside a character, so no character is split); the
+ * bytes after it wait for the next read. Memory stays bounded by the read size and the line limit: a line longer
+ * than `maxLineChars` is delivered as `undefined` (an unknown line), and its bytes are dropped as they come.
  *
  * @param input - the raw bytes, in blocks.
  * @param onLine - called for each line with its 1-based number; synchronous, so a read's lines are handled

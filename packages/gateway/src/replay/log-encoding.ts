@@ -1,3 +1,4 @@
+import { Utf16Decoder } from './utf16-decoder.js';
 import { Utf32Decoder } from './utf32-decoder.js';
 
 /**
@@ -12,8 +13,8 @@ const HEAD_BYTES = 4;
 /**
  * A log's bytes as UTF-8. UTF-32 and UTF-16 are recognised by their byte order marks (FF FE 00 00 and 00 00 FE FF
  * for UTF-32, FF FE and FE FF for UTF-16) or, without one, by the zero bytes around the first ASCII characters
- * (no UTF-8 text has a zero byte in its first line), and decoded; the mark is dropped. A UTF-8 byte order mark is dropped too, so the first line
- * is read as the others. Other bytes pass through as they are.
+ * (no UTF-8 text has a zero byte in its first line), and decoded; the mark is dropped. A UTF-8 byte order mark
+ * is dropped too, so the first line is read as the others. Other bytes pass through as they are.
  *
  * @param blocks - the bytes (after decompression), in order.
  * @param onEncoding - called once, before the first block, when the log is UTF-16 or UTF-32.
@@ -48,40 +49,19 @@ export async function* utf8Blocks(
     return;
   }
   onEncoding(encoding);
-  if (encoding === 'UTF-32LE' || encoding === 'UTF-32BE') {
-    const decoder = new Utf32Decoder(encoding === 'UTF-32BE');
-    const first = decoder.decode(head.subarray(skip));
-    if (first.length > 0) yield first;
-    for await (const block of rest()) {
-      const out = decoder.decode(block);
-      if (out.length > 0) yield out;
-    }
-    const end = decoder.end();
-    if (end.length > 0) yield end;
-    return;
-  }
-  const decoder = new TextDecoder('utf-16le');
-  // Big-endian: each pair of bytes is swapped into little-endian; an odd byte waits for its pair.
-  let odd: number | undefined;
-  const decode = (bytes: Buffer): Buffer | undefined => {
-    let le = bytes;
-    if (encoding === 'UTF-16BE') {
-      const all = odd === undefined ? Buffer.from(bytes) : Buffer.concat([Buffer.from([odd]), bytes]);
-      odd = all.length % 2 === 1 ? all[all.length - 1] : undefined;
-      le = all.subarray(0, all.length - (all.length % 2)).swap16();
-    }
-    const text = decoder.decode(le, { stream: true });
-    return text.length === 0 ? undefined : Buffer.from(text, 'utf8');
-  };
-  const first = decode(head.subarray(skip));
-  if (first !== undefined) yield first;
+  const bigEndian = encoding === 'UTF-16BE' || encoding === 'UTF-32BE';
+  const decoder =
+    encoding === 'UTF-32LE' || encoding === 'UTF-32BE'
+      ? new Utf32Decoder(bigEndian)
+      : new Utf16Decoder(bigEndian);
+  const first = decoder.decode(head.subarray(skip));
+  if (first.length > 0) yield first;
   for await (const block of rest()) {
-    const out = decode(block);
-    if (out !== undefined) yield out;
+    const out = decoder.decode(block);
+    if (out.length > 0) yield out;
   }
-  // A last odd byte or half a surrogate pair is a replacement character, as a decoder makes of any broken text.
-  const end = decoder.decode(odd === undefined ? undefined : Buffer.from([odd]));
-  if (end.length > 0) yield Buffer.from(end, 'utf8');
+  const end = decoder.end();
+  if (end.length > 0) yield end;
 }
 
 /** The encoding the first bytes show, and how many of them are a byte order mark. */
