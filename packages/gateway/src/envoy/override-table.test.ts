@@ -7,19 +7,25 @@ const policy = (quota: number) => definePolicy({ name: 'o', quota, window: 60 })
 describe('OverrideTable', () => {
   it('gives one object per definition and keeps at most its capacity, evicting the least recently used', () => {
     const evicted: string[] = [];
-    const table = new OverrideTable(3, (p, total) => evicted.push(`${p.quota}#${total}`));
-    const a = table.use('a', () => policy(1));
-    table.use('b', () => policy(2));
-    table.use('c', () => policy(3));
-    expect(table.use('a', () => policy(99))).toBe(a);
+    const table = new OverrideTable(3);
+    const use = (id: string, quota: number) =>
+      table.use(
+        id,
+        () => policy(quota),
+        (p, total) => evicted.push(`${p.quota}#${total}`),
+      );
+    const a = use('a', 1);
+    use('b', 2);
+    use('c', 3);
+    expect(use('a', 99)).toBe(a);
     // "b" is now the least recently used one.
-    table.use('d', () => policy(4));
+    use('d', 4);
     expect(evicted).toEqual(['2#1']);
     expect(table.size).toBe(3);
     expect(table.evictions).toBe(1);
-    table.use('e', () => policy(5));
+    use('e', 5);
     expect(evicted).toEqual(['2#1', '3#2']);
-    expect(table.use('a', () => policy(99))).toBe(a);
+    expect(use('a', 99)).toBe(a);
   });
 
   it('never refuses a definition, however many distinct ones arrive', () => {

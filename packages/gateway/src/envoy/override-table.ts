@@ -22,17 +22,14 @@ export class OverrideTable {
     // The id may name a newer policy by now: forget only a reference that is gone.
     if (this.#retired.get(id)?.deref() === undefined) this.#retired.delete(id);
   });
-  readonly #onEvicted: ((policy: Policy, evictions: number) => void) | undefined;
   #evictions = 0;
   #last: string | undefined;
 
   /**
    * @param capacity - policies held strongly (at least 1).
-   * @param onEvicted - called after each eviction with the evicted policy and the running count.
    */
-  constructor(capacity: number, onEvicted?: (policy: Policy, evictions: number) => void) {
+  constructor(capacity: number) {
     this.capacity = Math.max(1, Math.floor(capacity));
-    this.#onEvicted = onEvicted;
   }
 
   /** Policies held strongly now. */
@@ -50,7 +47,7 @@ export class OverrideTable {
    *
    * @param id - the definition: equal ids must define equal policies.
    * @param define - builds the policy when neither the table nor a store still holds one.
-   * @param onEvicted - called after an eviction this use causes, besides the table's own callback.
+   * @param onEvicted - called after an eviction this use causes, with the evicted policy and the running count.
    * @returns the policy, never `undefined`: a full table evicts instead.
    */
   use(id: string, define: () => Policy, onEvicted?: (policy: Policy, evictions: number) => void): Policy {
@@ -83,7 +80,6 @@ export class OverrideTable {
     this.#live.delete(id);
     this.#retired.set(id, new WeakRef(p));
     this.#evictions++;
-    this.#onEvicted?.(p, this.#evictions);
     onEvicted?.(p, this.#evictions);
   }
 }

@@ -78,8 +78,9 @@ export class RequestIdentifier {
 
   /**
    * Whether a request header of a trusted proxy is another spelling of an identity header (any character but a
-   * letter or a digit in place of `-`, but the configured spelling): stripped, since the gateway never reads it and CGI-style servers (PHP, WSGI, Rack)
-   * read them all as `HTTP_X_TENANT_ID`, so a client could pose as a tenant behind a proxy that passes them on.
+   * letter or a digit in place of `-`, but the configured spelling): stripped, since the gateway never reads it
+   * and CGI-style servers (PHP, WSGI, Rack) read them all as `HTTP_X_TENANT_ID`, so a client could pose as a
+   * tenant behind a proxy that passes them on.
    * A bound function, as {@link RequestIdentifier.stripsFromUntrusted}.
    *
    * @param name - a header name, lower case.
