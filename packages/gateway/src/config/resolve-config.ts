@@ -205,6 +205,8 @@ export function resolveConfig(
   issues.push(...connectionCapIssues(server.maxConnections, server.maxConnectionsPerClient));
   const upstream = (raw.upstream ?? {}) as Raw;
   checkUrl(upstream.url, ['upstream', 'url'], issues);
+  const connections: number = upstream.connections ?? 128;
+  const maxBodies: number = upstream.maxBodies ?? defaultMaxBodies(connections);
   const store = (raw.store ?? {}) as Raw;
   checkUrl(store.url, ['store', 'url'], issues);
   (store.cluster?.nodes ?? []).forEach((node: string, i: number) => {
@@ -326,15 +328,10 @@ export function resolveConfig(
       responseTimeoutMs: timerMs(upstream.responseTimeout, ['upstream', 'responseTimeout'], issues) ?? 30_000,
       bodyTimeoutMs: timerMs(upstream.bodyTimeout, ['upstream', 'bodyTimeout'], issues) ?? 30_000,
       preserveHost: upstream.preserveHost === true,
-      connections: upstream.connections ?? 128,
+      connections,
       queueTimeoutMs: timerMs(upstream.queueTimeout, ['upstream', 'queueTimeout'], issues) ?? 5_000,
-      maxBodies: upstream.maxBodies ?? defaultMaxBodies(upstream.connections ?? 128),
-      maxBodiesPerClient:
-        upstream.maxBodiesPerClient ??
-        defaultBodiesPerClient(
-          upstream.maxBodies ?? defaultMaxBodies(upstream.connections ?? 128),
-          upstream.connections ?? 128,
-        ),
+      maxBodies,
+      maxBodiesPerClient: upstream.maxBodiesPerClient ?? defaultBodiesPerClient(maxBodies, connections),
     },
     store: {
       type: storeType,
