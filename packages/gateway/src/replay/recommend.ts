@@ -156,8 +156,8 @@ export async function recommend(o: RecommendOptions): Promise<Recommendation> {
   let yaml = renderProposal(proposals, base, withConfig);
   const replay: ProposalReplay = {
     logs: o.logs,
-    ...(o.format === undefined ? {} : { format: o.format }),
-    ...(o.fields === undefined ? {} : { fields: o.fields }),
+    format: o.format,
+    fields: o.fields,
     env: o.env,
     file: o.config?.config.file ?? 'recommended.yaml',
   };
