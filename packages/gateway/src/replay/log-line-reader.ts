@@ -74,39 +74,43 @@ export class LogLineReader {
    * @returns true when `rec` now holds a request to decide.
    */
   read(line: string | undefined, no: number, rec: LogRecord): boolean {
-    const s = this.stats;
     if (line === undefined) return this.#unknown(no);
     if (line.length === 0 || (line.charCodeAt(0) <= 32 && line.trim() === '')) {
-      s.blank++;
+      this.stats.blank++;
       return false;
     }
-    let got: boolean | 'skip';
+    // Every line after the format's choice takes this short path, kept small so that it is inlined in the loop.
     const parse = this.#parse;
-    if (parse === undefined) {
-      const c = this.#choice.read(line, rec);
-      this.#tried++;
-      if (c === undefined) {
-        const guess = this.#choice.giveUp();
-        if (guess !== undefined) {
-          s.format = guess.format;
-          this.#parse = guess.parse;
-        }
-        return this.#unknown(no);
+    if (parse === undefined) return this.#took(this.#choose(line, no, rec), no);
+    rec.clear();
+    return this.#took(parse(line, rec), no);
+  }
+
+  /** A line before the format is chosen: tried with the candidate formats, choosing one when it reads. */
+  #choose(line: string, no: number, rec: LogRecord): boolean | 'skip' {
+    const s = this.stats;
+    const c = this.#choice.read(line, rec);
+    this.#tried++;
+    if (c === undefined) {
+      const guess = this.#choice.giveUp();
+      if (guess !== undefined) {
+        s.format = guess.format;
+        this.#parse = guess.parse;
       }
-      s.format = c.format;
-      this.#parse = c.parse;
-      if (this.#tried > 1 && this.#auto) s.formatLine = no;
-      got = c.got;
-    } else {
-      rec.clear();
-      got = parse(line, rec);
-    }
-    if (got === false) return this.#unknown(no);
-    if (got === 'skip') {
-      s.skipped++;
       return false;
     }
-    return true;
+    s.format = c.format;
+    this.#parse = c.parse;
+    if (this.#tried > 1 && this.#auto) s.formatLine = no;
+    return c.got;
+  }
+
+  /** What a parser answered, counted: true for a request. */
+  #took(got: boolean | 'skip', no: number): boolean {
+    if (got === true) return true;
+    if (got === false) return this.#unknown(no);
+    this.stats.skipped++;
+    return false;
   }
 
   /**
