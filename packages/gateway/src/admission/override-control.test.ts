@@ -56,3 +56,21 @@ describe('OverrideControl patterns', () => {
     },
   );
 });
+
+describe('OverrideControl reasons', () => {
+  it('refuses a reason with control characters when setting and when removing, naming reason', async () => {
+    const { control: c, store } = control();
+    const set = await c
+      .set({ pattern: 'ip:192.0.2.1', block: 403, reason: 'ok\r\nfake row' }, 'alice')
+      .catch((x: unknown) => x);
+    expect(set).toBeInstanceOf(OverrideInputError);
+    expect((set as OverrideInputError).field).toBe('reason');
+    expect((set as OverrideInputError).message).toContain('U+000D at character 3');
+    await c.set({ pattern: 'ip:192.0.2.1', block: 403, reason: 'abuse' }, 'alice');
+    const rm = await c.remove('ip:192.0.2.1', 'alice', 'done\u001b[2J').catch((x: unknown) => x);
+    expect(rm).toBeInstanceOf(OverrideInputError);
+    expect((rm as OverrideInputError).field).toBe('reason');
+    expect(store.snapshot().rules).toHaveLength(1);
+    expect((await store.history()).map((h) => h.action)).toEqual(['set']);
+  });
+});

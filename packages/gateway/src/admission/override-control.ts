@@ -1,4 +1,5 @@
 import {
+  checkOverrideReason,
   describeOverride,
   liveOverrides,
   type OverrideChange,
@@ -85,11 +86,20 @@ export class OverrideControl {
    * Removes a rule.
    *
    * @returns the removed rule, or `undefined` when none had the id.
+   * @throws OverrideInputError for a reason that is empty, too long or holds control characters.
    */
-  async remove(id: string, who: string, reason: string): Promise<OverrideRule | undefined> {
+  async remove(id: string, who: string, given: string): Promise<OverrideRule | undefined> {
     // An operator may name the rule by the pattern as typed (`ip:::ffff:1.2.3.4`), which was stored as the key
     // it names: that id is tried when the given one names no rule.
     const at = this.#now();
+    // The removal's reason is printed and logged like a rule's: refused on the same terms.
+    let reason: string;
+    try {
+      reason = checkOverrideReason(given);
+    } catch (e) {
+      if (e instanceof SluiceError) throw new OverrideInputError('reason', e.message);
+      throw e;
+    }
     for (const candidate of [id, canonicalId(id)]) {
       if (candidate === undefined) continue;
       const change: OverrideChange = { action: 'remove', id: candidate, who, at, reason };

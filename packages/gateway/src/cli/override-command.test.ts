@@ -66,6 +66,24 @@ describe('sluice override set and sluice block set: arguments', () => {
     }
   });
 
+  it('names a PATTERN with ":" that is a file here: the shell expanded tenant:acme:client:* to it', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sluice-cli-'));
+    try {
+      const file = join(dir, 'tenant:acme:client:web');
+      writeFileSync(file, '');
+      const r = await run('block', 'set', file, '--reason', 'x');
+      expect(r.code).toBe(2);
+      expect(r.err).toContain(`PATTERN ${JSON.stringify(file)} is a file name here`);
+      expect(r.err).toContain(`'${dir}/tenant:acme:client:*'`);
+      expect(sent).toEqual([]);
+      // A pattern that names no file goes through, ":" or not.
+      const ok = await run('block', 'set', 'tenant:acme:client:web', '--reason', 'x');
+      expect(ok.code).toBe(0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it.each([
     [
       ['override', 'set', 'k', '--unlimited', '--quota', '5', '--window', '1m'],
@@ -162,5 +180,43 @@ describe('sluice override list', () => {
       'no end',
       undefined,
     ]);
+  });
+});
+
+describe('sluice block list and sluice override history: terminal safety', () => {
+  // Stored before reasons were checked, or set through another gateway: what is printed is escaped anyway.
+  const hostile = 'paid\u001b]0;pwned\u0007\n2026-01-01T00:00:00.000Z root set ip:1.2.3.4: fake\u202e';
+  const escaped = 'paid\\x1b]0;pwned\\x07\\x0a2026-01-01T00:00:00.000Z root set ip:1.2.3.4: fake\\u202e';
+
+  it('escapes control and bidirectional characters of ids, authors and reasons in a listing', async () => {
+    answer = {
+      status: 200,
+      body: {
+        blocks: [
+          {
+            id: 'principal:a\tb',
+            effect: 'block',
+            status: 403,
+            author: 'root\u001b[31m',
+            reason: hostile,
+          },
+        ],
+      },
+    };
+    const r = await run('block', 'list');
+    expect(r.out).toBe(`principal:a\\x09b\tblock 403\tno end\troot\\x1b[31m: ${escaped}\n`);
+  });
+
+  it('escapes them in the history', async () => {
+    answer = {
+      status: 200,
+      body: {
+        changes: [
+          { action: 'set', id: 'ip:1.2.3.4', who: 'root', at: Date.UTC(2026, 0, 1), reason: hostile },
+        ],
+      },
+    };
+    const r = await run('override', 'history');
+    expect(r.out).toBe(`2026-01-01T00:00:00.000Z root set ip:1.2.3.4: ${escaped}\n`);
   });
 });

@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { describeEffect, type OverrideRule } from 'sluice';
 import { DURATION_EXAMPLES, durationMs } from '../config/duration.js';
+import { printable } from '../replay/report-text.js';
 import { timeLeft } from './time-left.js';
 import { joinNegativeValues } from './usage-hints.js';
 
@@ -133,7 +134,9 @@ export async function overrideCommand(
             reason: string;
           }[];
           if (values.json === true) return `${JSON.stringify(changes, null, 2)}\n`;
-          return `${changes.map((c) => `${new Date(c.at).toISOString()} ${c.who} ${c.action} ${c.id}: ${c.reason}`).join('\n')}\n`;
+          const row = (c: (typeof changes)[number]) =>
+            `${new Date(c.at).toISOString()} ${printable(String(c.who))} ${printable(String(c.action))} ${printable(String(c.id))}: ${printable(String(c.reason))}`;
+          return `${changes.map(row).join('\n')}\n`;
         });
       }
       default:
@@ -219,15 +222,13 @@ function argumentIssue(kind: string, positionals: readonly string[]): string | u
         : '';
     return `${kind} ${action} takes ${takes === undefined ? 'no argument' : `one ${takes}`}; unexpected ${named}${quote}`;
   }
-  // A name with no kind cannot be a pattern; one that is a file here is most likely what the shell made of a `*`.
-  if (
-    action === 'set' &&
-    target !== undefined &&
-    !target.includes(':') &&
-    !target.endsWith('*') &&
-    existsSync(target)
-  ) {
-    return `PATTERN ${JSON.stringify(target)} is a file name here: the shell replaces an unquoted * with file names; quote the pattern ('ip:*', 'tenant:acme:client:*')`;
+  // A pattern that is a file here is most likely what the shell made of a `*`: with one match the shell hands over
+  // a single argument, and a file may well be named like a key (`tenant:acme:client:web` for
+  // `tenant:acme:client:*`), so a ":" in it proves nothing.
+  if (action === 'set' && target !== undefined && !target.endsWith('*') && existsSync(target)) {
+    const colon = target.lastIndexOf(':');
+    const quoted = colon < 0 ? "'ip:*', 'tenant:acme:client:*'" : `'${target.slice(0, colon + 1)}*'`;
+    return `PATTERN ${JSON.stringify(target)} is a file name here: the shell replaces an unquoted * with file names; quote the pattern (${quoted}), or for this exact key run the command in a folder without such a file`;
   }
   return undefined;
 }
@@ -282,7 +283,9 @@ function line(r: Record<string, unknown>): string {
   const what = describeEffect(r as unknown as OverrideRule);
   const seconds = r.expiresInSeconds === undefined ? undefined : Number(r.expiresInSeconds);
   const left = seconds === undefined ? 'no end' : seconds <= 0 ? 'ended' : `${timeLeft(seconds)} left`;
-  return `${r.id}\t${what}\t${left}\t${r.author}: ${r.reason}`;
+  // Ids, authors and reasons come from the store, which other gateways and older versions write: escaped, so a
+  // control character cannot rewrite the terminal or fake a row.
+  return `${printable(String(r.id))}\t${what}\t${left}\t${printable(String(r.author))}: ${printable(String(r.reason))}`;
 }
 
 function report(

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { definePolicy, Limiter, ManualClock } from 'sluice';
 import { MemoryStore } from 'sluice/memory';
 import { describe, expect, it } from 'vitest';
@@ -14,6 +15,23 @@ describe('describeKey', () => {
     ['plain', 'custom', 'plain'],
   ])('%s is %s %s', (key, kind, who) => {
     expect(describeKey(key)).toEqual({ kind, who });
+  });
+});
+
+describe('the README on the top limited keys panel', () => {
+  // The panel shows each key's address or tenant and user (describeKey above); the README must say so, not
+  // promise hashes only.
+  const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+  const bullet = readme
+    .slice(readme.indexOf('- **Top limited keys**'), readme.indexOf('- **Top tenants'))
+    .replace(/\s+/g, ' ');
+
+  it('says the panel shows addresses and users, behind the admin token, and never tokens or API keys', () => {
+    expect(bullet).not.toMatch(/never an IP address/);
+    expect(bullet).toMatch(/IP address/);
+    expect(bullet).toMatch(/user/);
+    expect(bullet).toMatch(/admin token/);
+    expect(bullet).toMatch(/never a token or an API key/);
   });
 });
 

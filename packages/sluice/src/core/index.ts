@@ -42,6 +42,7 @@ export {
   withChange,
   withOverride,
 } from './override.js';
+export { checkOverrideReason, MAX_OVERRIDE_REASON } from './override-reason.js';
 export {
   definePolicy,
   overridePolicy,

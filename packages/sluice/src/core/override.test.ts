@@ -92,6 +92,34 @@ describe('parseOverride', () => {
     expect(fieldOf(() => parseOverride(input, NOW, 'a'))).toBe(field);
   });
 
+  it.each([
+    ['ESC', 'paid \u001b[2J cleared'],
+    ['BEL', 'ring\u0007'],
+    ['CR', 'a\rb'],
+    ['LF', 'first line\n2026-01-01T00:00:00.000Z root set ip:1.2.3.4: fake row'],
+    ['TAB', 'a\tb'],
+    ['DEL', 'a\u007fb'],
+    ['C1 CSI', 'a\u009bb'],
+    ['RLO', 'abuse \u202egnp.exe'],
+    ['LRI', 'a\u2066b'],
+  ])('refuses a reason holding %s, naming the character and its position', (_name, reason) => {
+    let error: unknown;
+    try {
+      parseOverride({ pattern: 'k', block: 403, reason }, NOW, 'a');
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(SluiceError);
+    expect((error as SluiceError).details.option).toBe('reason');
+    expect((error as SluiceError).message).toMatch(/without control characters/);
+  });
+
+  it('keeps a reason of any printable text, non-ASCII included', () => {
+    expect(parseOverride({ pattern: 'k', block: 403, reason: 'Müller, 東京 😀' }, NOW, 'a').reason).toBe(
+      'Müller, 東京 😀',
+    );
+  });
+
   it('reads back a stored rule only when its end is a time a Date can hold', () => {
     const rule = parseOverride({ pattern: 'ip:192.0.2.1', block: 403, reason: 'x' }, NOW, 'a');
     expect(readStoredOverride(JSON.parse(JSON.stringify(rule)))).toEqual(rule);

@@ -1,4 +1,5 @@
 import { describeValue, integerOption, invalidOption, objectOption, rejectUnknownKeys } from './options.js';
+import { checkOverrideReason } from './override-reason.js';
 import type { MaybePromise } from './store.js';
 
 /**
@@ -151,7 +152,6 @@ const INPUT_KEYS = [
 
 /** Longest pattern, reason and author accepted: they are stored and shown, never unbounded. */
 const MAX_PATTERN = 512;
-const MAX_REASON = 500;
 const MAX_SCOPE = 200;
 
 /**
@@ -260,9 +260,7 @@ export function parseOverride(input: unknown, nowMs: number, author: string): Ov
     }
     expiresAt = Math.ceil(at);
   }
-  if (typeof o.reason !== 'string' || o.reason.trim() === '' || o.reason.length > MAX_REASON) {
-    throw invalidOption('reason', `a non-empty text of at most ${MAX_REASON} characters`, o.reason);
-  }
+  const reason = checkOverrideReason(o.reason);
   const base = {
     id: overrideId(pattern, policy, tier),
     pattern,
@@ -271,7 +269,7 @@ export function parseOverride(input: unknown, nowMs: number, author: string): Ov
   };
   const tail = {
     ...(expiresAt === undefined ? {} : { expiresAt }),
-    reason: o.reason.trim(),
+    reason,
     author,
     createdAt: nowMs,
   };
