@@ -1,4 +1,4 @@
-import { createWriteStream, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createWriteStream, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
@@ -8,8 +8,9 @@ import { RATE_WINDOWS_MS } from '../replay/rate-distribution.js';
 import { type Recommendation, recommend } from '../replay/recommend.js';
 import { missingClientWarning, printable, renderLogStats, textTable } from '../replay/report-text.js';
 import { recommendHelp } from './log-command-help.js';
-import { outputFileProblem } from './output-file.js';
+import { outputFileProblem, writeFileWhole } from './output-file.js';
 import {
+  inputFiles,
   type LogArguments,
   type LogCommandIo,
   logArguments,
@@ -72,7 +73,10 @@ export async function recommendCommand(argv: readonly string[], io: LogCommandIo
         throw new UsageError(`--top must be an integer from 1 to 1000, got ${JSON.stringify(values.top)}`);
     }
     args = logArguments(positionals, values.format, values.field, io);
-    const out = values.out === undefined ? undefined : outputFileProblem('--out', values.out);
+    const out =
+      values.out === undefined
+        ? undefined
+        : outputFileProblem('--out', values.out, inputFiles(positionals, io, values.config));
     if (out !== undefined) throw new UsageError(out);
   } catch (e) {
     io.err(`sluice recommend: ${(e as Error).message}\n${RECOMMEND_USAGE}`);
@@ -119,7 +123,7 @@ export async function recommendCommand(argv: readonly string[], io: LogCommandIo
       );
       return 1;
     }
-    if (values.out !== undefined) writeFileSync(values.out, r.yaml);
+    if (values.out !== undefined) writeFileWhole(values.out, r.yaml);
     io.out(values.json === true ? `${JSON.stringify(r, null, 2)}\n` : renderRecommendation(r, values.out));
     // Limits from part of a log are proposed and shown, but a script must be able to tell.
     const broken = r.logs.filter((l) => l.error !== undefined);

@@ -1,4 +1,4 @@
-import { statSync, writeFileSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import type { Readable } from 'node:stream';
 import { parseArgs } from 'node:util';
 import { loadConfigOrThrow } from '../config/load-config.js';
@@ -18,7 +18,7 @@ import {
 import { replayHtml } from '../replay/report-html.js';
 import { printable, renderReplayText } from '../replay/report-text.js';
 import { replayHelp } from './log-command-help.js';
-import { outputFileProblem } from './output-file.js';
+import { type InputFile, outputFileProblem, writeFileWhole } from './output-file.js';
 import { joinNegativeValues, unknownOptionMessage } from './usage-hints.js';
 
 /** Where the log commands read and write. */
@@ -83,6 +83,29 @@ export function logArguments(
   } catch (e) {
     throw new UsageError((e as Error).message);
   }
+}
+
+/**
+ * The files a log command reads, which its `--out` or `--html` file must not be: the logs, the configuration
+ * files, and standard input when `-` reads the process's own (a shell's `< access.log`).
+ *
+ * @param positionals - the logs as given (`-` for standard input).
+ * @param configs - `--config`, then `--against` (either may be absent).
+ */
+export function inputFiles(
+  positionals: readonly string[],
+  io: LogCommandIo,
+  config?: string,
+  against?: string,
+): InputFile[] {
+  const out: InputFile[] = [];
+  for (const name of positionals) {
+    if (name !== '-') out.push({ what: 'the log', path: name });
+    else if (io.stdin === undefined) out.push({ what: 'the log read from standard input', fd: 0 });
+  }
+  if (config !== undefined) out.push({ what: 'the --config file', path: config });
+  if (against !== undefined) out.push({ what: 'the --against file', path: against });
+  return out;
 }
 
 /**
@@ -191,7 +214,14 @@ export async function replayCommand(argv: readonly string[], io: LogCommandIo): 
   try {
     if (values.config === undefined) throw new UsageError('--config FILE is required');
     args = logArguments(positionals, values.format, values.field, io);
-    const html = values.html === undefined ? undefined : outputFileProblem('--html', values.html);
+    const html =
+      values.html === undefined
+        ? undefined
+        : outputFileProblem(
+            '--html',
+            values.html,
+            inputFiles(positionals, io, values.config, values.against),
+          );
     if (html !== undefined) throw new UsageError(html);
   } catch (e) {
     io.err(`sluice replay: ${(e as Error).message}\n${REPLAY_USAGE}`);
@@ -220,7 +250,7 @@ export async function replayCommand(argv: readonly string[], io: LogCommandIo): 
   else io.out(renderReplayText(report));
   if (values.html !== undefined) {
     try {
-      writeFileSync(values.html, replayHtml(report));
+      writeFileWhole(values.html, replayHtml(report));
     } catch (e) {
       io.err(`sluice replay: cannot write the HTML report: ${(e as Error).message}\n`);
       return 1;
