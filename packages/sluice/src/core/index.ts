@@ -42,6 +42,7 @@ export {
   withChange,
   withOverride,
 } from './override.js';
+export { canonicalKeyEscapes, keyAsPattern, patternAsKey } from './key-pattern.js';
 export { checkOverrideReason, MAX_OVERRIDE_REASON } from './override-reason.js';
 export {
   definePolicy,
@@ -51,5 +52,6 @@ export {
   type QueueOptions,
   type RefillOptions,
 } from './policy.js';
+export { isSettleDelta, settledUnits } from './settle-math.js';
 export { SingleDecision } from './single-decision.js';
 export type { Check, MaybePromise, RateLimitStore } from './store.js';

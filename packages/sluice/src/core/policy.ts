@@ -75,6 +75,11 @@ export interface Policy {
   readonly refillPerSecond: number;
   /** Units a bucket may owe through reservations: `queue.limit * unitsPerToken`, 0 without a queue. */
   readonly debtUnits: number;
+  /**
+   * Units a bucket may owe after a cost settled from a response (see core/settle-math.ts): one burst, less only
+   * for a policy so large that one burst more would leave exact integers.
+   */
+  readonly settleDebtUnits: number;
   /** Elapsed time beyond which any bucket of this policy is full; caps the product elapsed x quota below 2^53. */
   readonly fillMs: number;
   /**
@@ -123,13 +128,17 @@ export function definePolicy(options: PolicyOptions, path = 'policy'): Policy {
   const stepMs = refill === undefined ? 0 : window * 1000;
   const stepUnits = refill === undefined ? 0 : quota * unitsPerToken;
   // Every intermediate (capacity plus debt plus one millisecond or one step of refill) must stay an exact integer.
-  if (capacityUnits + debtUnits + Math.max(quota, stepUnits) > Number.MAX_SAFE_INTEGER) {
+  const room = Number.MAX_SAFE_INTEGER - (capacityUnits + debtUnits + Math.max(quota, stepUnits));
+  if (room < 0) {
     throw invalidOption(
       `${path}.burst`,
       `small enough that (burst + queue.limit) x window x 1000 stays below 2^53`,
       burst,
     );
   }
+  const settleDebtUnits = Math.min(capacityUnits, room);
+  // The deepest a bucket can be: a queue's debt, or a settled cost's.
+  const deepest = Math.max(debtUnits, settleDebtUnits);
   return Object.freeze({
     name,
     quota,
@@ -145,11 +154,12 @@ export function definePolicy(options: PolicyOptions, path = 'policy'): Policy {
     refillPerMs: quota,
     refillPerSecond: quota * 1000,
     debtUnits,
+    settleDebtUnits,
     // Stepped: the steps that fill the bucket from the deepest debt, so elapsed x rate stays below 2^53 too.
     fillMs:
       stepMs === 0
-        ? Math.ceil((capacityUnits + debtUnits) / quota)
-        : Math.ceil((capacityUnits + debtUnits) / stepUnits) * stepMs,
+        ? Math.ceil((capacityUnits + deepest) / quota)
+        : Math.ceil((capacityUnits + deepest) / stepUnits) * stepMs,
   });
 }
 

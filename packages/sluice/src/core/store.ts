@@ -39,6 +39,13 @@ export interface RateLimitStore {
   peek(checks: readonly Check[], cost: number): MaybePromise<Decision>;
   /** Returns `cost` tokens to each check's bucket, never above its burst. */
   refund(checks: readonly Check[], cost: number): MaybePromise<void>;
+  /**
+   * Optional: settles a cost known only after the response (tokens a model spent, bytes sent): `deltaTokens`
+   * (an integer) is what the request turned out to cost less what admission took. Negative gives tokens back,
+   * never above the burst; positive takes them even below zero, a debt of at most one burst
+   * (`policy.settleDebtUnits`) that the next requests wait out. Never refuses: the request already ran.
+   */
+  settle?(checks: readonly Check[], deltaTokens: number): MaybePromise<void>;
   /** Forgets the checks' buckets, so each starts full again. */
   reset(checks: readonly Check[]): MaybePromise<void>;
   /** Releases timers and connections; later calls fail with `ERR_STORE_CLOSED`. */

@@ -18,6 +18,7 @@ import {
 } from '../core/index.js';
 import { BucketTable } from './bucket-table.js';
 import { PlaceHints } from './place-hints.js';
+import { settleBuckets } from './settle-buckets.js';
 
 /** Options of {@link MemoryStore}. */
 export interface MemoryStoreOptions {
@@ -241,6 +242,15 @@ export class MemoryStore implements RateLimitStore {
       t.units[slot] = Math.min(units + cost * policy.unitsPerToken, policy.capacityUnits);
       t.last[slot] = nextLast(policy, units, last, now);
     }
+  }
+
+  /**
+   * Settles a cost known after the response (core/settle-math.ts): a negative delta gives tokens back, never above
+   * the burst; a positive one takes them, into a bounded debt when the bucket lacks them.
+   */
+  settle(checks: readonly Check[], deltaTokens: number): void {
+    this.#open();
+    if (deltaTokens !== 0) settleBuckets(this.#table, checks, deltaTokens, this.#now());
   }
 
   reset(checks: readonly Check[]): void {

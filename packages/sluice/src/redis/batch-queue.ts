@@ -1,7 +1,7 @@
 import type { Check, Decision, EvaluateMode } from '../core/index.js';
 
-/** The script's operation codes: decide, reserve, peek, refund (`f`), reset (`x`). See lua-script.ts. */
-export type Op = 'd' | 'r' | 'p' | 'f' | 'x';
+/** The script's operation codes: decide, reserve, peek, refund (`f`), settle (`s`), reset (`x`). See lua-script.ts. */
+export type Op = 'd' | 'r' | 'p' | 'f' | 's' | 'x';
 
 /** The operation code of each decision mode. */
 export const OP_OF: Readonly<Record<EvaluateMode, Op>> = Object.freeze({
@@ -13,10 +13,11 @@ export const OP_OF: Readonly<Record<EvaluateMode, Op>> = Object.freeze({
 /** One call of the store waiting for, or riding in, a script call. */
 export interface Entry {
   readonly op: Op;
-  /** The decision mode, or `undefined` for a refund or reset. */
+  /** The decision mode, or `undefined` for a refund, a settlement or a reset. */
   readonly mode: EvaluateMode | undefined;
   readonly checks: readonly Check[];
   readonly keys: readonly string[];
+  /** Whole tokens; for a settlement the signed delta. */
   readonly cost: number;
   /** The injected clock's reading, or '' for the server's clock. */
   readonly now: string;

@@ -95,6 +95,13 @@ export class Fallback {
     return true;
   }
 
+  /** Settles a cost on the local buckets (see `RateLimitStore.settle`); false when there are none and it is lost. */
+  settle(checks: readonly Check[], deltaTokens: number): boolean {
+    if (this.#local === undefined || this.#closed) return false;
+    this.#local.settle(this.#localChecks(checks), deltaTokens);
+    return true;
+  }
+
   /** Forgets the local buckets of these checks. */
   reset(checks: readonly Check[]): void {
     if (!this.#closed) this.#local?.reset(this.#localChecks(checks));

@@ -35,13 +35,13 @@
  * last use; a bucket that is full starts a new timeline at the next take. Its TTL is the time to the step that
  * fills it.
  * Then runs of entries that share everything but their keys, until the end of ARGV: op (d decide, r reserve,
- * p peek, f refund, x reset), cost, now (empty: server TIME), n checks, per check the policy's index (1-based),
+ * p peek, f refund, s settle (cost: the signed delta), x reset), cost, now (empty: server TIME), n checks, per check the policy's index (1-based),
  * and the number of entries in the run (each takes the next n KEYS). Concurrent calls of one limiter usually
  * share their shape, so a batch of 64 decisions sends about 6 arguments besides its keys.
  * Reply of the general form (the short form's is described at its path below): per decide/reserve/peek entry the
  * flag '1'/'0' (allowed) then each check's units after refill and
  * before the decision (an integer), followed for a stepped policy by its phase (milliseconds since its current step
- * began, an integer); per refund/reset entry the flag '1'.
+ * began, an integer); per refund/settle/reset entry the flag '1'.
  */
 export const SCRIPT = `
 if redis.replicate_commands then redis.replicate_commands() end
@@ -50,6 +50,8 @@ local ARGV, KEYS, tonumber, call, pcall, unpack = ARGV, KEYS, tonumber, redis.ca
 local fmt, floor, ceil, find, sub = string.format, math.floor, math.ceil, string.find, string.sub
 -- Redis before 7.0 has no PEXPIRETIME, which reads a server-clock bucket: an error that says so, not a wrong answer.
 local NEEDS_7 = 'ERR the rate-limit script needs Redis 7.0 or later, or Valkey'
+-- 2^53 - 1: a settled cost's debt keeps every sum below it (core/policy.ts settleDebtUnits).
+local MAXN = 9007199254740991
 
 -- The common calls, decides of distinct keys under one policy with a continuous refill, no queue and no shadow
 -- mode, all at one cost and one clock reading (one decide, or a batch of concurrent ones), come in a short form of
@@ -103,7 +105,10 @@ if #ARGV < 6 then
       end
       local e = now - last
       if e > 0 then
-        local fill = ceil(cap / quota)
+        -- From the deepest debt a settled cost leaves (one burst, less near 2^53: core/policy.ts settleDebtUnits).
+        local deep = MAXN - cap - quota
+        if deep > cap then deep = cap end
+        local fill = ceil((cap + deep) / quota)
         if e > fill then e = fill end
         u = u + e * quota
         if u > cap then u = cap end
@@ -149,11 +154,16 @@ for b = 0, (tonumber(ARGV[2]) - 1) * 10, 10 do
   local limit, cap = tonumber(ARGV[a + 4]) * upt, burst * upt
   PP[b + 1], PP[b + 2], PP[b + 3], PP[b + 4], PP[b + 5], PP[b + 6], PP[b + 7] =
     quota, upt, burst, ARGV[a + 3] == '1', limit, tonumber(ARGV[a + 5]), cap
+  -- The deepest debt: a queue's, or a settled cost's (one burst, less near 2^53: core/policy.ts settleDebtUnits).
+  local per = quota * upt
+  local deep = MAXN - cap - limit - quota
+  if step > 0 and per > quota then deep = MAXN - cap - limit - per end
+  if deep > cap then deep = cap end
+  if limit > deep then deep = limit end
   if step > 0 then
-    local per = quota * upt
-    PP[b + 8], PP[b + 9], PP[b + 10] = ceil((cap + limit) / per) * step, step, per
+    PP[b + 8], PP[b + 9], PP[b + 10] = ceil((cap + deep) / per) * step, step, per
   else
-    PP[b + 8], PP[b + 9], PP[b + 10] = ceil((cap + limit) / quota), 0, 0
+    PP[b + 8], PP[b + 9], PP[b + 10] = ceil((cap + deep) / quota), 0, 0
   end
   a = a + 7
 end
@@ -313,6 +323,38 @@ while a <= nargs do
       end
       o = o + 1
       out[o] = '1'
+    elseif op == 's' then
+      -- A cost settled after the response (core/settle-math.ts): cost is the signed delta in tokens. Negative
+      -- gives back (never above the burst), positive takes, down to the settled debt's floor.
+      for x = 0, (n - 1) * 4, 4 do
+        local s, pb = X[x + 2], X[x + 1]
+        if cost > 0 or SL[s + 2] ~= false then
+          local upt, cap, limit, quota, step = PP[pb + 2], PP[pb + 7], PP[pb + 5], PP[pb + 1], PP[pb + 9]
+          local sd = MAXN - cap - limit - quota
+          if step > 0 and PP[pb + 10] > quota then sd = MAXN - cap - limit - PP[pb + 10] end
+          if sd > cap then sd = cap end
+          local most = limit
+          if sd > most then most = sd end
+          most = PP[pb + 3] + floor(most / upt)
+          local u = X[x + 3]
+          if cost < 0 then
+            local give = -cost
+            if give > most then give = most end
+            u = u + give * upt
+            if u > cap then u = cap end
+          else
+            local take = cost
+            if take > most then take = most end
+            local bottom = -sd
+            if u < bottom then bottom = u end
+            u = u - take * upt
+            if u < bottom then u = bottom end
+          end
+          keep(s, u, now, pb, X[x + 4])
+        end
+      end
+      o = o + 1
+      out[o] = '1'
     elseif op == 'x' then
       o = o + 1
       out[o] = '1'
@@ -386,4 +428,4 @@ return out
  * Node module; redis-store.test.ts fails when the script changes and this is not updated (a stale value would cost
  * a NOSCRIPT round trip on every call, never a wrong decision).
  */
-export const SCRIPT_SHA = '4a1e97f6e08eb8dac59d7a94dbff55f34de3b766';
+export const SCRIPT_SHA = 'fc5ba3419f7390edb2104345881fd70b9d07043a';

@@ -29,7 +29,7 @@ export interface RedisStoreStats {
   readonly recoveries: number;
   /** Probes sent while switched. */
   readonly probes: number;
-  /** Refunds lost because Redis did not answer (failure modes `open` and `closed`). */
+  /** Refunds and settled costs lost because Redis did not answer (failure modes `open` and `closed`). */
   readonly droppedRefunds: number;
   /** Buckets held by the deny cache now. */
   readonly denyCacheSize: number;

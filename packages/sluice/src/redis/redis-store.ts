@@ -186,6 +186,14 @@ export class RedisStore implements RateLimitStore {
     await this.#queue.push(entry);
   }
 
+  /** Settles a cost after the response: an entry of the next batch; while Redis is unreachable, as a refund is. */
+  async settle(checks: readonly Check[], deltaTokens: number): Promise<void> {
+    const entry = this.#entry(checks, deltaTokens, 's', undefined);
+    this.#deny?.forget(entry.keys); // a remembered level is wrong either way now
+    if (this.#breaker.usable()) await this.#queue.push(entry);
+    else this.#fallbackRefund(checks, deltaTokens, 's');
+  }
+
   /**
    * Forgets buckets.
    *
@@ -354,8 +362,8 @@ export class RedisStore implements RateLimitStore {
         e.resolve(this.#fallbackDecision(e, e.mode));
         return;
       }
-      if (e.op === 'f') {
-        this.#fallbackRefund(e.checks, e.cost);
+      if (e.op === 'f' || e.op === 's') {
+        this.#fallbackRefund(e.checks, e.cost, e.op);
         e.resolve(undefined);
         return;
       }
@@ -379,8 +387,10 @@ export class RedisStore implements RateLimitStore {
     return this.#fallback.decide(e.checks, e.cost, mode);
   }
 
-  #fallbackRefund(checks: readonly Check[], cost: number): void {
-    if (!this.#fallback.refund(checks, cost)) this.#n.droppedRefunds++;
+  /** A refund (`f`) or a settled cost (`s`, its signed delta) on the local buckets, or counted as lost. */
+  #fallbackRefund(checks: readonly Check[], cost: number, op: 'f' | 's' = 'f'): void {
+    const kept = op === 'f' ? this.#fallback.refund(checks, cost) : this.#fallback.settle(checks, cost);
+    if (!kept) this.#n.droppedRefunds++;
   }
 }
 

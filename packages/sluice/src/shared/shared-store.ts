@@ -14,6 +14,7 @@ import {
 } from '../core/index.js';
 import { hashKey } from './key-hash.js';
 import { PolicyRegistry } from './policy-registry.js';
+import { settleLocked } from './settle-locked.js';
 import {
   type ResolvedSharedStoreOptions,
   resolveSharedStoreOptions,
@@ -164,6 +165,24 @@ export class SharedStore implements RateLimitStore {
         st[slot * 2] = Math.min(units + cost * policy.unitsPerToken, policy.capacityUnits);
         st[slot * 2 + 1] = nextLast(policy, units, last, now);
       }
+    } finally {
+      t.unlockAll();
+    }
+  }
+
+  /**
+   * Settles a cost known after the response (core/settle-math.ts), under the checks' group locks: a negative delta
+   * gives tokens back, never above the burst; a positive one takes them, into a bounded debt when they lack.
+   */
+  settle(checks: readonly Check[], deltaTokens: number): void {
+    const n = this.#prepare(checks);
+    if (deltaTokens === 0) return;
+    const t = this.#t;
+    t.lockAll(this.#groups, n * 2);
+    try {
+      // Read under the lock: a thread that waited must not refill from a time before the holder's write.
+      const at = { indexes: this.#indexes, lanes: this.#lanes, groups: this.#groups, slots: this.#slots };
+      settleLocked(t, checks, n, at, deltaTokens, this.#now());
     } finally {
       t.unlockAll();
     }

@@ -8,6 +8,7 @@ import {
   type Policy,
   type RateLimitStore,
   refill,
+  settledUnits,
 } from '../core/index.js';
 
 /**
@@ -37,6 +38,14 @@ export class ReferenceStore implements RateLimitStore {
     for (const c of checks) {
       const b = this.#bucket(c, now);
       b.units = Math.min(c.policy.capacityUnits, b.units + cost * c.policy.unitsPerToken);
+    }
+  }
+  /** Settles a cost after the response: the oracle of core/settle-math.ts for every store. */
+  settle(checks: readonly Check[], deltaTokens: number): void {
+    const now = Math.floor(this.#clock.now());
+    for (const c of checks) {
+      const b = this.#bucket(c, now);
+      b.units = settledUnits(c.policy, b.units, deltaTokens);
     }
   }
   reset(checks: readonly Check[]): void {
