@@ -30,7 +30,8 @@ Commands:
              (valid but risky settings, each with a W_ code and a suggestion) keep exit 0.
              --upstream URL checks the file as serve --upstream URL would run it.
   demo       The example tiers and endpoint rules in front of a built-in echo upstream, on the
-             memory store, with a browser page at /demo/ (what npm start runs).
+             memory store, with a browser page at /demo/ (what npm start runs). Listens on
+             --host, else SLUICE_DEMO_HOST (0.0.0.0 in the container image), else 127.0.0.1.
   rules      Print the Prometheus alert rules (deploy/prometheus/rules/rate-limiting.yaml) for the
              metric prefix of FILE (metrics.prefix), ready for rule_files in prometheus.yml.
   replay     Run access logs through FILE's admission (tiers, endpoint rules, classes, exemptions,

@@ -123,7 +123,9 @@ export async function main(argv: readonly string[], io: CliIo = defaultIo): Prom
     case 'serve':
       return serve(values.config ?? positionals[1], overrides, threads, io);
     case 'demo':
-      return demo(values.host, port, io);
+      // The container image sets SLUICE_DEMO_HOST=0.0.0.0: a demo on the container's loopback cannot be reached
+      // through a published port, and `docker run IMAGE demo` passes no flag. --host still wins.
+      return demo(values.host ?? demoHost(io.env ?? process.env), port, io);
     case 'rules':
       // The rules command loads the metrics library for its names: only when asked for.
       return (await import('./rules-command.js')).rulesCommand(values.config ?? positionals[1], io);
@@ -249,6 +251,12 @@ async function serve(
     io.err(`sluice: ${redactUrls(e instanceof SluiceError ? e.message : (e as Error).message)}\n`);
     return 1;
   }
+}
+
+/** The demo's listen address from the environment (`SLUICE_DEMO_HOST`), or undefined for the default. */
+function demoHost(env: Readonly<Record<string, string | undefined>>): string | undefined {
+  const host = env.SLUICE_DEMO_HOST?.trim();
+  return host === undefined || host === '' ? undefined : host;
 }
 
 async function demo(host: string | undefined, port: number | undefined, io: CliIo): Promise<number> {
