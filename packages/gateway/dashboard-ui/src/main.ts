@@ -1,4 +1,5 @@
 import './styles.css';
+import { keyAsPattern } from 'sluice';
 import type { GatewayConfig } from '../../src/config/gateway-config.js';
 import type { DashboardStatus, SnapshotMessage, TickMessage } from '../../src/dashboard/dashboard-frame.js';
 import { AdminApi, UnauthorizedError } from './admin-api.js';
@@ -275,7 +276,7 @@ const KEY_ACTIONS: KeyActions = {
     if (answer === null) return;
     const quota = Number(answer);
     void keyChange(key, {
-      pattern: key,
+      pattern: keyAsPattern(key) ?? key,
       quota,
       window: 60,
       ttlSeconds: 3600,
@@ -285,7 +286,13 @@ const KEY_ACTIONS: KeyActions = {
   block: (key) => {
     if (!window.confirm(`Block ${key} for one hour? Its requests get 429 with Retry-After until then.`))
       return;
-    void keyChange(key, { pattern: key, block: 429, ttlSeconds: 3600, reason: 'blocked from the dashboard' });
+    // A key's spaces, controls and non-ASCII characters are written escaped in a pattern, as the API takes them.
+    void keyChange(key, {
+      pattern: keyAsPattern(key) ?? key,
+      block: 429,
+      ttlSeconds: 3600,
+      reason: 'blocked from the dashboard',
+    });
   },
 };
 

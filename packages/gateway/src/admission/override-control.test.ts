@@ -48,13 +48,21 @@ describe('OverrideControl patterns', () => {
     expect(e.message).toContain(`got ${JSON.stringify(pattern)}`);
   });
 
-  it.each(['tenant:acme', 'tenant:acme:client:*', 'i*', 'ip:*', 'ip:0.0.0.0/0', 'principal:user%3Abob'])(
-    'sets %s',
-    async (pattern) => {
-      const { control: c } = control();
-      expect((await c.set({ pattern, block: 403, reason: 'test' }, 'alice')).pattern).toBe(pattern);
-    },
-  );
+  it.each([
+    'tenant:acme',
+    'tenant:acme:client:*',
+    'i*',
+    'ip:*',
+    'ip:0.0.0.0/0',
+    'principal:user%3Abob',
+    // Keys with a space, a control or a non-ASCII character, written escaped.
+    'tenant:acme:user:john%20doe',
+    'tenant:m%C3%BCller:client:web',
+    'tenant:acme:client:a%07b',
+  ])('sets %s', async (pattern) => {
+    const { control: c } = control();
+    expect((await c.set({ pattern, block: 403, reason: 'test' }, 'alice')).pattern).toBe(pattern);
+  });
 });
 
 describe('OverrideControl reasons', () => {

@@ -1,4 +1,5 @@
 import { Writable } from 'node:stream';
+import { overridePattern } from 'sluice/http';
 import { MemoryOverrides } from 'sluice/memory';
 import { describe, expect, it } from 'vitest';
 import type { PenaltyConfig } from '../config/gateway-config.js';
@@ -79,6 +80,23 @@ describe('penalty blocks', () => {
     // Denials that race the block do not count.
     expect(deny('ip:192.0.2.1', 5)).toBeUndefined();
   });
+
+  it.each([
+    ['tenant:acme:user:john doe', 'tenant:acme:user:john%20doe'],
+    ['tenant:müller:client:web', 'tenant:m%C3%BCller:client:web'],
+    ['principal:a\u0007*b', 'principal:a%07%2Ab'],
+  ])(
+    'blocks %j, a key with a space, a control or a non-ASCII character, by its escaped pattern',
+    async (key, pattern) => {
+      const { deny, store, blocks } = setup();
+      expect(deny(key, 3)).toMatchObject({ key });
+      await new Promise((r) => setImmediate(r));
+      expect(store.snapshot().rules).toMatchObject([{ pattern, effect: 'block', author: 'penalty' }]);
+      expect(blocks).toHaveLength(1);
+      // The pattern names that key exactly.
+      expect(overridePattern(pattern)).toEqual({ kind: 'exact', value: key });
+    },
+  );
 
   it('doubles on each repeat up to the ceiling, and starts again after a quiet time', () => {
     const { deny, advance } = setup();

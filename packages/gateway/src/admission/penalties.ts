@@ -1,3 +1,4 @@
+import { keyAsPattern } from 'sluice';
 import type { PenaltyConfig } from '../config/gateway-config.js';
 import type { Logger } from '../log/create-logger.js';
 import type { OverrideControl } from './override-control.js';
@@ -120,8 +121,10 @@ export class Penalties {
     const block: PenaltyBlock = { key, durationMs, level: s.level, status: c.status };
     // The rule's author is `penalty`; listings show it beside the reason.
     const reason = `limited ${c.after} times within ${c.withinMs / 1000}s (block ${s.level + 1} in a row)`;
+    // Written as a pattern naming that key only: a key's spaces, controls, non-ASCII characters and `*` escaped.
+    const pattern = keyAsPattern(key) ?? key;
     this.#control
-      .set({ pattern: key, block: c.status, ttlSeconds: Math.ceil(durationMs / 1000), reason }, 'penalty')
+      .set({ pattern, block: c.status, ttlSeconds: Math.ceil(durationMs / 1000), reason }, 'penalty')
       .then(
         () => this.#onBlock(block),
         (e: unknown) => this.#logger.warn({ err: e, key }, 'penalty block could not be set'),

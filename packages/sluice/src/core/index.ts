@@ -11,6 +11,7 @@ export { type Clock, monotonicClock } from './clock.js';
 export { type Decision, type DecisionReason, NO_OUTCOMES, type PolicyOutcome } from './decision.js';
 export { ErrorCode, SluiceError } from './errors.js';
 export { type EvaluateMode, evaluate } from './evaluate.js';
+export { keyAsPattern } from './key-pattern.js';
 export { type CheckInput, Limiter, type LimiterOptions, type WaitOptions } from './limiter.js';
 export { ManualClock } from './manual-clock.js';
 export {
@@ -42,7 +43,6 @@ export {
   withChange,
   withOverride,
 } from './override.js';
-export { canonicalKeyEscapes, keyAsPattern, patternAsKey } from './key-pattern.js';
 export { checkOverrideReason, MAX_OVERRIDE_REASON } from './override-reason.js';
 export {
   definePolicy,

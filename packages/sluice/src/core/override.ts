@@ -1,3 +1,4 @@
+import { keyAsPattern } from './key-pattern.js';
 import { describeValue, integerOption, invalidOption, objectOption, rejectUnknownKeys } from './options.js';
 import { checkOverrideReason } from './override-reason.js';
 import type { MaybePromise } from './store.js';
@@ -179,7 +180,14 @@ export function checkOverridePattern(pattern: unknown): string {
     throw invalidOption('pattern', `a key pattern of 1 to ${MAX_PATTERN} characters`, pattern);
   }
   if (!/^[\x21-\x7e]+$/.test(pattern)) {
-    throw invalidOption('pattern', 'printable ASCII without spaces', pattern);
+    // Keys may hold such characters (identities come from tokens and headers); patterns write them escaped.
+    const written = keyAsPattern(pattern);
+    const hint = written === undefined ? '' : ` (${written})`;
+    throw invalidOption(
+      'pattern',
+      `printable ASCII, with a space, a control or a non-ASCII character of a key written %XX, the bytes of its UTF-8 form${hint}`,
+      pattern,
+    );
   }
   const star = pattern.indexOf('*');
   if (star >= 0 && star !== pattern.length - 1) {

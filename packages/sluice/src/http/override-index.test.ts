@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { type OverrideRule, parseOverride } from '../core/index.js';
+import { checkOverridePattern, keyAsPattern, type OverrideRule, parseOverride } from '../core/index.js';
 import { inRanges, parseIpRange } from './ip-address.js';
 import { deriveKey } from './keys.js';
 import { canonicalOverridePattern, OverrideIndex, overridePattern } from './override-index.js';
@@ -371,5 +371,79 @@ describe('overridePattern on patterns no bucket key can match', () => {
     expect(index.find('tenant:acme:client:web', 'p', undefined, undefined, () => NOW)?.rule).toBe(good);
     expect(index.find('foo', 'p', undefined, undefined, () => NOW)).toBeUndefined();
     expect(index.find('user:bob', 'p', undefined, undefined, () => NOW)).toBeUndefined();
+  });
+});
+
+describe('patterns of keys holding spaces, controls, non-ASCII characters or *', () => {
+  const find = (index: OverrideIndex, key: string) =>
+    index.find(key, 'p', undefined, undefined, () => NOW)?.rule.pattern;
+  const block = (pattern: string) => parseOverride({ pattern, block: 403, reason: 'test' }, NOW, 'test');
+
+  it.each([
+    ['principal:john doe', 'principal:john%20doe'],
+    ['tenant:müller:client:web', 'tenant:m%C3%BCller:client:web'],
+    ['tenant:acme:user:a\u0007b', 'tenant:acme:user:a%07b'],
+    ['principal:\u202eevil', 'principal:%E2%80%AEevil'],
+    ['principal:😀', 'principal:%F0%9F%98%80'],
+    ['principal:a*b', 'principal:a%2Ab'],
+    ['tenant:50%25 off:client:a%3Ab', 'tenant:50%25%20off:client:a%3Ab'],
+  ])('blocks the key %j exactly with the pattern %s', (key, pattern) => {
+    expect(keyAsPattern(key)).toBe(pattern);
+    expect(canonicalOverridePattern(pattern)).toBe(pattern);
+    const index = new OverrideIndex([block(pattern)]);
+    expect(find(index, key)).toBe(pattern);
+    expect(find(index, `${key}x`)).toBeUndefined();
+  });
+
+  it('matches a prefix written with escapes, and writes lower-case hex as upper case (one key, one id)', () => {
+    expect(find(new OverrideIndex([block('principal:john%20*')]), 'principal:john doe')).toBe(
+      'principal:john%20*',
+    );
+    expect(canonicalOverridePattern('tenant:m%c3%bcller')).toBe('tenant:m%C3%BCller');
+    expect(find(new OverrideIndex([block('tenant:m%c3%bcller')]), 'tenant:müller:client:web')).toBe(
+      'tenant:m%c3%bcller',
+    );
+  });
+
+  it.each([
+    ['principal:john doe', 'principal:john%20doe'],
+    ['tenant:müller', 'tenant:m%C3%BCller'],
+  ])('refuses %j, naming its escaped form', (pattern, written) => {
+    let thrown: unknown;
+    try {
+      canonicalOverridePattern(checkOverridePattern(pattern));
+    } catch (e) {
+      thrown = e;
+    }
+    expect(thrown).toMatchObject({ code: 'ERR_INVALID_OPTION', details: { option: 'pattern' } });
+    expect((thrown as Error).message).toContain(written);
+  });
+
+  it.each(['principal:%C3', 'principal:%C3*', 'principal:%FF'])(
+    'refuses %s: an escape that is no whole UTF-8 character',
+    (pattern) => {
+      expect(() => canonicalOverridePattern(pattern)).toThrow(/UTF-8/);
+    },
+  );
+
+  it('names any key the limiter derives from any identity, and only it', () => {
+    const part = fc.string({ unit: 'binary', minLength: 1, maxLength: 6 });
+    fc.assert(
+      fc.property(
+        fc.constantFrom('principal', 'tenant-client', 'tenant-user', 'device', 'host', 'caller'),
+        fc.record({ tenant: part, client: part, user: part, principal: part, device: part, host: part }),
+        (spec, identity) => {
+          const request = { method: 'GET', path: '/', headers: {}, remoteAddress: undefined, identity };
+          const key = deriveKey(spec as 'principal', request, '192.0.2.1');
+          const pattern = keyAsPattern(key);
+          if (pattern === undefined) return; // a lone surrogate: no text names it
+          expect(canonicalOverridePattern(pattern)).toBe(pattern);
+          const index = new OverrideIndex([block(pattern)]);
+          expect(find(index, key)).toBe(pattern);
+          expect(find(index, `${key} `)).toBeUndefined();
+        },
+      ),
+      { numRuns: 500 },
+    );
   });
 });

@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import { invalidOption, type OverrideRule, overridePolicy, type Policy } from '../core/index.js';
+import { canonicalKeyEscapes, patternAsKey } from '../core/key-pattern.js';
 import { detached } from './detached-string.js';
 import { type IpRange, inRange, normalizeIp, parseAddress, parseIpRange } from './ip-address.js';
 import { checkPatternShape, KEY_PATTERN_KINDS } from './override-pattern-shape.js';
@@ -59,13 +60,15 @@ export function overridePattern(pattern: string): OverridePatternKind {
     }
     return { kind: 'range', range };
   }
-  if (pattern.endsWith('*')) return { kind: 'prefix', value: pattern.slice(0, -1) };
+  // Compared as key text: escapes of spaces, controls, non-ASCII characters and `*` read back (checked above).
+  if (pattern.endsWith('*')) return { kind: 'prefix', value: patternAsKey(pattern.slice(0, -1)) as string };
   if (pattern.startsWith('ip:')) return addressPattern(patternAddress(pattern));
+  const key = patternAsKey(pattern) as string;
   // A key over the length limit is its kind and a hash (`tenant:#` and 22 characters of SHA-256): that key
   // itself, as a penalty block sets it, not the keys of a tenant named so.
   if (/^tenant:[^:*]+$/.test(pattern) && !HASHED_KEY.test(pattern))
-    return { kind: 'prefix', value: `${pattern}:` };
-  return { kind: 'exact', value: pattern };
+    return { kind: 'prefix', value: `${key}:` };
+  return { kind: 'exact', value: key };
 }
 
 /**
@@ -87,7 +90,7 @@ export function overridePattern(pattern: string): OverridePatternKind {
  */
 export function canonicalOverridePattern(pattern: string): string {
   overridePattern(pattern);
-  return isAddressPattern(pattern) ? `ip:${patternAddress(pattern)}` : pattern;
+  return isAddressPattern(pattern) ? `ip:${patternAddress(pattern)}` : canonicalKeyEscapes(pattern);
 }
 
 /** An `ip:` pattern that is neither a range nor a prefix: one address, or `ip:unknown`. */

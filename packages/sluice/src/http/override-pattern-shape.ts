@@ -1,4 +1,5 @@
 import { invalidOption, type SluiceError } from '../core/index.js';
+import { patternAsKey } from '../core/key-pattern.js';
 
 /**
  * The kinds bucket keys start with (see `keys.ts`): `device` keys fall back to `token`, a key function's result is
@@ -68,6 +69,14 @@ export function checkPatternShape(pattern: string): void {
     throw invalidOption('pattern', `${issue}${prefix}`, pattern);
   }
   if (kind === 'ip' || kind === 'apikey') return;
+  // Escapes of a key's spaces, controls, non-ASCII characters and `*` stand for whole characters.
+  if (patternAsKey(body) === undefined) {
+    throw invalidOption(
+      'pattern',
+      'written with each %XX escape of a space, a control or a non-ASCII character part of a whole UTF-8 character, as keyAsPattern writes a key',
+      pattern,
+    );
+  }
   const unescaped = values.some((v, i) => strayPercent(star && i === values.length - 1 ? partial(v) : v));
   if (unescaped) {
     const written = `${kind}:${values.map(escapePercent).join(':')}${star ? '*' : ''}`;
@@ -167,9 +176,12 @@ function singleIssue(kind: string, values: readonly string[], star: boolean): st
   return `${expected} (${kind}:${escapeLoosely(values.join(':'))}${star ? '*' : ''})`;
 }
 
-/** A `%` that starts neither `%25` nor `%3A`: no key holds it, since keys escape every `%`. */
+/**
+ * A `%` that starts neither `%25` nor `%3A` nor the escape of a key's space, control, non-ASCII character or `*`:
+ * no key holds it, since keys escape every `%`.
+ */
 function strayPercent(part: string): boolean {
-  return /%(?!25|3A)/.test(part);
+  return /%(?!25|3A|[018-9A-Fa-f][0-9A-Fa-f]|2[0Aa]|7[Ff])/.test(part);
 }
 
 /** The last part of a prefix without an escape cut short at its end (`50%`, `50%2`), which keys may go on with. */
@@ -178,7 +190,7 @@ function partial(part: string): string {
 }
 
 function escapePercent(part: string): string {
-  return part.replace(/%(?!25|3A)/g, '%25');
+  return part.replace(/%(?!25|3A|[018-9A-Fa-f][0-9A-Fa-f]|2[0Aa]|7[Ff])/g, '%25');
 }
 
 /** A name as keys write it, keeping escapes the operator already wrote (`%25`, `%3A`). */
