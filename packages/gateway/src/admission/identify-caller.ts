@@ -7,6 +7,7 @@ import type {
 } from '../identity/identify-request.js';
 import type { Identity as CallerIdentity } from '../identity/identity.js';
 import { principalOf } from '../identity/principal.js';
+import { tenantId } from '../identity/tenant-id.js';
 
 /** A request as the gateway admits it: the library's request facts plus what only the gateway knows. */
 export interface GatewayRequest extends HttpRequestInfo {
@@ -73,6 +74,9 @@ export function callerIdentifier(
   if (recorded === undefined) return fromSources;
   return (r) => {
     const known = recorded(r);
-    return known === undefined ? fromSources(r) : toLibrary({ ok: true, identity: known });
+    if (known === undefined) return fromSources(r);
+    // A recorded tenant is keyed as the sources key it: in lower case (see tenantId).
+    const identity = known.tenant === undefined ? known : { ...known, tenant: tenantId(known.tenant) };
+    return toLibrary({ ok: true, identity });
   };
 }

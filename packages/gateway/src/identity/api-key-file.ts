@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { ErrorCode, SluiceError } from 'sluice';
 import { parse } from 'yaml';
 import type { Identity } from './identity.js';
+import { tenantId } from './tenant-id.js';
 
 /** One entry of the API key file. Only the hash of a key is ever stored. */
 export interface ApiKeyEntry {
@@ -66,7 +67,7 @@ export class ApiKeyFile {
         hash,
         Object.freeze({
           hash,
-          tenant: e.tenant as string | undefined,
+          tenant: tenantId(e.tenant as string | undefined),
           client: e.client as string | undefined,
           tier: e.tier as string | undefined,
           name: e.name as string | undefined,

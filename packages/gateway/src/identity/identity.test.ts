@@ -1,6 +1,11 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { ipKey, sha256Base64Url } from 'sluice/http';
 import { describe, expect, it } from 'vitest';
+import { ApiKeyFile, hashApiKey } from './api-key-file.js';
 import { type Identity, identityKey } from './identity.js';
+import { tenantId } from './tenant-id.js';
 
 const id = (o: Partial<Identity>): Identity => ({
   source: 'headers',
@@ -27,5 +32,21 @@ describe('identityKey', () => {
     expect(identityKey(id({ tenant: 'a:b', client: 'c' }), undefined)).not.toBe(
       identityKey(id({ tenant: 'a', client: 'b:c' }), undefined),
     );
+  });
+});
+
+describe('tenant ids', () => {
+  it('are keyed in lower case from every source; client and user ids keep their case', () => {
+    expect(tenantId('ACME')).toBe('acme');
+    expect(tenantId('Müller')).toBe('müller');
+    expect(tenantId(undefined)).toBeUndefined();
+    const dir = mkdtempSync(join(tmpdir(), 'sluice-keys-'));
+    try {
+      const file = join(dir, 'keys.yaml');
+      writeFileSync(file, `keys:\n  - { hash: ${hashApiKey('k1')}, tenant: Acme, client: Web, name: web }\n`);
+      expect(new ApiKeyFile(file).identify('k1')).toMatchObject({ tenant: 'acme', client: 'Web' });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

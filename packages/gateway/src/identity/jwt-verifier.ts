@@ -4,6 +4,7 @@ import type { JSONWebKeySet, JWTPayload, JWTVerifyGetKey } from 'jose';
 import { ErrorCode, SluiceError } from 'sluice';
 import type { JwtConfig } from '../config/gateway-config.js';
 import type { Identity } from './identity.js';
+import { tenantId } from './tenant-id.js';
 
 // jose is loaded when the first verifier is built: a gateway without JWTs, and every `sluice replay`, would
 // otherwise spend about a quarter of its start-up (some 50 ms of CPU) loading it. Node.js 22.12 and newer load an
@@ -89,7 +90,7 @@ export class JwtVerifier {
       ok: true,
       identity: {
         source: 'jwt',
-        tenant: claim(payload, c.claims.tenant),
+        tenant: tenantId(claim(payload, c.claims.tenant)),
         client: claim(payload, c.claims.client),
         user: claim(payload, c.claims.user),
         tier: claim(payload, c.claims.tier),

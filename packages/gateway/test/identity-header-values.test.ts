@@ -1,0 +1,83 @@
+import { join } from 'node:path';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { type AdmissionRequest, admitRequest } from '../src/admission/admit-request.js';
+import { startGateway, type TestGateway, tempDir, WALL_MS } from './support.js';
+
+const tmp = tempDir();
+let running: TestGateway | undefined;
+
+afterEach(async () => {
+  await running?.gateway.close();
+  running = undefined;
+});
+afterAll(() => tmp.cleanup());
+
+const YAML = `rateLimiting:
+  defaultTier: free
+  tiers:
+    free: { requestsPerMinute: 60, burstLimit: 20 }
+identity:
+  headers: {}
+`;
+
+function request(headers: Record<string, string | string[]>, trusted = true): AdmissionRequest {
+  return {
+    method: 'GET',
+    path: '/api/items',
+    headers: headers as AdmissionRequest['headers'],
+    clientIp: '203.0.113.7',
+    trustIdentityHeaders: trusted,
+    cost: 1,
+    correlationId: 'req-1',
+    nowMs: WALL_MS,
+  };
+}
+
+async function admit(headers: Record<string, string | string[]>, trusted = true) {
+  return await admitRequest(running!.gateway, request(headers, trusted));
+}
+
+describe('identity headers with more than one value', () => {
+  // Node.js joins repeated field lines of one name with ", "; a proxy may fold them so too (RFC 9110 5.3).
+  it.each([
+    ['x-tenant-id', { 'x-tenant-id': 'acme, evil', 'x-client-id': 'web' }],
+    ['x-tenant-id', { 'x-tenant-id': 'acme,acme', 'x-client-id': 'web' }],
+    ['x-client-id', { 'x-tenant-id': 'acme', 'x-client-id': ['web', 'cli'] }],
+    ['x-user-id', { 'x-tenant-id': 'acme', 'x-user-id': 'u1, u2' }],
+    ['x-rate-limit-tier', { 'x-rate-limit-tier': 'free, enterprise' }],
+  ])('are refused with 400 naming %s, never keyed by the address', async (name, headers) => {
+    running = await startGateway(join(tmp.dir, 'dup.yaml'), { yaml: YAML });
+    const a = await admit(headers);
+    expect(a).toMatchObject({ kind: 'deny', status: 400, outcome: 'duplicate_identity_header' });
+    if (a.kind !== 'deny') return;
+    const body = JSON.parse(a.body) as Record<string, unknown>;
+    expect(body).toMatchObject({ status: 400, code: 'duplicate_identity_header', correlation_id: 'req-1' });
+    expect(String(body.detail)).toContain(name);
+    expect(a.headers).toContainEqual(['content-type', 'application/problem+json']);
+  });
+
+  it('are ignored, like every identity header, from a peer that is not a trusted proxy', async () => {
+    running = await startGateway(join(tmp.dir, 'untrusted.yaml'), { yaml: YAML });
+    expect(await admit({ 'x-tenant-id': 'acme, evil' }, false)).toMatchObject({
+      kind: 'allow',
+      key: 'ip:203.0.113.7',
+    });
+  });
+});
+
+describe('tenant ids in any case', () => {
+  it('key ACME, Acme and acme from identity headers as one tenant, so a block of tenant:acme holds', async () => {
+    running = await startGateway(join(tmp.dir, 'case.yaml'), { yaml: YAML });
+    await running.gateway.overrides.set({ pattern: 'tenant:acme', block: 403, reason: 'abuse' }, 'ops');
+    for (const tenant of ['acme', 'ACME', 'Acme']) {
+      const a = await admit({ 'x-tenant-id': tenant, 'x-client-id': 'web' });
+      expect(a, tenant).toMatchObject({ kind: 'deny', status: 403, key: 'tenant:acme:client:web' });
+    }
+    // Client and user ids keep their case: they are the identity provider's, often case-sensitive.
+    await running.gateway.overrides.remove('tenant:acme', 'ops', 'done');
+    expect(await admit({ 'x-tenant-id': 'ACME', 'x-client-id': 'Web' })).toMatchObject({
+      kind: 'allow',
+      key: 'tenant:acme:client:Web',
+    });
+  });
+});
