@@ -1,6 +1,13 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Decision, RateLimitStore } from 'sluice';
-import { type ClosableResponse, type HeaderPair, ipKey, isPromiseLike, type Verdict } from 'sluice/http';
+import {
+  type ClosableResponse,
+  type HeaderPair,
+  ipKey,
+  isPromiseLike,
+  type ResponseObserver,
+  type Verdict,
+} from 'sluice/http';
 import type { DecisionLabels } from 'sluice/metrics';
 import type { PrometheusMetrics } from 'sluice/prometheus';
 import type { Logger } from '../log/create-logger.js';
@@ -93,6 +100,11 @@ export type Admission =
       readonly decision: Decision | undefined;
       readonly tier: string;
       readonly key: string;
+      /**
+       * What the request holds until its response ends (a concurrency slot, a cost settled from the response);
+       * whoever answers the request ends it exactly once. `undefined` when its rules hold nothing.
+       */
+      readonly observer: ResponseObserver | undefined;
     }
   | {
       readonly kind: 'deny';
@@ -174,6 +186,7 @@ function admitted(host: AdmissionHost, rt: Runtime, req: GatewayRequest, v: Verd
       decision: d,
       tier: tier ?? rt.config.defaultTier,
       key,
+      observer: v.observer,
     };
   }
   if (v.outcome === 'limited') host.penalties?.limited(key);

@@ -65,6 +65,9 @@ export async function decideRequest(host: DecisionHost, facts: RequestFacts): Pr
       tier: a.tier,
     };
   }
+  // The proxy asking never says when its response ended: what the request holds (a concurrency slot) is given
+  // back at once, as for a response whose end is unknown. Concurrency limits need the gateway's own proxy.
+  a.observer?.end(UNKNOWN_END);
   return {
     status: 200,
     outcome: a.outcome,
@@ -77,3 +80,5 @@ export async function decideRequest(host: DecisionHost, facts: RequestFacts): Pr
 }
 
 const NO_HEADERS: readonly HeaderPair[] = Object.freeze([]);
+/** The end of a response the decision API never sees. */
+const UNKNOWN_END = Object.freeze({ completed: false, status: 0, bytesSent: 0, bytesReceived: 0 });

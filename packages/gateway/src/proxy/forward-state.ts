@@ -4,9 +4,10 @@ import type { BodyLimit } from './body-limit.js';
 import type { ConnectionGate } from './connection-gate.js';
 import { clientResponseHeaderList } from './forward-headers.js';
 import { classify, type ProxyFailure } from './proxy-failure.js';
+import type { ResponseFeed } from './response-feed.js';
 
 function uncork(res: ServerResponse): void {
-  res.uncork();
+  if (res.writableCorked > 0) res.uncork();
 }
 
 /**
@@ -26,6 +27,8 @@ export class ForwardState implements Dispatcher.DispatchHandler {
   readonly #extra: OutgoingHttpHeaders;
   readonly #gate: ConnectionGate;
   readonly #done: (f: ProxyFailure | undefined) => void;
+  /** What admission's observer is fed from; `undefined` for a request that holds nothing (the usual case). */
+  readonly #feed: ResponseFeed | undefined;
   readonly #onClose = () => {
     if (!this.#settled && !this.#res.writableFinished) this.abort(new Error('client closed the connection'));
   };
@@ -42,11 +45,13 @@ export class ForwardState implements Dispatcher.DispatchHandler {
     extra: OutgoingHttpHeaders,
     gate: ConnectionGate,
     done: (f: ProxyFailure | undefined) => void,
+    feed?: ResponseFeed,
   ) {
     this.#res = res;
     this.#extra = extra;
     this.#gate = gate;
     this.#done = done;
+    this.#feed = feed;
     // Kept until the response closes (once per response) instead of removed when settled: removing a listener
     // per request cost more than the flag test that makes a late close a no-op.
     res.on('close', this.#onClose);
@@ -70,6 +75,8 @@ export class ForwardState implements Dispatcher.DispatchHandler {
     headers: Record<string, string | string[] | undefined>,
   ): void {
     if (statusCode < 200) return; // 1xx: the final response follows
+    // Before the head is written: the observer may take a header out (an upstream cost header not forwarded).
+    this.#feed?.head(statusCode, headers);
     // A flat list: when nothing was set on the response before (the usual case), Node serializes it as given.
     this.#res.writeHead(statusCode, clientResponseHeaderList(headers, this.#extra));
     // Headers, the chunks that arrive in the same tick and the end go out in one write instead of two or three
@@ -80,6 +87,7 @@ export class ForwardState implements Dispatcher.DispatchHandler {
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    this.#feed?.chunk(chunk);
     if (!this.#res.write(chunk)) {
       controller.pause();
       this.#res.once('drain', this.#onDrain);
@@ -87,6 +95,10 @@ export class ForwardState implements Dispatcher.DispatchHandler {
   }
 
   onResponseEnd(): void {
+    this.#feed?.upstreamEnded();
+    // Uncorked first: Node's chunked encoding writes the terminating chunk of `end()` ahead of chunks still
+    // corked, and an answer whose last chunks arrived in the tick of its head lost them.
+    uncork(this.#res);
     this.#res.end();
     this.#settle(undefined);
   }

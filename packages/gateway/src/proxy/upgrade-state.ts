@@ -4,6 +4,7 @@ import type { Dispatcher } from 'undici';
 import type { ConnectionGate } from './connection-gate.js';
 import { clientResponseHeaderList } from './forward-headers.js';
 import { classify, type UpgradeResult } from './proxy-failure.js';
+import type { UpgradeFeed } from './upgrade-feed.js';
 
 /**
  * One upgrade request as an undici dispatch handler: a 101 joins the client's socket to the upstream's; any
@@ -20,6 +21,8 @@ export class UpgradeState implements Dispatcher.DispatchHandler {
   readonly #extra: OutgoingHttpHeaders;
   readonly #gate: ConnectionGate;
   readonly #done: (r: UpgradeResult) => void;
+  /** What admission's observer is fed from; `undefined` for a request that holds nothing. */
+  readonly #feed: UpgradeFeed | undefined;
   readonly #onClose = () => this.#abort(new Error('client closed the connection'));
   readonly #onDrain = () => this.#controller?.resume();
 
@@ -29,7 +32,9 @@ export class UpgradeState implements Dispatcher.DispatchHandler {
     extra: OutgoingHttpHeaders,
     gate: ConnectionGate,
     done: (r: UpgradeResult) => void,
+    feed?: UpgradeFeed,
   ) {
+    this.#feed = feed;
     this.#client = client;
     this.#head = head;
     this.#extra = extra;
@@ -51,6 +56,10 @@ export class UpgradeState implements Dispatcher.DispatchHandler {
   ): void {
     const client = this.#client;
     client.off('close', this.#onClose);
+    if (this.#feed !== undefined) {
+      this.#feed.head(101, headers as Record<string, string | string[] | undefined>);
+      this.#feed.completed();
+    }
     let head101 = 'HTTP/1.1 101 Switching Protocols\r\n';
     const all: OutgoingHttpHeaders = { ...(headers as OutgoingHttpHeaders), ...this.#extra };
     for (const [k, v] of Object.entries(all)) {
@@ -73,6 +82,7 @@ export class UpgradeState implements Dispatcher.DispatchHandler {
   ): void {
     if (statusCode < 200) return; // 1xx: the final response follows
     this.#status = statusCode;
+    this.#feed?.head(statusCode, headers);
     const list = clientResponseHeaderList(headers, this.#extra);
     let out = `HTTP/1.1 ${statusCode} ${STATUS_CODES[statusCode] ?? ''}\r\n`;
     for (let i = 0; i < list.length; i += 2) {
@@ -94,6 +104,7 @@ export class UpgradeState implements Dispatcher.DispatchHandler {
 
   onResponseEnd(): void {
     this.#client.off('close', this.#onClose);
+    this.#feed?.completed();
     this.#client.end();
     this.#settle({ kind: 'answered', status: this.#status });
   }

@@ -5,6 +5,7 @@ import { requestIdOf } from '../admission/request-id.js';
 import type { Runtime } from '../admission/runtime.js';
 import { expectsContinue } from '../proxy/expects-continue.js';
 import { hasRequestBody } from '../proxy/request-body.js';
+import { ResponseFeed } from '../proxy/response-feed.js';
 import { admittedHeaders, upstreamHeaders } from './answer-headers.js';
 import { busyRetryAfter } from './busy-retry-after.js';
 import { answerPreflight, corsHeaders, isPreflight } from './cors-headers.js';
@@ -123,6 +124,12 @@ export async function handleRequest(
     } else {
       key = admission.key;
       tier = admission.tier;
+    // Only a request that holds something (a concurrency slot, a cost) is fed: from here on, whatever answers it,
+    // the response's close ends its observer exactly once.
+    const feed =
+      admission.kind === 'allow' && admission.observer !== undefined
+        ? new ResponseFeed(admission.observer, req, res)
+        : undefined;
     }
     // Admission admits canonical targets only; forwarding anything else would let the upstream see a path the
     // rules did not.
@@ -131,11 +138,22 @@ export async function handleRequest(
     const extra = admittedHeaders(rt, id, admission);
     if (cors !== undefined) Object.assign(extra, cors);
     forwarded = true;
-    proxy(ctx, rt, req, res, target.path + target.query, id, clientIp, extra, (o, bodyUnread) => {
-      outcome = o;
-      // Refused before it was sent: its body, if any, is the gateway's to drop at the pace (see paceLeftover).
-      if (bodyUnread) forwarded = false;
-    });
+    proxy(
+      ctx,
+      rt,
+      req,
+      res,
+      target.path + target.query,
+      id,
+      clientIp,
+      extra,
+      (o, bodyUnread) => {
+        outcome = o;
+        // Refused before it was sent: its body, if any, is the gateway's to drop at the pace (see paceLeftover).
+        if (bodyUnread) forwarded = false;
+      },
+      feed,
+    );
   } catch (e) {
     outcome = 'error';
     host.logger.error({ reqId: id, err: e }, 'request failed');
@@ -190,6 +208,7 @@ function proxy(
   id: string,
   clientIp: string | undefined,
   extra: OutgoingHttpHeaders,
+  feed: ResponseFeed | undefined,
   setOutcome: (o: string, bodyUnread?: boolean) => void,
 ): void {
   const c = rt.config;
@@ -217,42 +236,53 @@ function proxy(
     c.upstream.maxBodiesPerClient > 0 && hasRequestBody(req.headers) ? ipKey(clientIp) : undefined;
   // The `server:` section in effect is the body's rules as it is: its size limit and its pace; the `upstream:`
   // section the wait for a connection and the cap of bodies per client (a reload applies to the next request).
-  rt.proxy.forward(req, res, pathAndQuery, headers, extra, c.server, c.upstream, client, (failure) => {
-    if (failure === undefined) return;
-    if (failure.kind === 'queue_timeout' || failure.kind === 'client_bodies') {
-      setOutcome(failure.kind === 'queue_timeout' ? 'upstream_queue_timeout' : 'client_bodies', true);
-      void refuseBusy(ctx, rt, req, res, instance, id, extra, failure.kind === 'queue_timeout');
-      return;
-    }
-    // A slow body is the client's doing, not the upstream's: logged under its own outcome.
-    if (failure.kind === 'aborted') {
-      setOutcome('client_closed');
-      return;
-    }
-    setOutcome(failure.kind === 'body_timeout' ? 'body_timeout' : `upstream_${failure.kind}`);
-    try {
-      const problem: GatewayProblem =
-        failure.kind === 'timeout'
-          ? Problems.gatewayTimeout()
-          : failure.kind === 'too_large'
-            ? Problems.tooLarge(c.server.maxBodyBytes)
-            : failure.kind === 'body_timeout'
-              ? Problems.bodyTimeout(failure.error.pace.bodyTimeoutMs, failure.error.pace.bodyMinRate)
-              : Problems.badGateway();
-      ctx.host.logger.warn(
-        { reqId: id, err: failure.error.message, kind: failure.kind },
-        failure.kind === 'body_timeout' ? 'request body too slow' : 'upstream request failed',
-      );
-      // The rest of the body is unread: the connection cannot carry another request.
-      if (failure.kind === 'too_large' || failure.kind === 'body_timeout')
-        res.setHeader('connection', 'close');
-      sendProblem(res, problem, instance, id, extra as Record<string, string>);
-    } catch (e) {
-      // Called from undici's handler: an error here must end this response, never reach the pool.
-      ctx.host.logger.error({ reqId: id, err: e }, 'request failed');
-      res.destroy();
-    }
-  });
+  rt.proxy.forward(
+    req,
+    res,
+    pathAndQuery,
+    headers,
+    extra,
+    c.server,
+    c.upstream,
+    client,
+    (failure) => {
+      if (failure === undefined) return;
+      if (failure.kind === 'queue_timeout' || failure.kind === 'client_bodies') {
+        setOutcome(failure.kind === 'queue_timeout' ? 'upstream_queue_timeout' : 'client_bodies', true);
+        void refuseBusy(ctx, rt, req, res, instance, id, extra, failure.kind === 'queue_timeout');
+        return;
+      }
+      // A slow body is the client's doing, not the upstream's: logged under its own outcome.
+      if (failure.kind === 'aborted') {
+        setOutcome('client_closed');
+        return;
+      }
+      setOutcome(failure.kind === 'body_timeout' ? 'body_timeout' : `upstream_${failure.kind}`);
+      try {
+        const problem: GatewayProblem =
+          failure.kind === 'timeout'
+            ? Problems.gatewayTimeout()
+            : failure.kind === 'too_large'
+              ? Problems.tooLarge(c.server.maxBodyBytes)
+              : failure.kind === 'body_timeout'
+                ? Problems.bodyTimeout(failure.error.pace.bodyTimeoutMs, failure.error.pace.bodyMinRate)
+                : Problems.badGateway();
+        ctx.host.logger.warn(
+          { reqId: id, err: failure.error.message, kind: failure.kind },
+          failure.kind === 'body_timeout' ? 'request body too slow' : 'upstream request failed',
+        );
+        // The rest of the body is unread: the connection cannot carry another request.
+        if (failure.kind === 'too_large' || failure.kind === 'body_timeout')
+          res.setHeader('connection', 'close');
+        sendProblem(res, problem, instance, id, extra as Record<string, string>);
+      } catch (e) {
+        // Called from undici's handler: an error here must end this response, never reach the pool.
+        ctx.host.logger.error({ reqId: id, err: e }, 'request failed');
+        res.destroy();
+      }
+    },
+    feed,
+  );
 }
 
 /**

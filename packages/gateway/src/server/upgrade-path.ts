@@ -9,6 +9,7 @@ import {
 } from '../admission/problem-response.js';
 import { requestIdOf } from '../admission/request-id.js';
 import type { Runtime } from '../admission/runtime.js';
+import { UpgradeFeed } from '../proxy/upgrade-feed.js';
 import { admittedHeaders, problemHeaders, upstreamHeaders } from './answer-headers.js';
 import { busyRetryAfter } from './busy-retry-after.js';
 import { hasBadHost } from './host-header.js';
@@ -64,14 +65,21 @@ export async function handleUpgrade(
     return;
   }
   // Admission admits canonical targets only; anything else must not reach the upstream.
+  // Only an upgrade that holds something (a concurrency slot) is fed; its socket's close ends it exactly once,
+  // however the upgrade goes on: switched (held while the connection lives), answered, refused or failed.
+  const feed =
+    admission.kind === 'allow' && admission.observer !== undefined
+      ? new UpgradeFeed(admission.observer, socket)
+      : undefined;
   if (!target.ok) {
     host.logger.error({ reqId: id }, 'admission admitted a request target it refuses');
     writeRawResponse(socket, 500, [], '');
+    feed?.answered(500);
     return;
   }
   const path = target.path;
   if (rt.proxy === undefined) {
-    refuse(rt, socket, Problems.noUpstream(), path, id);
+    refuse(rt, socket, Problems.noUpstream(), path, id, feed);
     return;
   }
   const result = await rt.proxy.upgrade(
@@ -83,6 +91,7 @@ export async function handleUpgrade(
     admittedHeaders(rt, id, admission),
     rt.config.upstream.queueTimeoutMs,
   );
+    feed,
   const outcome = admission.kind === 'exempt' ? `exempt_${admission.reason}` : 'proxied';
   if (result.kind === 'switched') {
     ctx.keepUpgraded(socket);
@@ -99,6 +108,7 @@ export async function handleUpgrade(
     host.metrics.recordUpstreamRefusal?.('queue_timeout');
     const p = Problems.upstreamQueueTimeout(result.error.queueTimeoutMs);
     writeRawResponse(
+    feed?.answered(p.status);
       socket,
       p.status,
       problemHeaders(rt, id, [['retry-after', busyRetryAfter(result.error.queueTimeoutMs)]]),
@@ -112,10 +122,19 @@ export async function handleUpgrade(
       path,
       id,
     );
+      feed,
   }
   host.logger.warn({ reqId: id, kind: result.kind, err: result.error.message }, 'upgrade not passed through');
 }
 
-function refuse(rt: Runtime, socket: Duplex, p: GatewayProblem, instance: string, id: string): void {
+function refuse(
+  rt: Runtime,
+  socket: Duplex,
+  p: GatewayProblem,
+  instance: string,
+  id: string,
+  feed?: UpgradeFeed,
+): void {
+  feed?.answered(p.status);
   writeRawResponse(socket, p.status, problemHeaders(rt, id), problemBody(p, instance, id));
 }

@@ -6,6 +6,7 @@ import {
   type HttpRequestInfo,
   type Identity,
   isPromiseLike,
+  observeNodeResponse,
   type Verdict,
   type WarnFunction,
 } from '../http/index.js';
@@ -77,6 +78,8 @@ function apply(v: Verdict, res: Response, next: NextFunction, again: boolean): v
     else res.setHeader(name, value);
   }
   if (v.action !== 'deny') {
+    // Only a verdict that holds something (a concurrency slot, a cost) wraps the response.
+    if (v.observer !== undefined) observeNodeResponse(res, v.observer, res.req);
     next();
     return;
   }

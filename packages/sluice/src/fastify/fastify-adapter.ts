@@ -14,6 +14,7 @@ import {
   type HttpRequestInfo,
   type Identity,
   isPromiseLike,
+  observeNodeResponse,
   type Verdict,
   type WarnFunction,
 } from '../http/index.js';
@@ -120,6 +121,9 @@ function apply(v: Verdict, reply: FastifyReply, done: HookHandlerDoneFunction): 
     reply.header(lowerName(pair[0]), pair[1]);
   }
   if (v.action !== 'deny') {
+    // Fastify writes through Node's response: the same feeder as node:http's, and only for a verdict that holds
+    // something (a concurrency slot, a cost).
+    if (v.observer !== undefined) observeNodeResponse(reply.raw, v.observer, reply.request.raw);
     done();
     return;
   }

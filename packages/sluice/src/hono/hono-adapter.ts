@@ -5,6 +5,7 @@ import {
   type HttpLimiter,
   type HttpRequestInfo,
   type Identity,
+  observeFetchResponse,
   type Verdict,
   type WarnFunction,
 } from '../http/index.js';
@@ -85,6 +86,12 @@ export function honoRequestInfo(c: Context, options: HonoRateLimitOptions = {}):
   };
 }
 
+/** The request body's declared length: what a Fetch request tells of its body before anyone reads it. */
+function declaredLength(c: Context): number {
+  const n = Number(c.req.raw.headers.get('content-length') ?? 0);
+  return Number.isSafeInteger(n) && n > 0 ? n : 0;
+}
+
 /** Marks a context as decided by a limiter, so a route-level middleware decides only operation rules. */
 const DECIDED = Symbol('sluice.decided');
 
@@ -157,7 +164,25 @@ export function rateLimit(limiter: HttpLimiter, options: HonoRateLimitOptions = 
       }
       return new Response(v.body ?? '', { status: v.status, headers });
     }
-    await next();
+    const observer = v.observer;
+    if (observer === undefined) {
+      await next();
+      if (v.headers.length > 0) setAll(c, v, outer);
+      return;
+    }
+    // A verdict that holds something (a concurrency slot, a cost) ends it with the response: its body is read
+    // through the observer, and a handler that fails without a response still ends it.
+    try {
+      await next();
+    } catch (error) {
+      observer.end({ completed: false, status: 0, bytesSent: 0, bytesReceived: declaredLength(c) });
+      throw error;
+    }
     if (v.headers.length > 0) setAll(c, v, outer);
+    const observed = observeFetchResponse(c.res, observer, declaredLength(c));
+    // Cleared first: Hono's setter copies the old response's headers onto the new one, which would bring back a
+    // header the observer removed.
+    c.res = undefined as unknown as Response;
+    c.res = observed;
   };
 }

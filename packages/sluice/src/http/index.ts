@@ -5,6 +5,7 @@ export { detached } from './detached-string.js';
 export { type ClosableResponse, disconnectSignal } from './disconnect-signal.js';
 export { createHttpLimiter, type HttpLimiter } from './http-limiter.js';
 export {
+export { observeFetchResponse } from './fetch-response-feed.js';
   DEFAULT_EXEMPT_ENDPOINTS,
   type HttpLimiterOptions,
   type IdentifyResult,
@@ -15,6 +16,7 @@ export { deriveKey, escapeKeyPart, ipKey, KEY_KINDS, type KeyKind, type KeySpec 
 export { isPromiseLike } from './maybe-promise.js';
 export { canonicalOverridePattern, type OverridePatternKind, overridePattern } from './override-index.js';
 export { KEY_PATTERN_KINDS } from './override-pattern-shape.js';
+export { observeNodeResponse } from './node-response-feed.js';
 export {
   compileEndpoint,
   compilePathPattern,
@@ -33,3 +35,10 @@ export { formatDecisionHeaders } from './rate-limit-headers.js';
 export { canonicalPath, compileTargetCanonicalizer } from './request-target.js';
 export type { RuleOptions } from './rules.js';
 export type { HeaderPair, HttpRequestInfo, Identity, Verdict } from './types.js';
+export {
+  ComposedObserver,
+  composeObservers,
+  type ResponseEnd,
+  type ResponseHeadView,
+  type ResponseObserver,
+} from './response-observer.js';

@@ -1,5 +1,6 @@
 import type { Decision, MaybePromise } from '../core/index.js';
 import type { ClosableResponse } from './disconnect-signal.js';
+import type { ResponseObserver } from './response-observer.js';
 
 /**
  * Request headers as the HTTP layer reads them: a plain object of lower-case names (Node's `IncomingHttpHeaders`,
@@ -147,6 +148,12 @@ export interface Verdict {
   readonly decision?: Decision;
   /** The resolved client IP (unmapped, not yet truncated to /64); absent when it was not needed. */
   readonly clientIp?: string;
+  /**
+   * What the admitted request holds until its response ends (a concurrency slot, a cost settled from the
+   * response): present only on an allowed verdict whose rules hold something. Whoever writes the response feeds
+   * it (the adapters do, through `observeNodeResponse` or `observeFetchResponse`) and ends it exactly once.
+   */
+  readonly observer?: ResponseObserver;
 }
 
 /** A verdict now (memory store) or later (remote stores). */

@@ -8,6 +8,7 @@ import {
   type HttpRequestInfo,
   type Identity,
   isPromiseLike,
+  observeNodeResponse,
   type Verdict,
   type WarnFunction,
 } from '../http/index.js';
@@ -204,6 +205,8 @@ export function rateLimitMiddleware(
       return;
     }
     applyHeaders(res, v.headers, again);
+    // Only a verdict that holds something (a concurrency slot, a cost) wraps the response.
+    if (v.observer !== undefined) observeNodeResponse(res, v.observer);
     next();
   };
   return (req, res, next) => {
@@ -266,6 +269,7 @@ export function withRateLimit(
       return;
     }
     applyHeaders(res, v.headers);
+    if (v.observer !== undefined) observeNodeResponse(res, v.observer, req);
     handler(req, res);
   };
   return (req, res) => {
