@@ -110,9 +110,13 @@ function notices(r: ReplayReport): string[] {
     out.push(
       `${count(r.clientsNotIp.lines)} requests named a client that is no IP address${r.clientsNotIp.example === undefined ? '' : ` (such as ${r.clientsNotIp.example})`}: they were decided as one client, ip:unknown.`,
     );
+  if (r.outOfOrder.reordered > 0)
+    out.push(
+      `${count(r.outOfOrder.reordered)} lines were earlier than a line before them and were put back in time order (reorder window ${r.outOfOrder.windowSeconds} s).`,
+    );
   if (r.outOfOrder.lines > 0)
     out.push(
-      `${count(r.outOfOrder.lines)} lines were earlier than a line before them (at most ${r.outOfOrder.maxSeconds} s) and were decided at the later time.`,
+      `${count(r.outOfOrder.lines)} lines were earlier than the reorder window of ${r.outOfOrder.windowSeconds} s allows (at most ${r.outOfOrder.maxSeconds} s earlier than a line before them) and were decided at the later time.`,
     );
   for (const c of [r, ...(r.against === undefined ? [] : [r.against])]) {
     if (c.penalty !== undefined)

@@ -25,6 +25,10 @@ const FIELD: HelpOption = [
   '--field NAME=PATH',
   `where a JSON log holds a fact (${JSON_FIELDS.join(', ')}); repeatable`,
 ];
+const REORDER: HelpOption = [
+  '--reorder-window DURATION',
+  "how late a line may be and still be decided in time order (default 120s: servers stamp a request's start and write its line at its end); 0 takes lines as they come",
+];
 const JSON_OPTION: HelpOption = ['--json', 'print the report as JSON'];
 const HELP: HelpOption = ['-h, --help', 'print this help'];
 
@@ -44,6 +48,7 @@ export function replayHelp(usage: string): string {
       ],
       FORMAT,
       FIELD,
+      REORDER,
       JSON_OPTION,
       ['--html FILE', 'also write the report as one self-contained HTML page'],
       HELP,
@@ -73,6 +78,7 @@ export function recommendHelp(usage: string): string {
       ['--top N', 'without --config: the most requested path templates proposed as rules (default 10)'],
       FORMAT,
       FIELD,
+      REORDER,
       JSON_OPTION,
       ['--out FILE', 'write the proposed configuration to FILE (only the YAML); the report stays on stdout'],
       HELP,

@@ -220,6 +220,25 @@ describe('sluice replay: what the report says about its input', () => {
     );
   });
 
+  it('takes --reorder-window, and names the option, the expectation and the value on a bad one', async () => {
+    // 06:00:10 is decided once 06:00:13 is read (2 s later): 06:00:05 comes too late to go before it.
+    const late = [line('10'), line('13'), line('05')].join('\n');
+    const j = JSON.parse(
+      (await run(['replay', '--config', EXAMPLE, '--json', '--reorder-window', '2s', '-'], late)).out,
+    );
+    expect(j.outOfOrder).toEqual({ lines: 1, maxSeconds: 8, windowSeconds: 2, reordered: 0, early: 0 });
+    const d = JSON.parse((await run(['replay', '--config', EXAMPLE, '--json', '-'], late)).out);
+    expect(d.outOfOrder).toEqual({ lines: 0, maxSeconds: 0, windowSeconds: 120, reordered: 1, early: 0 });
+    for (const cmd of [['replay', '--config', EXAMPLE], ['recommend']])
+      for (const bad of ['soon', '2h', '-1s', '']) {
+        const r = await run([...cmd, '--reorder-window', bad, '-'], late);
+        expect(r.code).toBe(2);
+        expect(r.err).toContain(
+          `--reorder-window must be a duration from 0 to 1h (such as 60s or 2m; default 120s, 0 decides lines as they come), got ${JSON.stringify(bad)}`,
+        );
+      }
+  });
+
   it('checks the --html file before reading the logs', async () => {
     const bad = join(dir, 'no-such-dir', 'x.html');
     const r = await run(['replay', '--config', EXAMPLE, '--html', bad, '-'], STUDIO);

@@ -28,12 +28,13 @@ const RECOMMEND_OPTIONS = {
   field: { type: 'string', multiple: true },
   json: { type: 'boolean' },
   out: { type: 'string' },
+  'reorder-window': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
 /** Usage of `sluice recommend`, printed on a usage error and first in its help. */
 export const RECOMMEND_USAGE =
-  'Usage: sluice recommend [--config FILE] [--spare SHARE] [--top N] [--format FORMAT] [--field NAME=PATH]... [--json] [--out FILE] LOG...\n';
+  'Usage: sluice recommend [--config FILE] [--spare SHARE] [--top N] [--format FORMAT] [--field NAME=PATH]... [--reorder-window DURATION] [--json] [--out FILE] LOG...\n';
 
 /**
  * `sluice recommend`: proposes tiers and endpoint rules from access logs and confirms them by a replay.
@@ -72,7 +73,7 @@ export async function recommendCommand(argv: readonly string[], io: LogCommandIo
       if (!/^[0-9]+$/.test(values.top) || top < 1 || top > 1000)
         throw new UsageError(`--top must be an integer from 1 to 1000, got ${JSON.stringify(values.top)}`);
     }
-    args = logArguments(positionals, values.format, values.field, io);
+    args = logArguments(positionals, values.format, values.field, io, values['reorder-window']);
     const out =
       values.out === undefined
         ? undefined

@@ -1,12 +1,14 @@
 import { statSync } from 'node:fs';
 import type { Readable } from 'node:stream';
 import { parseArgs } from 'node:util';
+import { durationMs } from '../config/duration.js';
 import { loadConfigOrThrow } from '../config/load-config.js';
 import { redactUrls } from '../config/redact.js';
 import { type FieldMap, fieldMap } from '../replay/json-fields.js';
 import { openLog } from '../replay/line-source.js';
 import { type LogFormat, logFormat } from '../replay/log-format.js';
 import { noRequestHint } from '../replay/no-request-hint.js';
+import { DEFAULT_REORDER_WINDOW_MS } from '../replay/reorder-window.js';
 import { type ReplayReport, replayReport } from '../replay/replay-report.js';
 import {
   type LogStats,
@@ -38,12 +40,13 @@ const REPLAY_OPTIONS = {
   field: { type: 'string', multiple: true },
   json: { type: 'boolean' },
   html: { type: 'string' },
+  'reorder-window': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
 /** Usage of `sluice replay`, printed on a usage error and first in its help. */
 export const REPLAY_USAGE =
-  'Usage: sluice replay --config FILE [--against OTHER.yaml] [--format FORMAT] [--field NAME=PATH]... [--json] [--html FILE] LOG...\n';
+  'Usage: sluice replay --config FILE [--against OTHER.yaml] [--format FORMAT] [--field NAME=PATH]... [--reorder-window DURATION] [--json] [--html FILE] LOG...\n';
 
 /** A usage error: exit code 2 with this message. */
 export class UsageError extends Error {}
@@ -53,6 +56,27 @@ export interface LogArguments {
   readonly logs: readonly ReplayLog[];
   readonly format: LogFormat;
   readonly fields: FieldMap;
+  /** `--reorder-window`, when given. */
+  readonly reorderWindowMs?: number;
+}
+
+/** The longest `--reorder-window`: lines held that long cost memory and delay nothing a live gateway would see. */
+const MAX_REORDER_WINDOW_MS = 3_600_000;
+
+/**
+ * Reads `--reorder-window`: how late a line may be and still be decided in time order.
+ *
+ * @returns milliseconds, or `undefined` when not given.
+ * @throws UsageError naming the option, the expectation and the value.
+ */
+export function reorderWindowOption(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const ms = value === '0' ? 0 : durationMs(value);
+  if (ms === undefined || ms > MAX_REORDER_WINDOW_MS)
+    throw new UsageError(
+      `--reorder-window must be a duration from 0 to 1h (such as 60s or 2m; default ${DEFAULT_REORDER_WINDOW_MS / 1000}s, 0 decides lines as they come), got ${JSON.stringify(value)}`,
+    );
+  return ms;
 }
 
 /**
@@ -65,7 +89,9 @@ export function logArguments(
   format: string | undefined,
   fields: readonly string[] | undefined,
   io: LogCommandIo,
+  reorderWindow?: string,
 ): LogArguments {
+  const reorderWindowMs = reorderWindowOption(reorderWindow);
   if (positionals.length === 0)
     throw new UsageError('no LOG given (a file, a .gz file, or - for standard input)');
   const logs = positionals.map((name): ReplayLog => {
@@ -79,7 +105,12 @@ export function logArguments(
     return { name: name === '-' ? 'stdin' : name, open: () => openLog(name, io.stdin) };
   });
   try {
-    return { logs, format: logFormat(format), fields: fieldMap(fields ?? []) };
+    return {
+      logs,
+      format: logFormat(format),
+      fields: fieldMap(fields ?? []),
+      ...(reorderWindowMs === undefined ? {} : { reorderWindowMs }),
+    };
   } catch (e) {
     throw new UsageError((e as Error).message);
   }
@@ -213,7 +244,7 @@ export async function replayCommand(argv: readonly string[], io: LogCommandIo): 
   let args: LogArguments;
   try {
     if (values.config === undefined) throw new UsageError('--config FILE is required');
-    args = logArguments(positionals, values.format, values.field, io);
+    args = logArguments(positionals, values.format, values.field, io, values['reorder-window']);
     const html =
       values.html === undefined
         ? undefined

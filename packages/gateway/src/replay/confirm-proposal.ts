@@ -14,6 +14,7 @@ export interface ProposalReplay {
   readonly logs: readonly ReplayLog[];
   readonly format?: LogFormat;
   readonly fields?: FieldMap;
+  readonly reorderWindowMs?: number;
   /** The environment the given configuration was loaded with. */
   readonly env: Env;
   /** The file name violations of the proposed file are reported under. */
@@ -63,6 +64,7 @@ export async function confirmProposal(
       logs: o.logs,
       format: o.format,
       fields: o.fields,
+      ...(o.reorderWindowMs === undefined ? {} : { reorderWindowMs: o.reorderWindowMs }),
     }),
   );
   const limitedPolicies = new Map<string, number>();

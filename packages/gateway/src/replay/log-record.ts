@@ -19,6 +19,8 @@ export class LogRecord {
   apiKeyHash: string | undefined = undefined;
   /** Tokens the request costs; 1 unless the log maps a cost field. */
   cost = 1;
+  /** The index of the log the line came from, among the logs of a replay (set by the merge of several). */
+  source = 0;
 
   /** Clears the fields a parser may leave unset, before the next line. */
   clear(): void {
@@ -31,6 +33,21 @@ export class LogRecord {
     this.tier = undefined;
     this.apiKeyHash = undefined;
     this.cost = 1;
+  }
+
+  /** Takes every field of another record (a line moved from its log's ring into the replay's reorder window). */
+  copyFrom(o: LogRecord): void {
+    this.timeMs = o.timeMs;
+    this.method = o.method;
+    this.target = o.target;
+    this.clientIp = o.clientIp;
+    this.tenant = o.tenant;
+    this.client = o.client;
+    this.user = o.user;
+    this.tier = o.tier;
+    this.apiKeyHash = o.apiKeyHash;
+    this.cost = o.cost;
+    this.source = o.source;
   }
 
   /** True when the line names a caller beyond its address (then replay uses that identity). */

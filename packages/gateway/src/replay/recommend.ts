@@ -25,6 +25,8 @@ export interface RecommendOptions {
   readonly top: number;
   readonly format?: LogFormat;
   readonly fields?: FieldMap;
+  /** How late a line may be and still be measured in time order (`runReplay`'s option). */
+  readonly reorderWindowMs?: number;
   /** Rounds of raising limits that limited too many clients. */
   readonly maxRounds?: number;
   /**
@@ -148,7 +150,14 @@ export async function recommend(o: RecommendOptions): Promise<Recommendation> {
     if (d instanceof Promise) void d.then((x) => seen(x, timeMs, cost, tier, template));
     else seen(d, timeMs, cost, tier, template);
   };
-  const run = await runReplay({ config: base, logs: o.logs, format: o.format, fields: o.fields, onDecision });
+  const run = await runReplay({
+    config: base,
+    logs: o.logs,
+    format: o.format,
+    fields: o.fields,
+    ...(o.reorderWindowMs === undefined ? {} : { reorderWindowMs: o.reorderWindowMs }),
+    onDecision,
+  });
   const groups = dist.groups();
   const level = Math.max(1 - o.spare, 0.99);
   const spanMs = lastMs >= firstMs ? lastMs - firstMs + 1000 : 0;
@@ -158,6 +167,7 @@ export async function recommend(o: RecommendOptions): Promise<Recommendation> {
     logs: o.logs,
     format: o.format,
     fields: o.fields,
+    ...(o.reorderWindowMs === undefined ? {} : { reorderWindowMs: o.reorderWindowMs }),
     env: o.env,
     file: o.config?.config.file ?? 'recommended.yaml',
   };

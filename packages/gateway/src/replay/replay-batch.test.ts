@@ -90,6 +90,8 @@ describe('replay in batches', () => {
           const run = await runReplay({
             config: { name: 'x', config: config(keyCap) },
             logs: [{ name: 'x.log', open: () => Readable.from([Buffer.from(text)]) }],
+            // Lines as they come, as one-at-a-time admission takes them (the window has suites of its own).
+            reorderWindowMs: 0,
             onDecision: (_r, v) => {
               const d = v as Verdict;
               outcomes.push(`${outcomeOf(d)}:${d.key ?? ''}`);

@@ -79,8 +79,19 @@ export interface ReplayReport extends ConfigReport {
   readonly logs: readonly LogStats[];
   /** First and last request time (ISO, UTC) and the span in seconds. */
   readonly span: { readonly from: string; readonly to: string; readonly seconds: number } | undefined;
-  /** Lines older than one before them, decided at the newer time, and the largest difference in seconds. */
-  readonly outOfOrder: { readonly lines: number; readonly maxSeconds: number };
+  /**
+   * Lines out of time order: `reordered` were put back in order within the reorder window of `windowSeconds`;
+   * `lines` were earlier than a line already decided (beyond the window) and decided at the later time, at most
+   * `maxSeconds` earlier than a line before them; `early` were decided before their window passed (a log busier
+   * than the window holds).
+   */
+  readonly outOfOrder: {
+    readonly lines: number;
+    readonly maxSeconds: number;
+    readonly windowSeconds: number;
+    readonly reordered: number;
+    readonly early: number;
+  };
   /**
    * Requests whose client is no IP address (a host name): decided without a client address, so they share the
    * key `ip:unknown`; `example` is the first such client as logged.
@@ -123,7 +134,13 @@ export function replayReport(run: ReplayRun): ReplayReport {
     ...base,
     logs: run.logs,
     span,
-    outOfOrder: { lines: e.outOfOrder, maxSeconds: e.maxSkewMs / 1000 },
+    outOfOrder: {
+      lines: run.order.late,
+      maxSeconds: run.order.maxLateSeconds,
+      windowSeconds: run.order.windowSeconds,
+      reordered: run.order.reordered,
+      early: run.order.early,
+    },
     clientsNotIp:
       e.clientNotIpExample === undefined
         ? { lines: e.clientsNotIp }

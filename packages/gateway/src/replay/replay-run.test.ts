@@ -7,6 +7,7 @@ import type { GatewayConfig } from '../config/gateway-config.js';
 import { loadConfigText } from '../config/load-config.js';
 import { replayReport } from './replay-report.js';
 import { type ReplayLog, runReplay } from './replay-run.js';
+import { renderReplayText } from './report-text.js';
 
 const EXAMPLE = fileURLToPath(new URL('../../examples/rate-limits.yaml', import.meta.url));
 
@@ -106,15 +107,81 @@ describe('sluice replay', () => {
     expect(cut.logs[0].requests).toBeGreaterThan(1000);
   });
 
-  it('decides a line earlier than the one before it at the later time, and counts it', async () => {
+  it('decides a line beyond the reorder window at the later time, and counts it', async () => {
     const r = replayReport(
+      await runReplay({
+        config: { name: 'example', config: config() },
+        logs: [log('late.log', [studio('06:00:10'), studio('06:00:08'), studio('06:00:11')].join('\n'))],
+        reorderWindowMs: 0,
+      }),
+    );
+    expect(r.outOfOrder).toEqual({ lines: 1, maxSeconds: 2, windowSeconds: 0, reordered: 0, early: 0 });
+    expect(r.span).toEqual({ from: '2026-12-03T06:00:10.000Z', to: '2026-12-03T06:00:11.000Z', seconds: 1 });
+    // Within the default window the same line is put back in order.
+    const within = replayReport(
       await runReplay({
         config: { name: 'example', config: config() },
         logs: [log('late.log', [studio('06:00:10'), studio('06:00:08'), studio('06:00:11')].join('\n'))],
       }),
     );
-    expect(r.outOfOrder).toEqual({ lines: 1, maxSeconds: 2 });
-    expect(r.span).toEqual({ from: '2026-12-03T06:00:10.000Z', to: '2026-12-03T06:00:11.000Z', seconds: 1 });
+    expect(within.outOfOrder).toEqual({
+      lines: 0,
+      maxSeconds: 0,
+      windowSeconds: 120,
+      reordered: 1,
+      early: 0,
+    });
+    expect(within.span?.from).toBe('2026-12-03T06:00:08.000Z');
+  });
+
+  it('decides lines written at their request end but stamped at its start as a live gateway decided them in time order', async () => {
+    // 800 requests of 3 clients at distinct seconds of 20 minutes against the studio rule (10 per minute: each
+    // client sends 13), each taking up to 59 s: a web server writes each line when its request ends.
+    let seed = 7;
+    const rnd = () => {
+      seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+      return seed / 0x80000000;
+    };
+    const seconds = Array.from({ length: 1200 }, (_, i) => i)
+      .sort(() => rnd() - 0.5)
+      .slice(0, 800);
+    const reqs = seconds.map((s, id) => ({ id, start: s, end: s + Math.floor(rnd() * 60), client: id % 3 }));
+    const text = (order: typeof reqs) =>
+      order
+        .map((q) => {
+          const t = `06:${String(Math.floor(q.start / 60)).padStart(2, '0')}:${String(q.start % 60).padStart(2, '0')}`;
+          return `198.51.100.${q.client} - - [03/Dec/2026:${t} +0000] "POST /api/risk/simulation/studio/run?id=${q.id} HTTP/1.1" 200 1 "-" "t"`;
+        })
+        .join('\n');
+    const decisions = async (body: string, reorderWindowMs?: number) => {
+      const seen = new Map<string, string>();
+      const run = await runReplay({
+        config: { name: 'example', config: config() },
+        logs: [log('apache.log', body)],
+        ...(reorderWindowMs === undefined ? {} : { reorderWindowMs }),
+        onDecision: (r, v) => {
+          if (!(v instanceof Promise)) seen.set(r.target, v.action);
+        },
+      });
+      return { seen, report: replayReport(run) };
+    };
+    const live = await decisions(text([...reqs].sort((x, y) => x.start - y.start)));
+    const written = text([...reqs].sort((x, y) => x.end - y.end || x.id - y.id));
+    const replayed = await decisions(written);
+    expect(live.report.totals.limited).toBeGreaterThan(20);
+    expect(replayed.seen).toEqual(live.seen);
+    expect(replayed.report.totals).toEqual(live.report.totals);
+    expect(replayed.report.outOfOrder.lines).toBe(0);
+    expect(replayed.report.outOfOrder.reordered).toBeGreaterThan(100);
+    // A window shorter than the requests: the lines beyond it are counted and shown.
+    const short = await decisions(written, 10_000);
+    expect(short.report.outOfOrder.lines).toBeGreaterThan(0);
+    expect(short.report.outOfOrder.maxSeconds).toBeGreaterThan(10);
+    expect(short.report.outOfOrder.maxSeconds).toBeLessThan(60);
+    const shown = renderReplayText(short.report);
+    expect(shown).toContain(
+      `${short.report.outOfOrder.lines} lines were earlier than the reorder window of 10 s allows (at most ${short.report.outOfOrder.maxSeconds} s earlier than a line before them) and were decided at the later time: --reorder-window ${Math.ceil(short.report.outOfOrder.maxSeconds)}s would order them`,
+    );
   });
 
   it('drops full buckets on the sweep interval once the table is half full, as the gateway does, and not below', async () => {

@@ -4,8 +4,9 @@ import { type FieldMap, fieldMap } from './json-fields.js';
 import { forEachLine, type LineSourceResult, type LogBytes, MAX_LINE_CHARS } from './line-source.js';
 import type { LogFormat } from './log-format.js';
 import { LogLineReader, type LogStats } from './log-line-reader.js';
-import { LogRecord } from './log-record.js';
+import type { LogRecord } from './log-record.js';
 import { RecordRing } from './record-ring.js';
+import { DEFAULT_REORDER_WINDOW_MS, ReorderWindow } from './reorder-window.js';
 import { REPLAY_BATCH, ReplayEngine } from './replay-engine.js';
 import { FlipTally } from './replay-flips.js';
 
@@ -33,6 +34,11 @@ export interface ReplayRunOptions {
   readonly format?: LogFormat;
   /** Where the facts are in JSON logs; default the common names. */
   readonly fields?: FieldMap;
+  /**
+   * How late a line may be (earlier than lines before it) and still be decided in time order; default
+   * {@link DEFAULT_REORDER_WINDOW_MS}, 0 decides every line as it comes.
+   */
+  readonly reorderWindowMs?: number;
   /** Sees every request with its decision under `config` (a promise for one that waited in a queue). */
   readonly onDecision?: (r: LogRecord, v: Verdict | Promise<Verdict>) => void;
 }
@@ -47,6 +53,22 @@ export interface ReplayRun {
     readonly flips: FlipTally;
   };
   readonly logs: readonly LogStats[];
+  /** How the lines were put back in time order. */
+  readonly order: LineOrder;
+}
+
+/** How a replay put its lines back in time order ({@link ReorderWindow}). */
+export interface LineOrder {
+  /** The reorder window: how late a line may be and still be decided in time order. */
+  readonly windowSeconds: number;
+  /** Lines earlier than a line before them, put back in time order. */
+  readonly reordered: number;
+  /** Lines earlier than a line already decided (beyond the window): decided at the later time. */
+  readonly late: number;
+  /** The most a late line was earlier than the newest line before it: the window that would have ordered it. */
+  readonly maxLateSeconds: number;
+  /** Lines decided before their window passed because the window held its most lines (a very busy log). */
+  readonly early: number;
 }
 
 /**
@@ -54,6 +76,8 @@ export interface ReplayRun {
  * time at its line's time. Several logs are merged by time, as one log sorted by time would be read (requests of
  * the same second in the order the logs were given): rotated files in any order (`access.log access.log.1`, as a
  * shell lists them), or one log per server of a fleet that shared its limits. One log is read straight through.
+ * Within a log, lines are put back in time order within a window (web servers stamp a request with its start and
+ * write its line at its end), so the decisions are a live gateway's for the same requests.
  *
  * @returns the engines (their counts) and the logs' statistics, once every queued request has settled.
  */
@@ -63,21 +87,22 @@ export async function runReplay(o: ReplayRunOptions): Promise<ReplayRun> {
   const b = o.against === undefined ? undefined : new ReplayEngine(o.against.config);
   const flips = b === undefined ? undefined : new FlipTally(a.config.maxTrackedKeys);
   const readers = o.logs.map((log) => new LogLineReader(log.name, o.format, fields));
-  // Lines are decided in batches (D-G64), all of one log: each is parsed into its own record, and a batch goes
-  // to the engines when full, when the next line is another log's, and at the end.
-  const own = Array.from({ length: REPLAY_BATCH }, () => new LogRecord());
+  // Lines are put back in time order within the window, then decided in batches (D-G64) of one log each: a batch
+  // goes to the engines when full, when the next line is another log's, and at the end. Its records are the
+  // window's, given back once decided.
+  const window = new ReorderWindow(o.reorderWindowMs ?? DEFAULT_REORDER_WINDOW_MS);
+  const batch: LogRecord[] = new Array(REPLAY_BATCH);
   const lines = new Int32Array(REPLAY_BATCH);
   const outA: (Verdict | Promise<Verdict> | undefined)[] = new Array(REPLAY_BATCH).fill(undefined);
   const outB: (Verdict | Promise<Verdict> | undefined)[] = new Array(REPLAY_BATCH).fill(undefined);
   const onDecision = o.onDecision;
-  let batch: LogRecord[] = own;
-  let batchLog: LogLineReader | undefined;
+  let batchSource = 0;
   let filled = 0;
   const decideBatch = () => {
     const n = filled;
-    if (n === 0 || batchLog === undefined) return;
+    if (n === 0) return;
     filled = 0;
-    const reader = batchLog;
+    const reader = readers[batchSource];
     const name = reader.stats.name;
     a.admitBatch(batch, n, lines, name, outA);
     b?.admitBatch(batch, n, lines, name, outB);
@@ -86,34 +111,44 @@ export async function runReplay(o: ReplayRunOptions): Promise<ReplayRun> {
       const db = b === undefined ? undefined : outB[i];
       outA[i] = undefined;
       outB[i] = undefined;
+      const rec = batch[i];
       // Admission refuses what no request could carry (a cost beyond the engine's range): the line is unknown.
-      if (da === undefined || (b !== undefined && db === undefined)) {
-        reader.countUnknown(lines[i]);
-        continue;
+      if (da === undefined || (b !== undefined && db === undefined)) reader.countUnknown(lines[i]);
+      else {
+        reader.stats.requests++;
+        if (db !== undefined) {
+          if (!(da instanceof Promise) && !(db instanceof Promise)) flips?.compare(da, db);
+          else void Promise.all([da, db]).then(([x, y]) => flips?.compare(x, y));
+        }
+        onDecision?.(rec, da);
       }
-      reader.stats.requests++;
-      if (db !== undefined) {
-        if (!(da instanceof Promise) && !(db instanceof Promise)) flips?.compare(da, db);
-        else void Promise.all([da, db]).then(([x, y]) => flips?.compare(x, y));
-      }
-      onDecision?.(batch[i], da);
+      window.recycle(rec);
     }
+  };
+  /** Moves the window's earliest line into the batch. */
+  const take = () => {
+    const rec = window.head;
+    if (rec.source !== batchSource) {
+      decideBatch();
+      batchSource = rec.source;
+    }
+    batch[filled] = rec;
+    lines[filled++] = window.headLine;
+    window.shift();
+    if (filled === REPLAY_BATCH) decideBatch();
   };
 
   if (o.logs.length === 1) {
     const reader = readers[0];
-    batchLog = reader;
     await readLog(o.logs[0], reader, (line, no) => {
-      if (reader.read(line, no, own[filled])) {
-        lines[filled++] = no;
-        if (filled === REPLAY_BATCH) decideBatch();
+      if (reader.read(line, no, window.slot())) {
+        window.commit(no);
+        while (window.ready) take();
       }
     });
-    decideBatch();
   } else {
-    // Each log is read into a ring of its own while the merge takes the earliest first record of them all. The
-    // readers run only while the merge awaits, and the merge decides its batch before it awaits: a record in the
-    // batch is never overwritten before it is decided.
+    // Each log is read into a ring of its own while the merge takes the earliest first record of them all into the
+    // window. The readers run only while the merge awaits.
     const rings = o.logs.map(() => new RecordRing());
     const failures: unknown[] = [];
     const reading = o.logs.map((log, i) => {
@@ -132,8 +167,6 @@ export async function runReplay(o: ReplayRunOptions): Promise<ReplayRun> {
         })
         .finally(() => ring.finish());
     });
-    const picked: LogRecord[] = new Array(REPLAY_BATCH);
-    batch = picked;
     for (;;) {
       // The earliest first record: every log still being read must show one first. A scan, not a heap: logs
       // are few, and a scan keeps the order of the logs for requests of the same time.
@@ -155,19 +188,18 @@ export async function runReplay(o: ReplayRunOptions): Promise<ReplayRun> {
       }
       if (best < 0) break;
       const ring = rings[best];
-      if (batchLog !== readers[best]) {
-        decideBatch();
-        batchLog = readers[best];
-      }
-      picked[filled] = ring.head;
-      lines[filled++] = ring.headLine;
+      const rec = window.slot();
+      rec.copyFrom(ring.head);
+      rec.source = best;
+      window.commit(ring.headLine);
       ring.shift();
-      if (filled === REPLAY_BATCH) decideBatch();
+      while (window.ready) take();
     }
-    decideBatch();
     await Promise.all(reading);
     if (failures.length > 0) throw failures[0];
   }
+  while (window.size > 0) take();
+  decideBatch();
   await a.finish();
   await b?.finish();
   // Comparisons of queued requests settle one microtask after their engines.
@@ -179,6 +211,13 @@ export async function runReplay(o: ReplayRunOptions): Promise<ReplayRun> {
       ? {}
       : { against: { config: o.against, engine: b, flips: flips! } }),
     logs: readers.map((r) => r.stats),
+    order: {
+      windowSeconds: (o.reorderWindowMs ?? DEFAULT_REORDER_WINDOW_MS) / 1000,
+      reordered: window.reordered,
+      late: window.late,
+      maxLateSeconds: window.maxLateMs / 1000,
+      early: window.early,
+    },
   };
 }
 

@@ -83,7 +83,7 @@ describe('the terminal report', () => {
     expect(text).toContain('one.log: 2 requests, 3 lines, combined');
     expect(text).toContain('  1 unknown line skipped (line 3)');
     expect(text).toContain(
-      '  1 line earlier than a line before it (at most 4 s) was decided at the later time',
+      "  1 line earlier than a line before it (written at the request's end, stamped at its start) was put back in time order (reorder window 120 s)",
     );
     expect(text).toContain('Busiest minute: 2026-12-03T06:00:00.000Z, 2 requests');
     const single = renderReplayText(

@@ -1,3 +1,4 @@
+import { MAX_HELD } from './reorder-window.js';
 import type { OutcomeCounts } from './replay-outcome.js';
 import type { ConfigReport, ReplayReport } from './replay-report.js';
 import type { LogStats } from './replay-run.js';
@@ -183,6 +184,25 @@ function penaltyNote(r: ConfigReport): string[] {
   ];
 }
 
+/** What the report says of lines out of time order: put back in order, beyond the window, or let go early. */
+function orderLines(o: ReplayReport['outOfOrder']): string[] {
+  const out: string[] = [];
+  const window = `${n(o.windowSeconds)} s`;
+  if (o.reordered > 0)
+    out.push(
+      `  ${count(o.reordered, 'line')} earlier than a line before ${o.reordered === 1 ? 'it' : 'them'} (written at the request's end, stamped at its start) ${o.reordered === 1 ? 'was' : 'were'} put back in time order (reorder window ${window})`,
+    );
+  if (o.lines > 0)
+    out.push(
+      `  ${count(o.lines, 'line')} ${o.lines === 1 ? 'was' : 'were'} earlier than the reorder window of ${window} allows (at most ${o.maxSeconds} s earlier than a line before ${o.lines === 1 ? 'it' : 'them'}) and ${o.lines === 1 ? 'was' : 'were'} decided at the later time: --reorder-window ${Math.ceil(o.maxSeconds)}s would order them`,
+    );
+  if (o.early > 0)
+    out.push(
+      `  ${count(o.early, 'line')} ${o.early === 1 ? 'was' : 'were'} decided before the reorder window of ${window} passed: the window holds at most ${MAX_HELD.toLocaleString('en-US')} lines`,
+    );
+  return out;
+}
+
 /**
  * The terminal form of a replay report: what was read, the totals, per tier and per policy, the keys limited most,
  * the busiest minute, and with `--against` the requests that flip.
@@ -192,10 +212,7 @@ export function renderReplayText(r: ReplayReport): string {
   out.push(...renderLogStats(r.logs));
   if (r.span !== undefined)
     out.push(`Time: ${r.span.from} to ${r.span.to} (${formatSeconds(r.span.seconds)})`);
-  if (r.outOfOrder.lines > 0)
-    out.push(
-      `  ${count(r.outOfOrder.lines, 'line')} earlier than a line before ${r.outOfOrder.lines === 1 ? 'it' : 'them'} (at most ${r.outOfOrder.maxSeconds} s) ${r.outOfOrder.lines === 1 ? 'was' : 'were'} decided at the later time`,
-    );
+  out.push(...orderLines(r.outOfOrder));
   if (r.clientsNotIp.lines > 0)
     out.push(
       `  ${n(r.clientsNotIp.lines)} request${r.clientsNotIp.lines === 1 ? '' : 's'} with a client that is no IP address (such as ${printable(JSON.stringify(r.clientsNotIp.example ?? ''))}) shared one key, ip:unknown: log the client's address (NGINX $remote_addr, Apache %a) instead of a host name`,
