@@ -28,5 +28,11 @@ export function splitBenchmarks(markdown: string): { summary: string; log: strin
   const log = markdown.slice(at);
   const logAnchors = new Set<string>();
   for (const m of log.matchAll(/^#{1,6} (.+)$/gm)) logAnchors.add(headingAnchor(m[1]));
-  return { summary: markdown.slice(0, at), log, logAnchors };
+  // The summary links into the log by anchor: on the site the log is a page of its own.
+  const summary = markdown
+    .slice(0, at)
+    .replace(/\]\(#([^)]+)\)/g, (link, anchor: string) =>
+      logAnchors.has(anchor) ? `](/reference/benchmark-log#${anchor})` : link,
+    );
+  return { summary, log, logAnchors };
 }

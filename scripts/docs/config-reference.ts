@@ -45,7 +45,18 @@ function resolve(node: Node, root: Node): { node: Node; ref?: string } {
   return { node: merged, ref: name };
 }
 
-function typeOf(node: Node, ref: string | undefined): string {
+/** The alternatives of an `anyOf` or `oneOf`, each resolved. */
+function alternatives(node: Node, root: Node): { node: Node; ref?: string }[] {
+  const list = (node.anyOf ?? node.oneOf) as Node[] | undefined;
+  return Array.isArray(list) ? list.map((n) => resolve(n, root)) : [];
+}
+
+function typeOf(node: Node, ref: string | undefined, root?: Node): string {
+  const alts = root === undefined ? [] : alternatives(node, root);
+  if (alts.length > 0)
+    return alts
+      .map((a) => (a.node.properties === undefined ? typeOf(a.node, a.ref, root) : 'object'))
+      .join(', or ');
   if (Array.isArray(node.enum)) return `one of ${node.enum.map((v) => `\`${String(v)}\``).join(', ')}`;
   if (node.const !== undefined) return `\`${String(node.const)}\``;
   const types = Array.isArray(node.type) ? node.type : node.type === undefined ? [] : [node.type];
@@ -67,7 +78,7 @@ function defaultOf(node: Node): string {
   if (node.default !== undefined && typeof node.default !== 'object') return `\`${String(node.default)}\``;
   const description = typeof node.description === 'string' ? node.description : '';
   const stated = /\b(?:by )?default(?:s to|:)? ([^;,)]+)/i.exec(description);
-  return stated === null ? '' : stated[1].trim();
+  return stated === null ? '' : stated[1].trim().replace(/\.$/, '');
 }
 
 function rangeOf(node: Node): string {
@@ -85,6 +96,7 @@ function rangeOf(node: Node): string {
   if (n('minItems') !== undefined) parts.push(`at least ${n('minItems')} items`);
   if (n('maxItems') !== undefined) parts.push(`at most ${n('maxItems')} items`);
   if (n('minProperties') !== undefined) parts.push(`at least ${n('minProperties')} keys`);
+  if (n('maxProperties') !== undefined) parts.push(`at most ${n('maxProperties')} keys`);
   if (node.uniqueItems === true) parts.push('no repeated items');
   if (typeof node.pattern === 'string' && !Array.isArray(node.enum))
     parts.push(`matches \`${node.pattern}\``);
@@ -105,7 +117,7 @@ export function configEntries(schema: Node): ConfigEntry[] {
     if (path !== '') {
       entries.push({
         path,
-        type: typeOf(node, ref),
+        type: typeOf(node, ref, schema),
         default: defaultOf(node),
         range: rangeOf(node),
         required,
@@ -115,6 +127,11 @@ export function configEntries(schema: Node): ConfigEntry[] {
     children(node, path, below);
   };
   const children = (node: Node, path: string, seen: readonly string[]) => {
+    // An `anyOf` (a number or an object, say): the keys of each object it allows.
+    for (const alt of alternatives(node, schema)) {
+      if (alt.ref === undefined || !seen.includes(alt.ref))
+        children(alt.node, path, alt.ref === undefined ? seen : [...seen, alt.ref]);
+    }
     const req = Array.isArray(node.required) ? (node.required as string[]) : [];
     const prefix = path === '' ? '' : `${path}.`;
     for (const [key, child] of Object.entries((node.properties as Record<string, Node>) ?? {})) {

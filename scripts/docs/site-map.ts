@@ -111,7 +111,7 @@ export function rewriteLinks(
       return joined.replace(
         /(!?)\[([^\]\n]*)\]\(([^)\s]+)\)/g,
         (whole, bang: string, text: string, target: string) => {
-          if (isExternal(target) || target.startsWith('#')) return whole;
+          if (isExternal(target) || target.startsWith('#') || target.startsWith('/')) return whole;
           const [path, anchor] = target.split('#', 2) as [string, string | undefined];
           const repoPath = posix.normalize(posix.join(fromDir, decodeURIComponent(path)));
           if (bang === '!' || /\.(png|svg|jpg|gif)$/.test(repoPath)) {
