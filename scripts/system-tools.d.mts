@@ -8,7 +8,9 @@ export type SystemToolName =
   | 'promtool'
   | 'prometheus'
   | 'nginx'
-  | 'openssl';
+  | 'openssl'
+  | 'podman'
+  | 'runc';
 
 /** One row of {@link SYSTEM_TOOLS}. */
 export interface SystemTool {

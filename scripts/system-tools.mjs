@@ -19,6 +19,10 @@ export const SYSTEM_TOOLS = Object.freeze([
   { name: 'prometheus', apt: 'prometheus', binVar: 'PROMETHEUS_BIN', optOut: 'SLUICE_SKIP_PROMETHEUS' },
   { name: 'nginx', apt: 'nginx', binVar: 'NGINX_BIN', optOut: 'SLUICE_SKIP_NGINX' },
   { name: 'openssl', apt: 'openssl', binVar: 'OPENSSL_BIN', optOut: 'SLUICE_SKIP_OPENSSL' },
+  // The container image suite builds and runs the Dockerfile with podman on the runc runtime (podman's default
+  // alternative, crun, is not what these machines run); both packages, so a fresh machine gets both.
+  { name: 'podman', apt: 'podman', binVar: 'PODMAN_BIN', optOut: 'SLUICE_SKIP_CONTAINERS' },
+  { name: 'runc', apt: 'runc', binVar: 'RUNC_BIN', optOut: 'SLUICE_SKIP_CONTAINERS' },
 ]);
 
 /** The one command that installs every missing tool (Debian or Ubuntu, apt-get). */

@@ -46,6 +46,8 @@ describe('the system tool table', () => {
       ['prometheus', 'prometheus'],
       ['nginx', 'nginx'],
       ['openssl', 'openssl'],
+      ['podman', 'podman'],
+      ['runc', 'runc'],
     ]);
     for (const t of SYSTEM_TOOLS) expect(t.optOut).toMatch(/^SLUICE_SKIP_[A-Z]+$/);
     expect(() => systemTool('ngnix')).toThrow(/unknown system tool "ngnix": expected one of redis-server, /);
