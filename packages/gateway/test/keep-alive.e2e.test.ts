@@ -162,10 +162,10 @@ describe('denials of uploads on the memory store', () => {
       expect(next.status).toBe(200);
       expect(JSON.parse(next.body).bytes).toBe(Buffer.byteLength(SMALL));
       expect(s.closed).toBe(false);
-      // Over the drain bound (64 KB) the answer closes, and says so first.
+      // Over the drain bound (1 MiB) the answer closes, and says so first.
       const big = await s.request('POST', '/limited/d', {
         headers: te,
-        body: chunked(Array.from({ length: 40 }, () => 'y'.repeat(4096))),
+        body: chunked(Array.from({ length: 300 }, () => 'y'.repeat(4096))),
       });
       expect(big.status).toBe(429);
       expect(big.headers.connection).toBe('close');
@@ -175,6 +175,27 @@ describe('denials of uploads on the memory store', () => {
       await t.gateway.close();
     }
   });
+  it('reads and drops a denied 200 KB body with Content-Length, and serves the request pipelined behind it', async () => {
+    const t = await gateway('declared', LIMITS);
+    const s = await OneSocket.open(t.gateway.url);
+    try {
+      expect((await s.request('GET', '/limited/f')).status).toBe(200);
+      const body = Buffer.alloc(200 * 1024, 97);
+      const pipelined = 'GET /x HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n';
+      const denied = await s.request('POST', '/limited/f', {
+        headers: { 'content-type': 'application/octet-stream', 'content-length': String(body.length) },
+        body: Buffer.concat([body, Buffer.from(pipelined)]),
+      });
+      expect(denied.status).toBe(429);
+      expect(denied.headers.connection).not.toBe('close');
+      expect((await s.next()).status).toBe(200);
+      expect(s.closed).toBe(false);
+    } finally {
+      s.close();
+      await t.gateway.close();
+    }
+  });
+
   it('answers a denied chunked upload that stops arriving, and closes, instead of waiting for its end', async () => {
     const t = await gateway('stall', LIMITS);
     const s = await OneSocket.open(t.gateway.url);

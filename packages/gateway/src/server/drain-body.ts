@@ -6,6 +6,15 @@ import type { IncomingMessage } from 'node:http';
  */
 export const DENIAL_DRAIN_MS = 1000;
 
+/**
+ * The most bytes of a denied request's unread body the proxy reads and drops to keep the connection (or
+ * `server.maxBodySize` when smaller): a chunked body is read before the answer within {@link DENIAL_DRAIN_MS}, a
+ * declared one after it at the pace of `server.bodyTimeout` and `server.bodyMinRate` (see `paceLeftover`). An
+ * upload of a few hundred kilobytes (a form with a file, a JSON document) then costs no new connection and no
+ * request pipelined behind it; a larger one closes the connection, since reading it would cost more than a new one.
+ */
+export const DENIED_BODY_DRAIN_BYTES = 1024 * 1024;
+
 /** What reading a request body found. */
 export interface BodyRead {
   /** True when the body ended within the limit and the time, without an error. */

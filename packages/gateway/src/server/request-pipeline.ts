@@ -1,5 +1,5 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
-import { closesAfterDenial, DENIAL_DRAIN_LIMIT, ipKey, isPromiseLike } from 'sluice/http';
+import { closesAfterDenial, ipKey, isPromiseLike } from 'sluice/http';
 import { type GatewayProblem, Problems, sendProblem } from '../admission/problem-response.js';
 import { requestIdOf } from '../admission/request-id.js';
 import type { Runtime } from '../admission/runtime.js';
@@ -9,7 +9,7 @@ import { ResponseFeed } from '../proxy/response-feed.js';
 import { admittedHeaders, upstreamHeaders } from './answer-headers.js';
 import { busyRetryAfter } from './busy-retry-after.js';
 import { answerPreflight, corsHeaders, isPreflight } from './cors-headers.js';
-import { drainBody } from './drain-body.js';
+import { DENIED_BODY_DRAIN_BYTES, drainBody } from './drain-body.js';
 import { answerHealth, isHealthRequest } from './health-endpoints.js';
 import { hasBadHost } from './host-header.js';
 import { paceLeftover } from './pace-leftover.js';
@@ -191,7 +191,7 @@ function refuseBadHost(res: ServerResponse, raw: string, idHeader: string, id: s
  * read and dropped here.
  */
 async function closesAfterDenialOf(req: IncomingMessage, maxBodyBytes: number): Promise<boolean> {
-  const limit = Math.min(maxBodyBytes, DENIAL_DRAIN_LIMIT);
+  const limit = Math.min(maxBodyBytes, DENIED_BODY_DRAIN_BYTES);
   const declared = req.headers['content-length'];
   if (expectsContinue(req)) return declared !== '0';
   if (req.headers['transfer-encoding'] !== undefined) return !(await drainBody(req, limit));

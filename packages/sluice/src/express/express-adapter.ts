@@ -1,7 +1,7 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { adapterOptions, httpLimiterOption } from '../http/adapter-options.js';
 import {
-  closesAfterDenial,
+  denialCloses,
   type HttpLimiter,
   type HttpRequestInfo,
   type Identity,
@@ -88,10 +88,17 @@ function apply(v: Verdict, res: Response, next: NextFunction, again: boolean): v
   const body = v.body ?? '';
   res.statusCode = v.status;
   res.setHeader('Content-Length', Buffer.byteLength(body));
-  // The connection is kept (Node reads the rest of a small body after the answer) unless a large or chunked
-  // upload is still unread: reading it would cost more than a new connection, so say so and close.
-  const req = res.req;
-  if (!req.complete && closesAfterDenial(req.headers)) res.setHeader('Connection', 'close');
+  // The connection is kept (Node reads the rest of a small body after the answer; a chunked one is read and
+  // dropped first, up to the drain bound) unless a large upload is still unread or its `100 Continue` was held
+  // back: reading it would cost more than a new connection, so say so and close.
+  const close = denialCloses(res.req);
+  if (typeof close === 'boolean') endDenial(res, body, close);
+  else void close.then((c) => endDenial(res, body, c));
+}
+
+function endDenial(res: Response, body: string, close: boolean): void {
+  if (res.headersSent || res.destroyed) return;
+  if (close) res.setHeader('Connection', 'close');
   res.end(body);
 }
 

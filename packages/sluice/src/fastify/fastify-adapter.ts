@@ -9,7 +9,7 @@ import type fastifyPlugin from 'fastify-plugin';
 import { invalidOption } from '../core/index.js';
 import { adapterOptions, httpLimiterOption } from '../http/adapter-options.js';
 import {
-  closesAfterDenial,
+  denialCloses,
   type HttpLimiter,
   type HttpRequestInfo,
   type Identity,
@@ -127,10 +127,17 @@ function apply(v: Verdict, reply: FastifyReply, done: HookHandlerDoneFunction): 
     done();
     return;
   }
-  // The connection is kept (Node reads the rest of a small body after the answer) unless a large or chunked
-  // upload is still unread: reading it would cost more than a new connection, so say so and close.
-  const raw = reply.request.raw;
-  if (!raw.complete && closesAfterDenial(raw.headers)) reply.header('connection', 'close');
+  // The connection is kept (Node reads the rest of a small body after the answer; a chunked one is read and
+  // dropped first, up to the drain bound) unless a large upload is still unread or its `100 Continue` was held
+  // back: reading it would cost more than a new connection, so say so and close.
+  const close = denialCloses(reply.request.raw);
+  if (typeof close === 'boolean') sendDenial(v, reply, close);
+  else void close.then((c) => sendDenial(v, reply, c));
+}
+
+function sendDenial(v: Verdict, reply: FastifyReply, close: boolean): void {
+  if (reply.sent || reply.raw.destroyed) return;
+  if (close) reply.header('connection', 'close');
   // The body goes out as a string through a pass-through serializer: Fastify then sends the content type as set
   // (a plain string send would append a charset, and the answer would differ from the other adapters), and Node
   // writes the head and the body in one chunk, without the copy into a Buffer per denial.
@@ -198,6 +205,9 @@ const plugin: FastifyPluginCallback<SluiceFastifyOptions> = (fastify: FastifyIns
   done();
 };
 
+// Loaded here rather than imported, so that a missing fastify-plugin is named with the command that installs it.
+const fp = requirePeer<{ default: typeof fastifyPlugin }>('fastify-plugin', 'sluice/fastify').default;
+
 /**
  * The Fastify 5 plugin (wrapped with fastify-plugin, so it covers every route of the instance, whether registered
  * before or after it, and requests that match no route). Per route,
@@ -212,6 +222,4 @@ const plugin: FastifyPluginCallback<SluiceFastifyOptions> = (fastify: FastifyIns
  * app.post('/items', { config: { rateLimit: { operation: 'rl.write' } } }, handler);
  * ```
  */
-// Loaded here rather than imported, so that a missing fastify-plugin is named with the command that installs it.
-const fp = requirePeer<{ default: typeof fastifyPlugin }>('fastify-plugin', 'sluice/fastify').default;
 export const sluiceFastify = fp(plugin, { fastify: '5.x', name: 'sluice' });

@@ -1,7 +1,8 @@
 import type { Context, MiddlewareHandler } from 'hono';
 import { adapterOptions, httpLimiterOption } from '../http/adapter-options.js';
 import {
-  closesAfterDenial,
+  type DrainableRequest,
+  denialCloses,
   type HttpLimiter,
   type HttpRequestInfo,
   type Identity,
@@ -53,13 +54,13 @@ function nodeSocketClosed(c: Context): boolean {
 }
 
 /** The Node request under `@hono/node-server`, whose unread body decides whether a denial keeps the socket. */
-function nodeIncoming(
-  c: Context,
-): { complete: boolean; headers: Record<string, string | string[] | undefined> } | undefined {
-  const env = c.env as { incoming?: { complete?: boolean; headers?: object } } | undefined;
+function nodeIncoming(c: Context): DrainableRequest | undefined {
+  const env = c.env as { incoming?: { complete?: boolean; headers?: object; on?: unknown } } | undefined;
   const incoming = env?.incoming;
-  return typeof incoming?.complete === 'boolean' && typeof incoming.headers === 'object'
-    ? (incoming as { complete: boolean; headers: Record<string, string | string[] | undefined> })
+  return typeof incoming?.complete === 'boolean' &&
+    typeof incoming.headers === 'object' &&
+    typeof incoming.on === 'function'
+    ? (incoming as unknown as DrainableRequest)
     : undefined;
 }
 
@@ -156,12 +157,11 @@ export function rateLimit(limiter: HttpLimiter, options: HonoRateLimitOptions = 
     if (v.action === 'deny') {
       const headers = new Headers();
       for (const [name, value] of v.headers) headers.set(name, value);
-      // On Node the connection is kept (the rest of a small body is read after the answer) unless a large or
-      // chunked upload is still unread: say so and close. Other runtimes manage their connections themselves.
+      // On Node the connection is kept (the rest of a small body is read after the answer; a chunked one is read
+      // and dropped first, up to the drain bound) unless a large upload is still unread or its `100 Continue` was
+      // held back: say so and close. Other runtimes manage their connections themselves.
       const incoming = nodeIncoming(c);
-      if (incoming !== undefined && !incoming.complete && closesAfterDenial(incoming.headers)) {
-        headers.set('Connection', 'close');
-      }
+      if (incoming !== undefined && (await denialCloses(incoming))) headers.set('Connection', 'close');
       return new Response(v.body ?? '', { status: v.status, headers });
     }
     const observer = v.observer;

@@ -1,11 +1,20 @@
 export { type ClientIpResolver, createClientIpResolver, parseTrustedProxies } from './client-ip.js';
 export { isValidCorrelationId } from './correlation-id.js';
 export { closesAfterDenial, DENIAL_DRAIN_LIMIT } from './denial-connection.js';
+export {
+  type ContinueServer,
+  DENIAL_DRAIN_MS,
+  type DeferredRequest,
+  type DeferredResponse,
+  type DrainableRequest,
+  deferContinue,
+  denialCloses,
+} from './denial-drain.js';
 export { detached } from './detached-string.js';
 export { type ClosableResponse, disconnectSignal } from './disconnect-signal.js';
+export { observeFetchResponse } from './fetch-response-feed.js';
 export { createHttpLimiter, type HttpLimiter } from './http-limiter.js';
 export {
-export { observeFetchResponse } from './fetch-response-feed.js';
   DEFAULT_EXEMPT_ENDPOINTS,
   type HttpLimiterOptions,
   type IdentifyResult,
@@ -14,9 +23,9 @@ export { type IpRange, inRanges, normalizeIp } from './ip-address.js';
 export { boundKey, sha256Base64Url } from './key-hash.js';
 export { deriveKey, escapeKeyPart, ipKey, KEY_KINDS, type KeyKind, type KeySpec } from './keys.js';
 export { isPromiseLike } from './maybe-promise.js';
+export { observeNodeResponse } from './node-response-feed.js';
 export { canonicalOverridePattern, type OverridePatternKind, overridePattern } from './override-index.js';
 export { KEY_PATTERN_KINDS } from './override-pattern-shape.js';
-export { observeNodeResponse } from './node-response-feed.js';
 export {
   compileEndpoint,
   compilePathPattern,
@@ -33,8 +42,6 @@ export {
 } from './problem.js';
 export { formatDecisionHeaders } from './rate-limit-headers.js';
 export { canonicalPath, compileTargetCanonicalizer } from './request-target.js';
-export type { RuleOptions } from './rules.js';
-export type { HeaderPair, HttpRequestInfo, Identity, Verdict } from './types.js';
 export {
   ComposedObserver,
   composeObservers,
@@ -42,3 +49,5 @@ export {
   type ResponseHeadView,
   type ResponseObserver,
 } from './response-observer.js';
+export type { RuleOptions } from './rules.js';
+export type { HeaderPair, HttpRequestInfo, Identity, Verdict } from './types.js';

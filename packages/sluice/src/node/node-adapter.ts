@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { invalidOption } from '../core/index.js';
 import { adapterOptions, httpLimiterOption } from '../http/adapter-options.js';
 import {
-  closesAfterDenial,
+  denialCloses,
   type HeaderPair,
   type HttpLimiter,
   type HttpRequestInfo,
@@ -129,12 +129,13 @@ function requestFor(
 }
 
 /**
- * Whether a denial must close the connection: only when a large or chunked request body is still unread. The
- * connection is kept otherwise, since Node reads the rest of a small body after the answer.
+ * Whether a denial must close the connection: only when a large request body is still unread, a chunked one runs
+ * past the drain bound, or its `100 Continue` was held back (`denialCloses`). The connection is kept otherwise,
+ * since Node reads the rest of a small declared body after the answer.
  */
-function closeAfter(res: ServerResponse): boolean {
+function closeAfter(res: ServerResponse): boolean | Promise<boolean> {
   const req = res.req as IncomingMessage | undefined;
-  return req !== undefined && !req.complete && closesAfterDenial(req.headers);
+  return req !== undefined && denialCloses(req);
 }
 
 /**
@@ -143,8 +144,15 @@ function closeAfter(res: ServerResponse): boolean {
  * answer says `Connection: close` and Node closes the socket once it is sent, rather than read the upload.
  */
 export function sendDenial(res: ServerResponse, verdict: Verdict): void {
-  const body = verdict.body ?? '';
   const close = closeAfter(res);
+  // A chunked body is read and dropped first (up to the drain bound), so the answer knows whether to close.
+  if (typeof close === 'boolean') writeDenial(res, verdict, close);
+  else void close.then((c) => writeDenial(res, verdict, c));
+}
+
+function writeDenial(res: ServerResponse, verdict: Verdict, close: boolean): void {
+  if (res.headersSent || res.destroyed) return;
+  const body = verdict.body ?? '';
   if (res.getHeaderNames().length > 0) {
     // Headers set earlier (by other middleware) must survive: merge through setHeader.
     applyHeaders(res, verdict.headers);

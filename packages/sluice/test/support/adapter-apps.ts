@@ -33,6 +33,8 @@ export interface RunningApp {
   readonly counters: Counters;
   /** The codes of the adapter's warnings, in order. */
   readonly warnings: string[];
+  /** The node:http server the app runs on. */
+  readonly server: Server;
   close(): Promise<void>;
 }
 
@@ -117,7 +119,7 @@ async function nodeApp(http: HttpLimiter): Promise<RunningApp> {
     ),
   );
   const url = await listen(server);
-  return { url, counters, warnings, close: () => closeServer(server) };
+  return { url, counters, warnings, server, close: () => closeServer(server) };
 }
 
 async function expressApp(http: HttpLimiter): Promise<RunningApp> {
@@ -147,7 +149,7 @@ async function expressApp(http: HttpLimiter): Promise<RunningApp> {
   });
   const server = createServer(app);
   const url = await listen(server);
-  return { url, counters, warnings, close: () => closeServer(server) };
+  return { url, counters, warnings, server, close: () => closeServer(server) };
 }
 
 async function fastifyApp(http: HttpLimiter): Promise<RunningApp> {
@@ -180,6 +182,7 @@ async function fastifyApp(http: HttpLimiter): Promise<RunningApp> {
     url: `http://127.0.0.1:${port}`,
     counters,
     warnings,
+    server: app.server,
     close: async () => {
       app.server.closeAllConnections();
       await app.close();
@@ -218,7 +221,7 @@ async function honoApp(http: HttpLimiter): Promise<RunningApp> {
     const s = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, () => resolve(s as Server));
   });
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return { url, counters, warnings, close: () => closeServer(server) };
+  return { url, counters, warnings, server, close: () => closeServer(server) };
 }
 
 /** Starts the app on one adapter over the given limiter. */
