@@ -5,6 +5,7 @@ import type { CorsConfig } from './cors-config.js';
 import type { DecisionConfig } from './decision-config.js';
 import type { EnvoyConfig } from './envoy-config.js';
 import type { QuotaConfig } from './quota-config.js';
+import type { RequestLogging } from './request-logging.js';
 
 /** Waiting for tokens instead of a refusal at once (`queue` of a tier or endpoint rule). */
 export interface QueueConfig {
@@ -222,7 +223,8 @@ export interface GatewayConfig {
         readonly tokenName: string;
       }
     | undefined;
-  readonly logging: { readonly level: string };
+  /** `level`: the pino level of the gateway's lines; `requests`: which requests get a request line (any level). */
+  readonly logging: { readonly level: string; readonly requests: RequestLogging };
   readonly reload: { readonly watch: boolean };
   /** The HTTP decision API (NGINX `auth_request`), or `undefined` when off. */
   readonly decision: DecisionConfig | undefined;

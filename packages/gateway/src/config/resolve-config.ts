@@ -21,6 +21,7 @@ import {
   type TierConfig,
 } from './gateway-config.js';
 import { resolveQuotaConfig } from './quota-config.js';
+import { resolveRequestLogging } from './request-logging.js';
 import { connectionScopeIssues, resolveClasses } from './resolve-classes.js';
 import { resolveIdentity } from './resolve-identity.js';
 import { resolvePenalty } from './resolve-penalty.js';
@@ -366,7 +367,10 @@ export function resolveConfig(
             token: admin.token,
             tokenName: admin.token_name ?? 'admin',
           },
-    logging: { level: raw.logging?.level ?? 'info' },
+    logging: {
+      level: raw.logging?.level ?? 'info',
+      requests: resolveRequestLogging(raw.logging?.requests, raw.logging?.level ?? 'info', issues),
+    },
     reload: { watch: raw.reload?.watch !== false },
     decision: decision.config,
     envoy: envoy.config,

@@ -51,7 +51,7 @@ export async function runDemo(
     ...base,
     admin: Object.freeze({ host, port: 0, token, tokenName: 'demo' }),
     cors: resolveCorsConfig({ allowedOrigins: [upstream.url] }, base.server.requestIdHeader).config,
-    logging: Object.freeze({ level: 'warn' }),
+    logging: Object.freeze({ level: 'warn', requests: Object.freeze({ mode: 'none', share: 0 } as const) }),
   });
   let gateway: Gateway;
   try {

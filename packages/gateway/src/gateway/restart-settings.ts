@@ -68,7 +68,8 @@ export const SETTINGS: { readonly [K in keyof GatewayConfig]-?: Applies | Fields
     keys: RELOAD,
     metrics: { enabled: RELOAD, prefix: atStart('metrics.prefix') },
     admin: atStart('admin'),
-    logging: { level: atStart('logging.level') },
+    // Read per request from the configuration in effect: a reload changes which requests get a line.
+    logging: { level: atStart('logging.level'), requests: RELOAD },
     reload: { watch: atStart('reload.watch') },
     decision: {
       host: DECISION_LISTENER,

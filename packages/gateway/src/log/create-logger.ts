@@ -13,7 +13,7 @@ import { LOG_REDACT_PATHS, redactLogFields, redactLogString } from './log-redact
  * @param destination - where lines go; default standard output.
  */
 export function createLogger(level: string, destination?: DestinationStream): Logger {
-  return pino(
+  const logger = pino(
     {
       level,
       base: { service: 'sluice' },
@@ -29,8 +29,22 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
         },
       },
     },
-    destination,
+    // Standard output by default, written synchronously: request lines are the volume, and RequestLog writes a
+    // turn's lines in one call, which costs less than pino's default (each write through the thread pool).
+    destination ?? pino.destination({ dest: 1, sync: true }),
   );
+  // Read by RequestLog (children see it through their prototype): the line format is this function's, and on
+  // pino's own standard output a turn's request lines may be written together.
+  (logger as unknown as Record<symbol, unknown>)[REQUEST_LINES] = Object.freeze({
+    batched: destination === undefined,
+  });
+  return logger;
 }
+
+/**
+ * Marks a logger made by {@link createLogger}: its lines have this module's format, so a request line can be
+ * built without pino's per-call work; `batched` when it writes to pino's own standard output.
+ */
+export const REQUEST_LINES: unique symbol = Symbol('sluice.requestLines');
 
 export type { Logger };

@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { type Admission, type AdmissionHost, admitRequest } from '../admission/admit-request.js';
 import type { Runtime } from '../admission/runtime.js';
+import type { RequestLog } from '../log/request-log.js';
 import type { UpstreamRefusal } from '../metrics/tapped-metrics.js';
 import type { HealthSource } from './health-endpoints.js';
 
@@ -27,6 +28,8 @@ export interface ProxyContext {
   end(): void;
   /** Keeps an upgraded connection, so shutdown can close it. */
   keepUpgraded(socket: Duplex): void;
+  /** The request log of the host's logger: which requests get a line (`logging.requests`), and the line. */
+  readonly requestLog: RequestLog;
 }
 
 /**

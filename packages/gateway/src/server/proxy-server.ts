@@ -9,6 +9,7 @@ import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { GatewayConfig } from '../config/gateway-config.js';
+import { RequestLog } from '../log/request-log.js';
 import { ConnectionLine } from './connection-line.js';
 import type { ListenerGate } from './listener-gate.js';
 import type { ProxyContext, ProxyHost } from './proxy-context.js';
@@ -58,6 +59,7 @@ export interface ProxyServerOptions {
 export class ProxyServer implements ProxyContext {
   readonly host: ProxyHost;
   readonly now: () => number;
+  readonly requestLog: RequestLog;
   readonly #server: Server;
   readonly #tls: boolean;
   readonly #upgraded = new Set<Duplex>();
@@ -92,6 +94,7 @@ export class ProxyServer implements ProxyContext {
   ) {
     this.host = host;
     this.now = now;
+    this.requestLog = new RequestLog(host.logger);
     const handler = (req: IncomingMessage, res: ServerResponse) => {
       const socket = req.socket as Socket;
       if (this.#refused.has(socket)) return;

@@ -42,23 +42,22 @@ export async function handleRequest(
     // before the connection serves another request: it keeps the pace a forwarded body must keep, or the
     // connection is closed, so a trickled leftover cannot hold a socket without end.
     if (!forwarded && !req.complete && !req.destroyed) paceLeftover(req, c.server);
-    if (!host.logger.isLevelEnabled('info')) return;
     // Closed before any answer went out: the client left (an abandoned upload, a wait it gave up on). Logged as
     // NGINX logs it, 499, not as the 200 the response object starts with and never sent.
     const answered = res.headersSent;
-    host.logger.info(
-      {
-        reqId: id,
-        method: req.method,
-        url: req.url,
-        status: answered ? res.statusCode : CLIENT_CLOSED_STATUS,
-        ms: Math.round((performance.now() - started) * 100) / 100,
-        outcome: answered ? outcome : 'client_closed',
-        key,
-        tier,
-      },
-      'request',
-    );
+    const settled = answered ? outcome : 'client_closed';
+    // The configuration in effect when the request started decides: a reload applies to the next request.
+    if (!ctx.requestLog.wants(c.logging.requests, settled)) return;
+    ctx.requestLog.write({
+      reqId: id,
+      method: req.method ?? 'GET',
+      url: req.url ?? '/',
+      status: answered ? res.statusCode : CLIENT_CLOSED_STATUS,
+      ms: Math.round((performance.now() - started) * 100) / 100,
+      outcome: settled,
+      key,
+      tier,
+    });
   });
   // Before anything reads the request, the health endpoints and preflights included: RFC 9112 3.2 makes a request
   // with two Host fields or an invalid one a 400, whatever it asks for.

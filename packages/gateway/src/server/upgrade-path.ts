@@ -34,10 +34,9 @@ export async function handleUpgrade(
   const method = req.method ?? 'GET';
   // The same check as a plain request's, first: RFC 9112 3.2 makes two Host fields or an invalid one a 400.
   if (hasBadHost(req.rawHeaders)) {
-    host.logger.info(
-      { reqId: id, method, url: raw, status: 400, outcome: 'bad_host', upgrade: true },
-      'request',
-    );
+    if (ctx.requestLog.wants(rt.config.logging.requests, 'bad_host')) {
+      ctx.requestLog.write({ reqId: id, method, url: raw, status: 400, outcome: 'bad_host', upgrade: true });
+    }
     refuse(rt, socket, Problems.badHost(), raw, id);
     return;
   }
@@ -56,8 +55,10 @@ export async function handleUpgrade(
     writeRawResponse(socket, 500, [], '');
     return;
   }
-  const log = (status: number, outcome: string, key?: string) =>
-    host.logger.info({ reqId: id, method, url: raw, status, outcome, key, upgrade: true }, 'request');
+  const log = (status: number, outcome: string, key?: string) => {
+    if (!ctx.requestLog.wants(rt.config.logging.requests, outcome)) return;
+    ctx.requestLog.write({ reqId: id, method, url: raw, status, outcome, key, upgrade: true });
+  };
   if (admission.kind === 'deny') {
     log(admission.status, admission.outcome, admission.key);
     // Admission's headers are complete: rate-limit headers, the problem's content type, no caching, request id.

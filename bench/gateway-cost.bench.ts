@@ -1,0 +1,202 @@
+/**
+ * CPU per request of gateways side by side: this tree and another copy of the repository (BENCH_BASELINE), each
+ * under the logging settings of a set, beside the bare Node.js proxy (`gateway/bare-proxy.ts`), all pinned to the
+ * last CPU while wrk and the upstream run on the first. Every process's CPU time comes from procfs around each
+ * wrk run; rounds alternate the order (A B C ..., then ... C B A) and every figure is a median over rounds with its
+ * spread (lowest and highest), as is each round's ratio to the reference, so the machine's noise shows.
+ *
+ *   BENCH_BASELINE=/tmp/base npx tsx bench/gateway-cost.bench.ts            # set "path": both trees at warn
+ *   BENCH_BASELINE=/tmp/base BENCH_SET=log npx tsx bench/gateway-cost.bench.ts   # the request log's cost
+ *   BENCH_SECONDS=4 BENCH_ROUNDS=8 ...
+ *
+ * Gateways run from sources through tsx (both trees alike); each writes its standard output to a file, as a
+ * gateway logging to a file or a collector's pipe does. BENCH_BASELINE's tree must have its own node_modules.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { closeSync, mkdtempSync, openSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { freePort } from '../test/support/redis-server.js';
+import { BENCH_LIMITS_YAML } from './gateway/limits.js';
+import { arrangement, cpuSeconds, LOADGEN_CPUS, pinned, runLoad, SERVER_CPUS } from './lib/load.js';
+import { median, table } from './lib/stats.js';
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 6);
+const CONNECTIONS = 32;
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const BASELINE = process.env.BENCH_BASELINE;
+const SET = process.env.BENCH_SET ?? 'path';
+const dir = mkdtempSync(join(tmpdir(), 'sluice-cost-bench-'));
+const children: ChildProcess[] = [];
+
+interface Variant {
+  readonly name: string;
+  /** The repository root the gateway runs from; undefined for the bare proxy. */
+  readonly root: string | undefined;
+  /** The `logging:` section. */
+  readonly logging: string;
+}
+
+const bare: Variant = { name: 'node proxy, no limiting', root: undefined, logging: '' };
+const sets: Record<string, Variant[]> = {
+  path: [
+    ...(BASELINE === undefined
+      ? []
+      : [{ name: 'baseline, warn', root: BASELINE, logging: '{ level: warn }' }]),
+    { name: 'this tree, warn', root: ROOT, logging: '{ level: warn }' },
+    bare,
+  ],
+  log: [
+    ...(BASELINE === undefined
+      ? []
+      : [
+          { name: 'baseline, warn', root: BASELINE, logging: '{ level: warn }' },
+          { name: 'baseline, info', root: BASELINE, logging: '{ level: info }' },
+        ]),
+    { name: 'this tree, info, requests none', root: ROOT, logging: '{ level: info, requests: none }' },
+    { name: 'this tree, info, requests all', root: ROOT, logging: '{ level: info, requests: all }' },
+    { name: 'this tree, info, requests 1%', root: ROOT, logging: '{ level: info, requests: 1% }' },
+    bare,
+  ],
+};
+const variants = sets[SET];
+if (variants === undefined)
+  throw new Error(`BENCH_SET must be one of ${Object.keys(sets).join(', ')}, got ${SET}`);
+
+async function waitForPort(port: number): Promise<void> {
+  for (let i = 0; i < 600; i++) {
+    try {
+      await fetch(`http://127.0.0.1:${port}/api/x`);
+      return;
+    } catch {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+  throw new Error(`port ${port} did not open`);
+}
+
+function spawnPinned(cpus: string | undefined, args: string[], cwd: string, out: number | 'ignore') {
+  const [cmd, argv] = pinned(cpus, process.execPath, args);
+  const child = spawn(cmd, argv, { cwd, stdio: ['ignore', out, out] });
+  children.push(child);
+  return child;
+}
+
+async function main(): Promise<void> {
+  const up = await freePort();
+  spawnPinned(
+    LOADGEN_CPUS,
+    [
+      '-e',
+      `require('http').createServer((q,s)=>{s.writeHead(200,{'content-type':'text/plain','content-length':2});s.end('ok')}).listen(${up},'127.0.0.1')`,
+    ],
+    ROOT,
+    'ignore',
+  );
+  await waitForPort(up);
+  const targets: { v: Variant; url: string; pid: number | undefined; log: string | undefined }[] = [];
+  for (const [i, v] of variants.entries()) {
+    const port = await freePort();
+    if (v.root === undefined) {
+      const child = spawnPinned(
+        SERVER_CPUS,
+        [
+          '--import',
+          'tsx',
+          join(ROOT, 'bench/gateway/bare-proxy.ts'),
+          `http://127.0.0.1:${up}`,
+          String(port),
+        ],
+        ROOT,
+        'ignore',
+      );
+      await waitForPort(port);
+      targets.push({ v, url: `http://127.0.0.1:${port}/api/x`, pid: child.pid, log: undefined });
+      continue;
+    }
+    const yaml = join(dir, `gw-${i}.yaml`);
+    writeFileSync(yaml, `${BENCH_LIMITS_YAML}logging: ${v.logging}\nreload: { watch: false }\n`);
+    const log = join(dir, `gw-${i}.log`);
+    const fd = openSync(log, 'w');
+    const child = spawnPinned(
+      SERVER_CPUS,
+      [
+        '--import',
+        'tsx',
+        'packages/gateway/src/bin/sluice.ts',
+        'serve',
+        '--config',
+        yaml,
+        '--upstream',
+        `http://127.0.0.1:${up}`,
+        '--port',
+        String(port),
+        '--threads',
+        '1',
+      ],
+      v.root,
+      fd,
+    );
+    closeSync(fd);
+    await waitForPort(port);
+    targets.push({ v, url: `http://127.0.0.1:${port}/api/x`, pid: child.pid, log });
+  }
+  console.log(`${arrangement()}; set ${SET}; ${ROUNDS} rounds of ${SECONDS} s, ${CONNECTIONS} connections`);
+  for (const t of targets) await runLoad({ url: t.url, connections: CONNECTIONS, seconds: 1 }); // warm-up
+  const cpu: number[][] = targets.map(() => []);
+  const rps: number[][] = targets.map(() => []);
+  let failures = 0;
+  for (let round = 0; round < ROUNDS; round++) {
+    const order = round % 2 === 0 ? [...targets.keys()] : [...targets.keys()].reverse();
+    for (const i of order) {
+      const before = cpuSeconds(targets[i].pid) ?? 0;
+      const r = await runLoad({ url: targets[i].url, connections: CONNECTIONS, seconds: SECONDS });
+      const after = cpuSeconds(targets[i].pid) ?? 0;
+      failures += r.errors + r.non2xx;
+      cpu[i].push(((after - before) * 1e6) / r.total);
+      rps[i].push(r.rps);
+    }
+  }
+  const ref = targets.length - 1; // the bare proxy
+  const spread = (v: number[], d = 1) =>
+    `${median(v).toFixed(d)} (${Math.min(...v).toFixed(d)} to ${Math.max(...v).toFixed(d)})`;
+  const rows = targets.map((t, i) => {
+    const vsBare = cpu[i].map((c, r) => c / cpu[ref][r]);
+    const vsFirst = cpu[i].map((c, r) => c / cpu[0][r]);
+    const size = t.log === undefined ? '' : `${(statSync(t.log).size / 1e6).toFixed(1)} MB`;
+    return [
+      t.v.name,
+      spread(rps[i].map((x) => x / 1000)),
+      spread(cpu[i]),
+      spread(vsBare, 3),
+      spread(vsFirst, 3),
+      size,
+    ];
+  });
+  console.log(
+    table(
+      [
+        'target',
+        'k requests/s',
+        'CPU us per request',
+        'CPU / bare proxy (per round)',
+        `CPU / ${targets[0].v.name} (per round)`,
+        'log written',
+      ],
+      rows,
+    ),
+  );
+  console.log(`errors and non-2xx: ${failures}`);
+}
+
+main()
+  .catch((e) => {
+    console.error(e);
+    process.exitCode = 1;
+  })
+  .finally(() => {
+    for (const c of children) c.kill('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  });
