@@ -70,6 +70,8 @@ function stepsMs(policy: Policy, need: number): number {
 export function secondsUntilFull(policy: Policy, units: number, phase = 0): number {
   const deficit = policy.capacityUnits - units;
   if (deficit <= 0) return 0;
+  // A concurrency policy never refills by time: only releases fill it, so no time can be told.
+  if (policy.concurrent > 0) return 0;
   if (policy.stepMs === 0) return Math.ceil(deficit / policy.refillPerSecond);
   return Math.ceil((stepsMs(policy, deficit) - phase) / 1000);
 }
@@ -83,6 +85,8 @@ export function secondsUntilFull(policy: Policy, units: number, phase = 0): numb
 export function retryAfterSeconds(policy: Policy, units: number, cost: number, phase = 0): number {
   const need = cost * policy.unitsPerToken - units;
   if (need <= 0) return 1;
+  // A slot comes back when some request ends, at no time the bucket knows: the configured hint.
+  if (policy.concurrent > 0) return policy.retryAfterHint;
   const s =
     policy.stepMs === 0
       ? Math.ceil(need / policy.refillPerSecond)
@@ -99,6 +103,8 @@ export function retryAfterSeconds(policy: Policy, units: number, cost: number, p
 export function msUntil(policy: Policy, units: number, target: number, phase = 0): number {
   const need = target - units;
   if (need <= 0) return 0;
+  // Never by time for a concurrency policy (its debt is 0, so no reservation waits on it).
+  if (policy.concurrent > 0) return Number.MAX_SAFE_INTEGER;
   if (policy.stepMs === 0) return Math.ceil(need / policy.refillPerMs);
   return stepsMs(policy, need) - phase;
 }

@@ -12,7 +12,9 @@ import type { Policy } from './policy.js';
  */
 export function policyFingerprint(p: Policy): string {
   const q = p.queue;
-  return `${p.bucketName ?? p.name}\u0000${p.quota}\u0000${p.window}\u0000${p.burst}\u0000${p.shadow}\u0000${q?.limit ?? 0}\u0000${q?.maxWaitMs ?? 0}\u0000${p.stepMs}`;
+  const base = `${p.bucketName ?? p.name}\u0000${p.quota}\u0000${p.window}\u0000${p.burst}\u0000${p.shadow}\u0000${q?.limit ?? 0}\u0000${q?.maxWaitMs ?? 0}\u0000${p.stepMs}`;
+  // Only a concurrency policy adds a field, so the buckets of every rate policy keep their names across releases.
+  return p.concurrent > 0 ? `${base}\u0000c${p.concurrent}` : base;
 }
 
 /**

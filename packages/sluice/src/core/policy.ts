@@ -1,3 +1,4 @@
+import { defineConcurrencyPolicy } from './concurrency-policy.js';
 import {
   booleanOption,
   integerOption,
@@ -43,6 +44,13 @@ export interface PolicyOptions {
   readonly shadow?: boolean;
   /** Allow waiting for tokens within these bounds; absent means waits are refused at once. */
   readonly queue?: QueueOptions;
+  /**
+   * Counts requests in flight instead of requests per window: at most this many per key at once (integer >= 1),
+   * each held until its response ends. Excludes `quota`, `window`, `burst`, `refill` and `queue`.
+   */
+  readonly concurrent?: number;
+  /** With `concurrent`: the `Retry-After` seconds a refusal suggests (integer >= 1, default 1). */
+  readonly retryAfter?: number;
 }
 
 /**
@@ -87,6 +95,10 @@ export interface Policy {
    * so an overridden policy keeps its name in headers and bodies while its buckets stay apart from the base's.
    */
   readonly bucketName?: string;
+  /** Slots of a concurrency policy (requests in flight per key); 0 for a rate policy. */
+  readonly concurrent: number;
+  /** The `Retry-After` seconds a concurrency policy's refusal suggests; 0 for a rate policy. */
+  readonly retryAfterHint: number;
 }
 
 const KNOWN = ['name', 'quota', 'window', 'burst', 'shadow', 'queue', 'refill'];
@@ -106,6 +118,9 @@ const KNOWN = ['name', 'quota', 'window', 'burst', 'shadow', 'queue', 'refill'];
  */
 export function definePolicy(options: PolicyOptions, path = 'policy'): Policy {
   const o = objectOption(path, options);
+  if (o.concurrent !== undefined) {
+    return defineConcurrencyPolicy(o, path, booleanOption(`${path}.shadow`, o.shadow, false));
+  }
   rejectUnknownKeys(path, o, KNOWN);
   const name = stringOption(`${path}.name`, o.name);
   const refill = refillOption(path, o.refill);
@@ -160,6 +175,8 @@ export function definePolicy(options: PolicyOptions, path = 'policy'): Policy {
       stepMs === 0
         ? Math.ceil((capacityUnits + deepest) / quota)
         : Math.ceil((capacityUnits + deepest) / stepUnits) * stepMs,
+    concurrent: 0,
+    retryAfterHint: 0,
   });
 }
 

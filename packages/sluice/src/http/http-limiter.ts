@@ -9,6 +9,7 @@ import {
 } from '../core/index.js';
 import { OverrideApplier } from './apply-overrides.js';
 import type { ClientIpResolver } from './client-ip.js';
+import { hasSlots, holding } from './concurrency-hold.js';
 import { disconnectSignal } from './disconnect-signal.js';
 import type { HeaderMode } from './header-mode.js';
 import {
@@ -205,17 +206,23 @@ export function createHttpLimiter<R extends HttpRequestInfo = HttpRequestInfo>(
     }
     // The memory store answers at once: no closure and no promise on that path.
     if (!isPromiseLike(d)) {
-      return plan.queue !== undefined && mayWait(d)
-        ? waitInQueue(req, ip, plan, checks, key, identity, cost)
-        : writer.decided(req, plan, key, identity, d, ip);
+      const v =
+        plan.queue !== undefined && mayWait(d)
+          ? waitInQueue(req, ip, plan, checks, key, identity, cost)
+          : writer.decided(req, plan, key, identity, d, ip);
+      // Concurrency slots are held until the response ends: only such a request pays for the observer.
+      return hasSlots(checks) ? holding(v, limiter.store, checks, cost, o.onStoreError) : v;
     }
     const decided = plan;
     const decidedChecks = checks;
     return d.then(
-      (r) =>
-        decided.queue !== undefined && mayWait(r)
-          ? waitInQueue(req, ip, decided, decidedChecks, key, identity, cost)
-          : writer.decided(req, decided, key, identity, r, ip),
+      (r) => {
+        const v =
+          decided.queue !== undefined && mayWait(r)
+            ? waitInQueue(req, ip, decided, decidedChecks, key, identity, cost)
+            : writer.decided(req, decided, key, identity, r, ip);
+        return hasSlots(decidedChecks) ? holding(v, limiter.store, decidedChecks, cost, o.onStoreError) : v;
+      },
       (e: unknown) => storeFailed(req, ip, decided, key, e),
     );
   };

@@ -65,16 +65,32 @@ export function formatRateLimitPolicy(policies: readonly Policy[], options: Draf
     items.push([
       p.name,
       params(
-        [
-          ['q', sfInteger(p.quota)],
-          ['w', sfInteger(p.window)],
-        ],
+        p.concurrent > 0
+          ? concurrencyPolicyParams(p)
+          : [
+              ['q', sfInteger(p.quota)],
+              ['w', sfInteger(p.window)],
+            ],
         options.partitionKeys?.[i],
       ),
     ]);
   });
   return serializeList(items);
 }
+
+/**
+ * A concurrency policy's `RateLimit-Policy` parameters: `q` the slots in the draft's `concurrent-requests` unit,
+ * and no `w`, since a count of requests in flight has no window.
+ */
+function concurrencyPolicyParams(p: Policy): [string, BareItem][] {
+  return [
+    ['q', sfInteger(p.quota)],
+    ['qu', CONCURRENT_REQUESTS],
+  ];
+}
+
+/** The draft's quota unit of a concurrency policy. */
+const CONCURRENT_REQUESTS = 'concurrent-requests';
 
 /**
  * Formats `RateLimit` (draft-11): one String item per enforcing policy with `r` the whole tokens left (floor)
@@ -94,10 +110,13 @@ export function formatRateLimit(
     items.push([
       o.policy.name,
       params(
-        [
-          ['r', sfInteger(o.remaining)],
-          ['t', sfInteger(o.resetSeconds)],
-        ],
+        // A concurrency policy's slots come back when requests end, at no time it could tell: no `t`.
+        o.policy.concurrent > 0
+          ? [['r', sfInteger(o.remaining)]]
+          : [
+              ['r', sfInteger(o.remaining)],
+              ['t', sfInteger(o.resetSeconds)],
+            ],
         options.partitionKeys?.[i],
       ),
     ]);
@@ -239,7 +258,10 @@ export class HeaderPlan {
       const prefix = this.#prefixes[i];
       if (prefix === undefined) continue;
       const o = outcomes[i];
-      s += `${s === '' ? '' : ', '}${prefix}${sfInteger(o.remaining)};t=${sfInteger(o.resetSeconds)}`;
+      s +=
+        o.policy.concurrent > 0
+          ? `${s === '' ? '' : ', '}${prefix}${sfInteger(o.remaining)}`
+          : `${s === '' ? '' : ', '}${prefix}${sfInteger(o.remaining)};t=${sfInteger(o.resetSeconds)}`;
     }
     return s;
   }

@@ -49,15 +49,20 @@ export class PolicyRegistry {
       const f = this.#t.params;
       const o = index * PARAM_FLOATS;
       const stepped = f[o + 6] === 1;
-      p = definePolicy({
-        name: `shared#${index}`,
-        quota: f[o],
-        window: f[o + 1],
-        burst: f[o + 2],
-        shadow: f[o + 3] === 1,
-        queue: f[o + 4] > 0 ? { limit: f[o + 4], maxWaitMs: f[o + 5] } : undefined,
-        refill: stepped ? { tokens: f[o], every: f[o + 1] } : undefined,
-      });
+      // A concurrency policy: its slots, and no window (its retry hint is the caller's, never read from here).
+      const concurrent = f[o + 7];
+      p =
+        concurrent > 0
+          ? definePolicy({ name: `shared#${index}`, concurrent, shadow: f[o + 3] === 1 })
+          : definePolicy({
+              name: `shared#${index}`,
+              quota: f[o],
+              window: f[o + 1],
+              burst: f[o + 2],
+              shadow: f[o + 3] === 1,
+              queue: f[o + 4] > 0 ? { limit: f[o + 4], maxWaitMs: f[o + 5] } : undefined,
+              refill: stepped ? { tokens: f[o], every: f[o + 1] } : undefined,
+            });
       this.#byIndex[index] = p;
     }
     return p;
@@ -94,6 +99,7 @@ export class PolicyRegistry {
       f[o + 4] = policy.queue?.limit ?? 0;
       f[o + 5] = policy.queue?.maxWaitMs ?? 0;
       f[o + 6] = policy.stepMs > 0 ? 1 : 0;
+      f[o + 7] = policy.concurrent;
       Atomics.store(t.header, H_POLICY_COUNT, count + 1);
       return count;
     } finally {

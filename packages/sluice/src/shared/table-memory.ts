@@ -11,7 +11,7 @@ import { ErrorCode, SluiceError } from '../core/index.js';
  *   slots    Int32 x G*8*5  per slot: tag (policy index + 1, 0 = empty) and the key's 128-bit hash
  *   state    Float64 x G*8*2  per slot: units, last
  *   policies Int32 x P*4 (fingerprint hash), Float64 x P*8 (quota, window, burst, shadow, queue limit,
- *            queue wait, stepped)
+ *            queue wait, stepped, concurrent slots)
  */
 
 /** Slots per group: a key lives in one of two groups and never probes further. */

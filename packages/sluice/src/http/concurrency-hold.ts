@@ -1,0 +1,102 @@
+import type { Check, MaybePromise, RateLimitStore } from '../core/index.js';
+import { isPromiseLike, whenReady } from './maybe-promise.js';
+import { composeObservers, type ResponseObserver } from './response-observer.js';
+import type { Verdict } from './types.js';
+
+/**
+ * The slots an admitted request holds in its concurrency policies, given back exactly once when its response
+ * ends (completed, failed, timed out, or the client went away): the observer a concurrency rule puts on the
+ * verdict. A release is the store's `refund` of the request's cost to those buckets, never above their slots.
+ */
+export class ConcurrencyHold implements ResponseObserver {
+  #released = false;
+  readonly #store: RateLimitStore;
+  readonly #checks: readonly Check[];
+  readonly #cost: number;
+  readonly #onError: ((error: unknown) => void) | undefined;
+
+  /**
+   * @param store - the store that took the slots.
+   * @param checks - the request's concurrency checks (and only those).
+   * @param cost - the tokens the request took, so as many go back.
+   * @param onError - told when a remote store fails to take a release (its lease then gives the slot back).
+   */
+  constructor(
+    store: RateLimitStore,
+    checks: readonly Check[],
+    cost: number,
+    onError?: (error: unknown) => void,
+  ) {
+    this.#store = store;
+    this.#checks = checks;
+    this.#cost = cost;
+    this.#onError = onError;
+  }
+
+  /** Whether the slots went back already. */
+  get released(): boolean {
+    return this.#released;
+  }
+
+  end(): void {
+    if (this.#released) return;
+    this.#released = true;
+    try {
+      const r = this.#store.refund(this.#checks, this.#cost);
+      if (isPromiseLike(r)) r.then(undefined, (e: unknown) => this.#onError?.(e));
+    } catch (e) {
+      this.#onError?.(e);
+    }
+  }
+}
+
+/** Whether any of a request's checks is of a concurrency policy: one pass, no allocation. */
+export function hasSlots(checks: readonly Check[]): boolean {
+  for (let i = 0; i < checks.length; i++) if (checks[i].policy.concurrent > 0) return true;
+  return false;
+}
+
+/**
+ * The verdict of a request whose checks hold slots of a concurrency policy: the same verdict with a
+ * {@link ConcurrencyHold} as (part of) its observer when it was admitted and the store took the slots. A request
+ * without a concurrency check is returned as it is, after one pass over its checks (no allocation).
+ *
+ * @param v - the verdict.
+ * @param store - the store that decided it.
+ * @param checks - the checks it decided (after overrides).
+ * @param cost - the tokens it took.
+ * @param onError - told when a release fails.
+ */
+export function holdSlots(
+  v: Verdict,
+  store: RateLimitStore,
+  checks: readonly Check[],
+  cost: number,
+  onError?: (error: unknown) => void,
+): Verdict {
+  let n = 0;
+  for (let i = 0; i < checks.length; i++) if (checks[i].policy.concurrent > 0) n++;
+  // Nothing taken: a refusal (all or nothing), or an admission the store could not decide (failure mode open).
+  if (n === 0 || v.action !== 'allow' || v.decision?.reason !== 'allowed') return v;
+  const held = n === checks.length ? checks : checks.filter((c) => c.policy.concurrent > 0);
+  return { ...v, observer: composeObservers(new ConcurrencyHold(store, held, cost, onError), v.observer) };
+}
+
+/**
+ * {@link holdSlots} of a verdict now or later (a queue's wait, a remote store's answer).
+ *
+ * @param v - the verdict or its promise.
+ * @param store - the store that decided it.
+ * @param checks - the checks it decided.
+ * @param cost - the tokens it took.
+ * @param onError - told when a release fails.
+ */
+export function holding(
+  v: MaybePromise<Verdict>,
+  store: RateLimitStore,
+  checks: readonly Check[],
+  cost: number,
+  onError?: (error: unknown) => void,
+): MaybePromise<Verdict> {
+  return whenReady(v, (x) => holdSlots(x, store, checks, cost, onError));
+}
