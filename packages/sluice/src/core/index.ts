@@ -52,6 +52,6 @@ export {
   type QueueOptions,
   type RefillOptions,
 } from './policy.js';
-export { isSettleDelta, settledUnits } from './settle-math.js';
+export { settledUnits } from './settle-math.js';
 export { SingleDecision } from './single-decision.js';
 export type { Check, MaybePromise, RateLimitStore } from './store.js';

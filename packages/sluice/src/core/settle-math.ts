@@ -27,12 +27,3 @@ export function settledUnits(policy: Policy, units: number, deltaTokens: number)
   const floor = Math.min(units, -policy.settleDebtUnits);
   return Math.max(units - Math.min(deltaTokens, most) * policy.unitsPerToken, floor);
 }
-
-/**
- * Checks a settlement's delta: an integer (negative, zero or positive) below 2^53 in magnitude.
- *
- * @returns true when the delta may be settled.
- */
-export function isSettleDelta(deltaTokens: number): boolean {
-  return Number.isSafeInteger(deltaTokens);
-}

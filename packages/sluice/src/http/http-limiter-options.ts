@@ -22,6 +22,7 @@ import {
   type TargetOptions,
 } from './request-target.js';
 import { type CompiledRule, compileRule, type RuleOptions } from './rules.js';
+import type { SettleEvents } from './settle-observer.js';
 import type { HeaderPair, HttpRequestInfo, Identity } from './types.js';
 
 /** The endpoints exempt by default: health, readiness, metrics and `.well-known`. */
@@ -134,6 +135,11 @@ export interface HttpLimiterOptions<R extends HttpRequestInfo = HttpRequestInfo>
    * waited (`recordQueueWait`). Decisions are not recorded here: the caller records the verdict's decision.
    */
   readonly queueMetrics?: Pick<LimiterMetrics, 'setQueueLength' | 'recordQueueWait'>;
+  /**
+   * Where costs settled from responses are reported (rules with `settle` or `count`): the units charged per
+   * policy and the answers whose cost could not be read. A metrics sink (`PrometheusMetrics`) is one.
+   */
+  readonly settleMetrics?: SettleEvents;
 }
 
 /** The options of a limiter, validated and compiled once. */
@@ -162,6 +168,7 @@ export interface ResolvedHttpLimiterOptions<R extends HttpRequestInfo> {
   readonly identify: HttpLimiterOptions<R>['identify'];
   readonly onStoreError: ((error: unknown) => void) | undefined;
   readonly queueMetrics: Pick<LimiterMetrics, 'setQueueLength' | 'recordQueueWait'> | undefined;
+  readonly settleMetrics: SettleEvents | undefined;
 }
 
 const KNOWN = [
@@ -184,6 +191,7 @@ const KNOWN = [
   'identify',
   'onStoreError',
   'queueMetrics',
+  'settleMetrics',
 ];
 
 const NOT_COUNTED = new Set(['token_expired', 'use_dpop_nonce']);
@@ -251,6 +259,10 @@ export function resolveHttpLimiterOptions<R extends HttpRequestInfo>(
             LimiterMetrics,
             'setQueueLength' | 'recordQueueWait'
           >),
+    settleMetrics:
+      o.settleMetrics === undefined
+        ? undefined
+        : (objectOption('settleMetrics', o.settleMetrics) as SettleEvents),
   });
 }
 

@@ -23,7 +23,9 @@ import { requestIpKey } from './keys.js';
 import { isPromiseLike, whenReady } from './maybe-promise.js';
 import { HeaderPlan } from './rate-limit-headers.js';
 import type { CanonicalTarget } from './request-target.js';
+import { composeObservers } from './response-observer.js';
 import { type RulePlan, RulePlans } from './rule-plans.js';
+import type { SettlePlan } from './settle-plan.js';
 import type { HttpRequestInfo, Identity, Verdict } from './types.js';
 import { type DecidedFacts, VerdictWriter } from './verdicts.js';
 
@@ -209,7 +211,9 @@ export function createHttpLimiter<R extends HttpRequestInfo = HttpRequestInfo>(
       const v =
         plan.queue !== undefined && mayWait(d)
           ? waitInQueue(req, ip, plan, checks, key, identity, cost)
-          : writer.decided(req, plan, key, identity, d, ip);
+          : plan.settle !== undefined && d.reason !== 'store_unavailable'
+            ? settling(req, ip, plan, checks, key, identity, cost, d)
+            : writer.decided(req, plan, key, identity, d, ip);
       // Concurrency slots are held until the response ends: only such a request pays for the observer.
       return hasSlots(checks) ? holding(v, limiter.store, checks, cost, o.onStoreError) : v;
     }
@@ -220,11 +224,43 @@ export function createHttpLimiter<R extends HttpRequestInfo = HttpRequestInfo>(
         const v =
           decided.queue !== undefined && mayWait(r)
             ? waitInQueue(req, ip, decided, decidedChecks, key, identity, cost)
-            : writer.decided(req, decided, key, identity, r, ip);
+            : decided.settle !== undefined && r.reason !== 'store_unavailable'
+              ? settling(req, ip, decided, decidedChecks, key, identity, cost, r)
+              : writer.decided(req, decided, key, identity, r, ip);
         return hasSlots(decidedChecks) ? holding(v, limiter.store, decidedChecks, cost, o.onStoreError) : v;
       },
       (e: unknown) => storeFailed(req, ip, decided, key, e),
     );
+  };
+
+  /**
+   * An admission over a plan whose rules settle a cost from the response or count only some responses: their
+   * reservations are taken (a request they cannot cover is refused up front) and the verdict carries the
+   * observer that settles the difference when the response ends. A denial waits for the reservation too.
+   */
+  const settling = (
+    req: R,
+    ip: string | undefined,
+    plan: RulePlan,
+    checks: readonly Check[],
+    key: string,
+    identity: Identity | undefined,
+    cost: number,
+    d: Decision,
+  ): MaybePromise<Verdict> => {
+    const sp = plan.settle as SettlePlan;
+    const store = limiter.store;
+    if (!d.allowed) {
+      return whenReady(sp.refused(store, req, checks, cost, d), (r) =>
+        writer.decided(req, plan, key, identity, r, ip),
+      );
+    }
+    return whenReady(sp.admit(store, req, checks, cost, d), (a): Verdict => {
+      const v = writer.decided(req, plan, key, identity, a.decision, ip);
+      if (!a.decision.allowed) return v;
+      const mine = sp.observer(store, checks, a.admitted, o.settleMetrics, o.onStoreError);
+      return { ...v, observer: composeObservers(v.observer, mine) };
+    });
   };
 
   // Requests waiting now, per queueing policy: the queue length metric.

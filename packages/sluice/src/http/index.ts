@@ -1,5 +1,7 @@
 export { type ClientIpResolver, createClientIpResolver, parseTrustedProxies } from './client-ip.js';
 export { isValidCorrelationId } from './correlation-id.js';
+export type { CostSettlement, SettleOptions } from './cost-settlement.js';
+export { CountFilter, type CountOption } from './count-filter.js';
 export { closesAfterDenial, DENIAL_DRAIN_LIMIT } from './denial-connection.js';
 export {
   type ContinueServer,
@@ -50,4 +52,5 @@ export {
   type ResponseObserver,
 } from './response-observer.js';
 export type { RuleOptions } from './rules.js';
+export type { SettleEvents } from './settle-observer.js';
 export type { HeaderPair, HttpRequestInfo, Identity, Verdict } from './types.js';

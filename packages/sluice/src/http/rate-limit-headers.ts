@@ -33,6 +33,11 @@ export interface DraftHeaderOptions {
    * {@link partitionKeyOf}: a hash of the bucket key, never the key itself. `undefined` entries carry none.
    */
   readonly partitionKeys?: readonly (Uint8Array | undefined)[];
+  /**
+   * Quota units (`qu`), one per policy in the same order: `content-bytes` for a policy whose cost is the bytes of
+   * the response; `undefined` entries are counted in requests, the draft's default, and carry none.
+   */
+  readonly quotaUnits?: readonly (string | undefined)[];
 }
 
 function params(entries: [string, BareItem][], pk: Uint8Array | undefined): Map<string, BareItem> {
@@ -67,10 +72,16 @@ export function formatRateLimitPolicy(policies: readonly Policy[], options: Draf
       params(
         p.concurrent > 0
           ? concurrencyPolicyParams(p)
-          : [
-              ['q', sfInteger(p.quota)],
-              ['w', sfInteger(p.window)],
-            ],
+          : options.quotaUnits?.[i] === undefined
+            ? [
+                ['q', sfInteger(p.quota)],
+                ['w', sfInteger(p.window)],
+              ]
+            : [
+                ['q', sfInteger(p.quota)],
+                ['qu', options.quotaUnits[i] as string],
+                ['w', sfInteger(p.window)],
+              ],
         options.partitionKeys?.[i],
       ),
     ]);
@@ -243,9 +254,10 @@ export class HeaderPlan {
   readonly policyPair: HeaderPair;
   readonly #prefixes: readonly (string | undefined)[];
 
-  constructor(policies: readonly Policy[]) {
+  /** @param quotaUnits - per policy, its `qu` (`content-bytes`), or `undefined` for requests. */
+  constructor(policies: readonly Policy[], quotaUnits?: readonly (string | undefined)[]) {
     this.policies = policies;
-    this.policyValue = formatRateLimitPolicy(policies);
+    this.policyValue = formatRateLimitPolicy(policies, { quotaUnits });
     this.policyPair = Object.freeze([HeaderName.RateLimitPolicy, this.policyValue] as const);
     // serializeItem quotes and escapes the name once; only r and t vary per request.
     this.#prefixes = policies.map((p) => (p.shadow ? undefined : `${serializeItem(p.name)};r=`));

@@ -4,6 +4,7 @@ import { requestIpKey } from './keys.js';
 import { type EndpointPattern, PathSegments } from './path-pattern.js';
 import { HeaderPlan, legacyPolicyName } from './rate-limit-headers.js';
 import type { CompiledRule } from './rules.js';
+import { SettlePlan } from './settle-plan.js';
 import type { HttpRequestInfo, Identity } from './types.js';
 
 /** The precomputed state of one combination of matching rules. */
@@ -28,6 +29,8 @@ export interface RulePlan {
   readonly queue: Policy | undefined;
   /** The 429 problem `code` per policy, from the rule that keys it; `undefined` when no rule sets one. */
   readonly problemCodes: ReadonlyMap<Policy, string> | undefined;
+  /** The rules that settle a cost from the response or count only some responses; `undefined` when none. */
+  readonly settle: SettlePlan | undefined;
 }
 
 /** Plans are cached per combination of matching rules up to this many combinations. */
@@ -251,17 +254,24 @@ export class RulePlans {
       names: Object.freeze(matched.map((r) => r.name)),
       keyedBy,
       policies,
-      header: new HeaderPlan(policies),
+      header: new HeaderPlan(policies, quotaUnits(keyedBy)),
       captures: matched.some((r) => r.captures),
       cost,
       legacyNames: new Map(policies.map((p) => [p, legacyPolicyName(p.name)])),
       denied: 'limited',
       queue: policies.find((p) => p.queue !== undefined),
       problemCodes,
+      settle: SettlePlan.of(keyedBy),
     });
     if (this.#plans.size < MAX_PLANS) this.#plans.set(id, plan);
     return plan;
   }
+}
+
+/** Per check, its `qu` in RateLimit-Policy: `content-bytes` where the rule settles bytes; none when no rule does. */
+function quotaUnits(keyedBy: readonly CompiledRule[]): (string | undefined)[] | undefined {
+  if (!keyedBy.some((r) => r.settle?.source === 'bytes')) return undefined;
+  return keyedBy.map((r) => (r.settle?.source === 'bytes' ? 'content-bytes' : undefined));
 }
 
 function withCaptures(req: HttpRequestInfo, plan: RulePlan): HttpRequestInfo {

@@ -6,6 +6,8 @@ import {
   type Policy,
   rejectUnknownKeys,
 } from '../core/index.js';
+import { type CostSettlement, compileSettlement, type SettleOptions } from './cost-settlement.js';
+import { CountFilter, type CountOption } from './count-filter.js';
 import { compileKey, type KeyDeriver, type KeySpec } from './keys.js';
 import {
   compilePathPattern,
@@ -54,6 +56,16 @@ export interface RuleOptions {
    * served first.
    */
   readonly queueOrder?: 'fifo';
+  /**
+   * A cost known only when the response ends (an upstream header, bytes, a JSON field such as the tokens a model
+   * spent), settled with the rule's policies then: see {@link SettleOptions}.
+   */
+  readonly settle?: SettleOptions;
+  /**
+   * Which responses count against the rule's policies: `failed` (400 and above), `successful` (below 400) or
+   * statuses and ranges. The token is taken at admission and given back when the response does not count.
+   */
+  readonly count?: CountOption;
 }
 
 /** A rule compiled once: matchers, policies and key deriver. */
@@ -70,6 +82,10 @@ export interface CompiledRule {
   readonly problemCode: string | undefined;
   /** True when the rule's path pattern captures parameters. */
   readonly captures: boolean;
+  /** The cost settled from the response, or `undefined`. */
+  readonly settle: CostSettlement | undefined;
+  /** Which responses count, or `undefined` for all. */
+  readonly count: CountFilter | undefined;
   /** True when method, path, operation and tier conditions hold; `identity` defaults to the request's. */
   match(request: HttpRequestInfo, identity?: Identity): boolean;
 }
@@ -85,6 +101,8 @@ const KNOWN = [
   'cost',
   'problemCode',
   'queueOrder',
+  'settle',
+  'count',
 ];
 const PROBLEM_CODE = /^[A-Za-z0-9_.:-]{1,64}$/;
 
@@ -163,6 +181,8 @@ export function compileRule(options: RuleOptions, limiter: Limiter, path: string
     cost,
     problemCode: o.problemCode as string | undefined,
     captures: ep !== undefined && ep.pattern.params.length > 0,
+    settle: o.settle === undefined ? undefined : compileSettlement(o.settle, `${path}.settle`),
+    count: o.count === undefined ? undefined : new CountFilter(o.count, `${path}.count`),
     match,
   });
 }

@@ -6,3 +6,4 @@ export {
   prometheusMetricNames,
 } from './prometheus-metric-names.js';
 export { PrometheusMetrics } from './prometheus-metrics.js';
+export { PrometheusSettleMetrics, type PrometheusSettleMetricsOptions } from './settle-metrics.js';
