@@ -120,6 +120,8 @@ describe('deploy/kubernetes', () => {
     const loaded = loadConfigFile(file, { env: { SLUICE_ADMIN_TOKEN: 'a-token-of-at-least-16-characters' } });
     if (!loaded.ok) throw new Error(JSON.stringify(loaded.violations));
     const c = loaded.config;
+    // The one warning is expected: the admin listener on the pod's address, kept in the cluster by the NetworkPolicy.
+    expect(loaded.warnings.map((w) => w.code)).toEqual(['W_ADMIN_PLAINTEXT_PUBLIC']);
     expect(c.server.host).toBe('0.0.0.0');
     expect(c.server.port).toBe(portOf('http'));
     expect(c.admin?.port).toBe(portOf('admin'));
