@@ -5,6 +5,7 @@ import type { CorsConfig } from './cors-config.js';
 import type { DecisionConfig } from './decision-config.js';
 import type { EnvoyConfig } from './envoy-config.js';
 import type { QuotaConfig } from './quota-config.js';
+import type { ConcurrencyConfig } from './resolve-concurrency.js';
 import type { RequestLogging } from './request-logging.js';
 
 /** Waiting for tokens instead of a refusal at once (`queue` of a tier or endpoint rule). */
@@ -34,6 +35,8 @@ export interface TierConfig {
   readonly queue?: QueueConfig | undefined;
   /** The 429 problem `code` of the tier's policies; `undefined` for `rate_limited`. */
   readonly problemCode?: string | undefined;
+  /** Requests of one client in flight at once (`concurrentRequests`); `undefined` for no such limit. */
+  readonly concurrency?: ConcurrencyConfig | undefined;
 }
 
 /** A per-endpoint rule: its own bucket per client key, checked with the tier's buckets. */
@@ -60,6 +63,11 @@ export interface EndpointRule {
   readonly queue?: QueueConfig | undefined;
   /** The 429 problem `code` of the rule's policy; `undefined` for `rate_limited`. */
   readonly problemCode?: string | undefined;
+  /**
+   * A concurrency rule (`concurrent`): requests of one client in flight at once on the endpoint, instead of
+   * `limit` per window (then 0); `undefined` for a rate rule.
+   */
+  readonly concurrency?: ConcurrencyConfig | undefined;
 }
 
 /**

@@ -25,6 +25,7 @@ import { resolveRequestLogging } from './request-logging.js';
 import { connectionScopeIssues, resolveClasses } from './resolve-classes.js';
 import { resolveIdentity } from './resolve-identity.js';
 import { resolvePenalty } from './resolve-penalty.js';
+import { resolveRuleConcurrency, resolveTierConcurrency } from './resolve-concurrency.js';
 import { resolveQueue } from './resolve-queue.js';
 import { resolveRuleRefill } from './resolve-refill.js';
 import { exactRange, patternIssue, policyNameIssue } from './rule-issues.js';
@@ -95,6 +96,7 @@ export function resolveConfig(
       perHour: unlimited ? undefined : t.requestsPerHour,
       shadow: t.shadow === true,
       ...resolveQueue(t, path, issues),
+      ...resolveTierConcurrency(t, rl, path, issues),
     });
   }
   const defaultTier = rl.defaultTier as string;
@@ -140,7 +142,7 @@ export function resolveConfig(
         limit = c.perMinute;
         burst = c.burst;
       }
-    } else if (e.refill === undefined) {
+    } else if (e.refill === undefined && e.concurrent === undefined) {
       if (e.limit === undefined)
         issues.push({ path, message: 'missing required key "limit" (or name a "class")' });
       if (e.window === undefined)
@@ -187,6 +189,7 @@ export function resolveConfig(
         className,
         shadow: e.shadow === true,
         ...resolveQueue(e, path, issues),
+        ...resolveRuleConcurrency(e, rl, path, issues),
       }),
     );
   });

@@ -9,9 +9,13 @@ import {
 } from 'sluice';
 import type { HttpLimiterOptions, HttpRequestInfo, RuleOptions } from 'sluice/http';
 import type { GatewayConfig, QueueConfig, TierConfig } from '../config/gateway-config.js';
+import type { ConcurrencyConfig } from '../config/resolve-concurrency.js';
 
 /** The suffix of a tier's per-hour policy name: tier `standard` has policies `standard` and `standard.hour`. */
 export const HOUR_SUFFIX = '.hour';
+
+/** The suffix of a tier's concurrency policy name: `concurrentRequests` of tier `free` is `free.concurrent`. */
+export const CONCURRENT_SUFFIX = '.concurrent';
 
 /** The prefix of the rule that carries a tier's buckets; endpoint rule names never start with it. */
 export const TIER_RULE_PREFIX = 'tier:';
@@ -98,6 +102,22 @@ export class GatewayLimits {
       );
       return name;
     };
+    // A concurrency policy: slots per key, reused on reload while its slots and hint are unchanged, so requests in
+    // flight across a reload give their slots back to the buckets they took them from.
+    const slots = (name: string, c: ConcurrencyConfig, shadow = false): string => {
+      if (byName.has(name)) return name;
+      const old = reuse.get(name);
+      const same =
+        old !== undefined &&
+        old.concurrent === c.slots &&
+        old.retryAfterHint === c.retryAfterSeconds &&
+        old.shadow === shadow;
+      byName.set(
+        name,
+        same ? old : definePolicy({ name, concurrent: c.slots, retryAfter: c.retryAfterSeconds, shadow }),
+      );
+      return name;
+    };
     const rules: RuleOptions[] = [];
     const tiers = new Map<string, TierConfig>();
     for (const tier of Object.values(config.tiers)) {
@@ -108,6 +128,8 @@ export class GatewayLimits {
       // once (within the minute bucket) and regains requestsPerHour / 3600 per second (docs/DECISIONS.md).
       if (tier.perHour !== undefined)
         names.push(policy(`${tier.name}${HOUR_SUFFIX}`, tier.perHour, 3600, tier.perHour, tier.shadow));
+      if (tier.concurrency !== undefined)
+        names.push(slots(`${tier.name}${CONCURRENT_SUFFIX}`, tier.concurrency, tier.shadow));
       rules.push({
         name: `${TIER_RULE_PREFIX}${tier.name}`,
         tier: tier.name,
@@ -123,7 +145,17 @@ export class GatewayLimits {
         ...(rule.methods === undefined ? {} : { methods: rule.methods }),
         // Rules naming one class share its policy: the first rule's queue settings are the policy's.
         policies: [
-          policy(rule.name, rule.limit, rule.windowSeconds, rule.burst, rule.shadow, rule.queue, rule.refill),
+          rule.concurrency === undefined
+            ? policy(
+                rule.name,
+                rule.limit,
+                rule.windowSeconds,
+                rule.burst,
+                rule.shadow,
+                rule.queue,
+                rule.refill,
+              )
+            : slots(rule.name, rule.concurrency, rule.shadow),
         ],
         ...(rule.problemCode === undefined ? {} : { problemCode: rule.problemCode }),
         // A rule naming a class keys by the class's kind (rl.webhook_in by webhook_id, rl.read by principal).

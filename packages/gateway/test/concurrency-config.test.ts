@@ -1,0 +1,83 @@
+import { join } from 'node:path';
+import { MemoryStore } from 'sluice/memory';
+import { afterAll, describe, expect, it } from 'vitest';
+import { loadConfigText } from '../src/config/load-config.js';
+import type { Violation } from '../src/config/violation.js';
+import { GatewayLimits } from '../src/limits/gateway-limits.js';
+import { tempDir } from './support.js';
+
+const tmp = tempDir();
+afterAll(() => tmp.cleanup());
+
+function load(yaml: string) {
+  return loadConfigText(yaml, join(tmp.dir, 'c.yaml'), { env: {} });
+}
+
+function violations(yaml: string): string[] {
+  const r = load(yaml);
+  expect(r.ok).toBe(false);
+  return [...(r as { violations: readonly Violation[] }).violations].map(
+    (x) => `${x.line}:${x.column} ${x.path}: ${x.message}`,
+  );
+}
+
+const GOOD = `rateLimiting:
+  defaultTier: free
+  concurrencyRetryAfter: 2s
+  tiers:
+    free: { requestsPerMinute: 60, concurrentRequests: 20 }
+  endpoints:
+    - pattern: /api/reports/*
+      concurrent: 2
+`;
+
+describe('concurrency limits in the configuration', () => {
+  it('gives a tier a concurrency policy beside its minute bucket, and an endpoint rule one of its own', () => {
+    const r = load(GOOD);
+    if (!r.ok) throw new Error(JSON.stringify(r.violations));
+    const limits = new GatewayLimits(r.config, new MemoryStore({ sweepIntervalMs: 0 }));
+    const byName = new Map(limits.limiter.policies.map((p) => [p.name, p]));
+    expect(byName.get('free.concurrent')).toMatchObject({ concurrent: 20, retryAfterHint: 2 });
+    expect(byName.get('/api/reports/*')).toMatchObject({ concurrent: 2, retryAfterHint: 2 });
+    expect(byName.get('free')).toMatchObject({ concurrent: 0, quota: 60, window: 60 });
+    const tierRule = limits.options.rules?.find((x) => x.name === 'tier:free');
+    expect(tierRule?.policies).toEqual(['free', 'free.concurrent']);
+    // A reload with the same limits keeps the policy objects, so slots held across it are given back to them.
+    const again = new GatewayLimits(r.config, new MemoryStore({ sweepIntervalMs: 0 }), limits);
+    expect(again.limiter.policies.find((p) => p.name === 'free.concurrent')).toBe(
+      byName.get('free.concurrent'),
+    );
+  });
+
+  it('refuses a concurrency unit on a rule with a window, at its line', () => {
+    expect(
+      violations(`rateLimiting:
+  defaultTier: free
+  tiers:
+    free: { requestsPerMinute: 60 }
+  endpoints:
+    - pattern: /api/reports/*
+      concurrent: 2
+      window: 60s
+`),
+    ).toEqual([
+      '8:7 rateLimiting.endpoints[0].window: "window" cannot be combined with "concurrent": a count of requests in flight has no window; give the rate limit a rule of its own',
+    ]);
+  });
+
+  it('refuses zero or negative slots, and concurrentRequests on an unlimited tier', () => {
+    const zero = violations(GOOD.replace('concurrent: 2', 'concurrent: 0'));
+    expect(zero.join('\n')).toMatch(/^8:19 rateLimiting\.endpoints\[0\]\.concurrent: /);
+    const negative = violations(GOOD.replace('concurrentRequests: 20', 'concurrentRequests: -1'));
+    expect(negative.join('\n')).toMatch(/^5:56 rateLimiting\.tiers\.free\.concurrentRequests: /);
+    expect(
+      violations(`rateLimiting:
+  defaultTier: free
+  tiers:
+    free: { unlimited: true, concurrentRequests: 5 }
+`),
+    ).toEqual([
+      '4:50 rateLimiting.tiers.free.concurrentRequests: an unlimited tier is exempt from every limit, concurrency included: remove concurrentRequests or unlimited',
+    ]);
+  });
+});
