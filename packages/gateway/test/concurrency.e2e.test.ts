@@ -136,6 +136,10 @@ describe('concurrency limits at the gateway', () => {
     expect((await one).status).toBe(200);
     const many = Array.from({ length: N }, () => rawGet(url, '/api/reports/h'));
     await hold.holding(N);
+    // The gauges of /metrics: the requests in flight under the policy, and its slots.
+    const metrics = (await send(agent, `${url}/metrics`)).text;
+    expect(metrics).toContain('sluice_in_flight_requests{policy="reports"} 3');
+    expect(metrics).toContain('sluice_in_flight_limit{policy="reports"} 3');
     const denied = await send(agent, `${url}/api/reports/x`);
     expect(denied.status).toBe(429);
     expect(denied.headers['retry-after']).toBe('2');

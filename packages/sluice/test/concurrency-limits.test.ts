@@ -1,7 +1,12 @@
 import { createServer, get as httpGet, type IncomingMessage, type ServerResponse } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { Limiter, ManualClock } from '../src/core/index.js';
-import { createHttpLimiter, type HttpRequestInfo, type Verdict } from '../src/http/index.js';
+import {
+  createHttpLimiter,
+  type HttpRequestInfo,
+  inFlightRequests,
+  type Verdict,
+} from '../src/http/index.js';
 import { MemoryStore } from '../src/memory/index.js';
 import { withRateLimit } from '../src/node/node-adapter.js';
 import { listen } from './support/adapter-fixtures.js';
@@ -68,9 +73,13 @@ describe('concurrency policies over HTTP', () => {
     expect(c.headers).toContainEqual(['RateLimit', '"rl";r=98;t=1, "reports";r=0']);
     // Another client has slots of its own.
     expect((http.evaluate(request('/api/reports/4', '192.0.2.2')) as Verdict).action).toBe('allow');
+    // The process-wide gauge counts every key's requests in flight.
+    const reports = http.limiter.policy('reports');
+    expect(inFlightRequests(reports)).toBe(3);
     // An end gives the slot back, once: a second end changes nothing.
     a.observer?.end(END);
     a.observer?.end(END);
+    expect(inFlightRequests(reports)).toBe(2);
     const d = http.evaluate(request('/api/reports/5')) as Verdict;
     expect(d.action).toBe('allow');
     expect((http.evaluate(request('/api/reports/6')) as Verdict).action).toBe('deny');

@@ -20,6 +20,7 @@ import {
 import { LimitedKeyFacts } from '../dashboard/limited-key-facts.js';
 import { createLogger, type Logger } from '../log/create-logger.js';
 import { logConfigWarnings } from '../log/log-config-warnings.js';
+import { inFlightGauges } from '../metrics/in-flight-gauges.js';
 import { TappedMetrics } from '../metrics/tapped-metrics.js';
 import { UpstreamProxy } from '../proxy/upstream-proxy.js';
 import { TenantQuota } from '../quota/tenant-quota.js';
@@ -192,6 +193,11 @@ export class Gateway extends EventEmitter {
       logger: this.logger,
       // Quota buckets are wall-clock time, shared by a fleet through Redis.
       clock: { now: () => now(), sleep: (ms, signal) => wallClock.sleep(ms, signal) },
+    });
+    inFlightGauges({
+      runtime: () => this.#reloads.runtime,
+      registry: this.metrics.registry,
+      prefix: config.metrics.prefix,
     });
     this.#limits = connectionLimits({
       runtime: () => this.#reloads.runtime,

@@ -23,6 +23,8 @@ export function aggregateThreadMetrics(perThread: readonly ThreadMetrics[], pref
 
 function aggregatorOf(name: string, type: string, prefix: string): Aggregator {
   if (name.startsWith(`${prefix}_process_`) || name.startsWith(`${prefix}_nodejs_`)) return 'first';
-  if (type === 'gauge') return name === `${prefix}_queue_length` ? 'sum' : 'max';
+  // Each thread has its own queues and its own requests in flight (the slots themselves are one shared count).
+  if (type === 'gauge')
+    return name === `${prefix}_queue_length` || name === `${prefix}_in_flight_requests` ? 'sum' : 'max';
   return 'sum';
 }

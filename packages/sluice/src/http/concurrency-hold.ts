@@ -1,4 +1,5 @@
 import type { Check, MaybePromise, RateLimitStore } from '../core/index.js';
+import { addInFlight } from './in-flight-tally.js';
 import { isPromiseLike, whenReady } from './maybe-promise.js';
 import { composeObservers, type ResponseObserver } from './response-observer.js';
 import type { Verdict } from './types.js';
@@ -31,6 +32,7 @@ export class ConcurrencyHold implements ResponseObserver {
     this.#checks = checks;
     this.#cost = cost;
     this.#onError = onError;
+    for (let i = 0; i < checks.length; i++) addInFlight(checks[i].policy, 1);
   }
 
   /** Whether the slots went back already. */
@@ -41,6 +43,7 @@ export class ConcurrencyHold implements ResponseObserver {
   end(): void {
     if (this.#released) return;
     this.#released = true;
+    for (let i = 0; i < this.#checks.length; i++) addInFlight(this.#checks[i].policy, -1);
     try {
       const r = this.#store.refund(this.#checks, this.#cost);
       if (isPromiseLike(r)) r.then(undefined, (e: unknown) => this.#onError?.(e));
