@@ -1,6 +1,7 @@
 import {
   checkOverrideReason,
   describeOverride,
+  keepsOverride,
   liveOverrides,
   type OverrideChange,
   type OverrideRule,
@@ -80,6 +81,46 @@ export class OverrideControl {
     await this.#store.set(rule, change);
     this.#audit(change, `override set: ${describeOverride(rule)}`);
     return rule;
+  }
+
+  /**
+   * Sets a rule no operator asked for (a penalty block): it never replaces an operator's rule in force with the
+   * same id (a block stays as long and as strict as the operator set it, a `limit` stays in force), and its
+   * change goes to the automatic history, so that a flood of them never pushes an operator's change out.
+   *
+   * @returns the rule as stored, or `undefined` when an operator's rule holds that id.
+   * @throws as {@link OverrideControl.set}.
+   */
+  async setAutomatic(body: unknown, who: string): Promise<OverrideRule | undefined> {
+    const now = this.#now();
+    const rule = this.#validated(body, now, who);
+    if (keepsOverride(this.#known(rule.id), rule, now)) return undefined;
+    const change: OverrideChange = { action: 'set', id: rule.id, rule, who, at: now, reason: rule.reason };
+    if ((await this.#store.set(rule, change, { automatic: true })) === false) return undefined;
+    this.#audit(change, `override set: ${describeOverride(rule)}`);
+    return rule;
+  }
+
+  /**
+   * True once the rules in the store are known: false on a gateway whose Redis has not answered since it
+   * started, whose listings would otherwise show no rule where rules may exist.
+   */
+  get loaded(): boolean {
+    return this.#store.loaded !== false;
+  }
+
+  /**
+   * True when a rule in force with this id was set by someone other than `who`: an automatic rule of `who` would
+   * leave it in place, so there is no point in asking the store.
+   */
+  heldByOther(id: string, who: string): boolean {
+    const known = this.#known(id);
+    return known !== undefined && known.author !== who && (known.expiresAt ?? Infinity) > this.#now();
+  }
+
+  /** The rule with this id among the rules known here, if any (expired or not). */
+  #known(id: string): OverrideRule | undefined {
+    return this.#store.snapshot().rules.find((r) => r.id === id);
   }
 
   /**

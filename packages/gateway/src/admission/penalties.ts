@@ -13,6 +13,9 @@ interface PenaltyState {
   blockedUntil: number;
 }
 
+/** Who penalty blocks are set by, in listings and the audit log. */
+const PENALTY_AUTHOR = 'penalty';
+
 /** Keys remembered at most; a flood of distinct keys clears the table rather than growing it. */
 const MAX_KEYS = 100_000;
 
@@ -104,6 +107,13 @@ export class Penalties {
     }
     s.count++;
     if (s.count < c.after) return undefined;
+    // Written as a pattern naming that key only: a key's spaces, controls, non-ASCII characters and `*` escaped.
+    const pattern = keyAsPattern(key) ?? key;
+    // An operator's rule on the key (a block, a limit) stays as the operator set it: no penalty over it.
+    if (this.#control.heldByOther(pattern, PENALTY_AUTHOR)) {
+      s.count = 0;
+      return undefined;
+    }
     if (!this.#active.has(key) && this.#active.size >= MAX_PENALTY_BLOCKS) {
       this.#prune(now);
       if (this.#active.size >= MAX_PENALTY_BLOCKS) {
@@ -121,12 +131,17 @@ export class Penalties {
     const block: PenaltyBlock = { key, durationMs, level: s.level, status: c.status };
     // The rule's author is `penalty`; listings show it beside the reason.
     const reason = `limited ${c.after} times within ${c.withinMs / 1000}s (block ${s.level + 1} in a row)`;
-    // Written as a pattern naming that key only: a key's spaces, controls, non-ASCII characters and `*` escaped.
-    const pattern = keyAsPattern(key) ?? key;
     this.#control
-      .set({ pattern, block: c.status, ttlSeconds: Math.ceil(durationMs / 1000), reason }, 'penalty')
+      .setAutomatic(
+        { pattern, block: c.status, ttlSeconds: Math.ceil(durationMs / 1000), reason },
+        PENALTY_AUTHOR,
+      )
       .then(
-        () => this.#onBlock(block),
+        (set) => {
+          if (set !== undefined) this.#onBlock(block);
+          // An operator's rule landed first (another gateway or thread): it stays, and this key has no block.
+          else if (this.#active.get(key) === block.durationMs + now) this.#active.delete(key);
+        },
         (e: unknown) => this.#logger.warn({ err: e, key }, 'penalty block could not be set'),
       );
     return block;

@@ -29,6 +29,11 @@ export interface HealthSource {
    * process serves, so a load balancer never sends its traffic to a half-started process.
    */
   readonly starting: boolean;
+  /**
+   * Whether the overrides and blocks in the store are known: `/ready` answers 503 until they are, since a request
+   * admitted before would miss every block (a gateway that started while Redis was down).
+   */
+  readonly overrides: { readonly loaded: boolean };
 }
 
 /** True for `GET` or `HEAD` of `/health`, `/ready` or `/metrics`: the gateway answers them itself. */
@@ -38,7 +43,7 @@ export function isHealthRequest(method: string, path: string): boolean {
 
 /**
  * Answers the gateway's own endpoints on the proxy listener: `/health` (the process runs), `/ready` (every
- * thread listens, not draining, and the store answers within a second) and `/metrics` (Prometheus text, 404 when `metrics.enabled` is
+ * thread listens, not draining, the overrides and blocks are read, and the store answers within a second) and `/metrics` (Prometheus text, 404 when `metrics.enabled` is
  * false).
  *
  * @param draining - true once shutdown began: `/ready` answers 503 so that load balancers stop sending.
@@ -70,6 +75,10 @@ export async function answerHealth(
     }
     if (source.starting) {
       send(503, { status: 'starting' });
+      return;
+    }
+    if (!source.overrides.loaded) {
+      send(503, { status: 'overrides_unknown', store: source.store.kind });
       return;
     }
     const ok = await storeAnswers(source.runtime);

@@ -19,7 +19,11 @@ export type SendJson = (status: number, body?: unknown, extra?: Record<string, s
  * - `PUT /overrides`: set one (JSON body: `pattern`, optional `policy` or `tier`, then `quota`/`window`/`burst`,
  *   `unlimited: true` or `block: 403 | 429`, optional `ttlSeconds` or `expiresAt`, and `reason`);
  * - `DELETE /overrides?id=<id>&reason=<why>`: remove one (404 when none has the id);
- * - `GET /overrides/history`: the last 1,000 changes, oldest first.
+ * - `GET /overrides/history`: the last 1,000 changes of operators and the last 1,000 automatic ones (penalty
+ *   blocks), merged oldest first: a flood of automatic blocks never pushes an operator's change out.
+ *
+ * The listings answer 503 (`overrides_unavailable`), like a write, while the rules in the store are unknown (a
+ * gateway started while Redis was down and has not read them yet): an empty list would say there is no rule.
  *
  * @returns false when the request is not for these routes.
  */
@@ -42,12 +46,14 @@ export async function serveOverrides(
       }
       if (path === '/blocks') {
         await control.refresh();
+        checkLoaded(control);
         send(200, { store: control.kind, blocks: control.list().filter((r) => r.effect === 'block') });
       } else send(200, { changes: await control.history() });
       return true;
     }
     if (req.method === 'GET') {
       await control.refresh();
+      checkLoaded(control);
       send(200, { store: control.kind, overrides: control.list() });
       return true;
     }
@@ -88,6 +94,19 @@ export async function serveOverrides(
     }
   }
   return true;
+}
+
+/**
+ * Refuses a listing while the rules are unknown, with the error a write gets when the store cannot be reached.
+ *
+ * @throws SluiceError `ERR_STORE_UNAVAILABLE` when the store has not answered since the gateway started.
+ */
+function checkLoaded(control: OverrideControl): void {
+  if (control.loaded) return;
+  throw new SluiceError(
+    ErrorCode.StoreUnavailable,
+    `the overrides and blocks in the ${control.kind} store are not known: it has not answered since this gateway started, so the list cannot be given (the rules it holds still apply once it answers)`,
+  );
 }
 
 /**

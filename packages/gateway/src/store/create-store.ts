@@ -18,9 +18,10 @@ export interface OpenedStore {
   /** Closes the store and the Redis connection the gateway opened. */
   close(): Promise<void>;
   /**
-   * Resolves true once the store can answer (at once for memory; the first Redis connection ready), false when
-   * `waitMs` passed first. The gateway waits for it before listening, so its first requests are decided by Redis
-   * rather than by the failure mode while the connection is still being opened.
+   * Resolves true once the store can answer and its overrides and blocks are read (at once for memory; with Redis,
+   * the first connection ready and the rules read from it), false when `waitMs` passed first. The gateway waits
+   * for it before listening, so its first requests are decided by Redis rather than by the failure mode while the
+   * connection is still being opened, and meet every block an operator set (D-G77).
    */
   ready(waitMs: number): Promise<boolean>;
 }
@@ -134,8 +135,31 @@ export function createStore(
       await store.close();
       client.disconnect();
     },
-    ready: (waitMs) => firstReady(client, waitMs),
+    ready: (waitMs) => readyWithRules(client, overrideStore, waitMs),
   };
+}
+
+/** Milliseconds between two reads of the rules while the first connection is being opened. */
+const RULES_RETRY_MS = 20;
+
+/**
+ * The first connection ready, then the rules read through it: the reads in the background (every 250 ms) could
+ * leave the first requests after start without the blocks in Redis, since the read made before the connection
+ * opened fails at once (no offline queue).
+ */
+async function readyWithRules(
+  client: Redis | Cluster,
+  rules: RedisOverrides,
+  waitMs: number,
+): Promise<boolean> {
+  const deadline = Date.now() + waitMs;
+  if (!(await firstReady(client, waitMs))) return false;
+  for (;;) {
+    await rules.refresh();
+    if (rules.loaded) return true;
+    if (Date.now() + RULES_RETRY_MS > deadline) return false;
+    await new Promise((r) => setTimeout(r, RULES_RETRY_MS));
+  }
 }
 
 function firstReady(client: Redis | Cluster, waitMs: number): Promise<boolean> {

@@ -24,10 +24,12 @@ export {
   stringOption,
 } from './options.js';
 export {
+  AUTOMATIC_HISTORY_LIMIT,
   checkOverridePattern,
   describeEffect,
   describeOverride,
   EMPTY_OVERRIDES,
+  keepsOverride,
   liveOverrides,
   MAX_OVERRIDE_SECONDS,
   OVERRIDE_HISTORY_LIMIT,
@@ -37,6 +39,7 @@ export {
   type OverrideRule,
   type OverrideSnapshot,
   type OverrideStore,
+  type OverrideWriteOptions,
   overrideId,
   parseOverride,
   readStoredOverride,

@@ -78,8 +78,25 @@ export interface OverrideSnapshot {
 /** The snapshot of a store that holds no rule yet (version 0). */
 export const EMPTY_OVERRIDES: OverrideSnapshot = Object.freeze({ version: 0, rules: Object.freeze([]) });
 
-/** The history kept per store: the most recent changes. */
+/** The history kept per store: the most recent changes of operators (every change not written as automatic). */
 export const OVERRIDE_HISTORY_LIMIT = 1000;
+
+/**
+ * The automatic changes (the gateway's penalty blocks) kept per store, apart from the operators' ones: a flood of
+ * automatic blocks (one per anonymous client) never pushes an operator's change out of the history.
+ */
+export const AUTOMATIC_HISTORY_LIMIT = 1000;
+
+/** How {@link OverrideStore.set} writes a rule. */
+export interface OverrideWriteOptions {
+  /**
+   * True for a rule set by the software rather than by an operator (the gateway's penalty blocks). Such a rule
+   * never replaces a rule in force with the same id set by another author: an operator's block or limit on that
+   * key stays exactly as the operator set it (the check and the write are one step in every store). Its change
+   * goes to the automatic history ({@link AUTOMATIC_HISTORY_LIMIT}), not the operators' one.
+   */
+  readonly automatic?: boolean;
+}
 
 /**
  * The longest an override lasts (`ttlSeconds`) and the longest window an override policy has: 366 days, in
@@ -102,19 +119,34 @@ export interface OverrideStore {
   /** The rules known here now. */
   snapshot(): OverrideSnapshot;
   /**
+   * False while the rules are not known: a remote store that has not read them since it was opened (its
+   * `snapshot()` is empty then, which is not the same as no rule). Absent means known (in process).
+   */
+  readonly loaded?: boolean;
+  /**
    * Sets (adds or replaces) a rule and appends the change to the history, in one step.
    *
+   * @param options - `automatic: true` for a rule no operator set (see {@link OverrideWriteOptions}).
+   * @returns false when an automatic rule left another author's rule in place, true (or `undefined`, from a store
+   * that knows no automatic rules) when written.
    * @throws SluiceError `ERR_STORE_UNAVAILABLE` when a remote store cannot be written, `ERR_OVERRIDES_FULL` when
    * the rules no longer fit.
    */
-  set(rule: OverrideRule, change: OverrideChange): Promise<void>;
+  set(
+    rule: OverrideRule,
+    change: OverrideChange,
+    options?: OverrideWriteOptions,
+  ): Promise<boolean | undefined>;
   /**
    * Removes a rule and appends the change to the history.
    *
    * @returns the removed rule, or `undefined` when none had the id (nothing is recorded then).
    */
   remove(id: string, change: OverrideChange): Promise<OverrideRule | undefined>;
-  /** The most recent changes, oldest first, at most {@link OVERRIDE_HISTORY_LIMIT}. */
+  /**
+   * The most recent changes, oldest first: the last {@link OVERRIDE_HISTORY_LIMIT} of operators and the last
+   * {@link AUTOMATIC_HISTORY_LIMIT} automatic ones, merged by time.
+   */
   history(): Promise<readonly OverrideChange[]>;
   /** Reads the current rules now (remote stores; a no-op in process). */
   refresh(): MaybePromise<void>;
@@ -350,6 +382,49 @@ export function withChange(history: readonly OverrideChange[], change: OverrideC
       ? history.slice(history.length - OVERRIDE_HISTORY_LIMIT + 1)
       : history.slice();
   out.push(change);
+  return out;
+}
+
+/**
+ * True when an automatic `rule` must leave `existing` (the rule of the same id, if any) in place: it is in force
+ * at `nowMs` and another author set it. Every store decides through here, in the step that writes.
+ */
+export function keepsOverride(
+  existing: OverrideRule | undefined,
+  rule: OverrideRule,
+  nowMs: number,
+): boolean {
+  return (
+    existing !== undefined &&
+    existing.author !== rule.author &&
+    (existing.expiresAt === undefined || existing.expiresAt > nowMs)
+  );
+}
+
+/** The automatic history after appending a change, keeping the last {@link AUTOMATIC_HISTORY_LIMIT}. */
+export function withAutomaticChange(
+  history: readonly OverrideChange[],
+  change: OverrideChange,
+): OverrideChange[] {
+  const out = history.slice(Math.max(0, history.length - AUTOMATIC_HISTORY_LIMIT + 1));
+  out.push(change);
+  return out;
+}
+
+/** The operators' and the automatic changes as one history, oldest first (an operator's first at a tie). */
+export function mergeHistories(
+  operators: readonly OverrideChange[],
+  automatic: readonly OverrideChange[],
+): OverrideChange[] {
+  if (automatic.length === 0) return operators.slice();
+  const out: OverrideChange[] = [];
+  let i = 0;
+  let j = 0;
+  while (i < operators.length || j < automatic.length) {
+    if (j >= automatic.length || (i < operators.length && operators[i].at <= automatic[j].at))
+      out.push(operators[i++]);
+    else out.push(automatic[j++]);
+  }
   return out;
 }
 

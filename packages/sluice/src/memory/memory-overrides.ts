@@ -1,12 +1,15 @@
 import {
   EMPTY_OVERRIDES,
+  keepsOverride,
   type OverrideChange,
   type OverrideRule,
   type OverrideSnapshot,
   type OverrideStore,
+  type OverrideWriteOptions,
   withChange,
   withOverride,
 } from '../core/index.js';
+import { mergeHistories, withAutomaticChange } from '../core/override.js';
 
 /**
  * Overrides of one process, beside a `MemoryStore`: every limiter holding this object sees a change at once.
@@ -22,6 +25,8 @@ export class MemoryOverrides implements OverrideStore {
   readonly kind = 'memory';
   #snapshot = EMPTY_OVERRIDES;
   #history: readonly OverrideChange[] = Object.freeze([]);
+  /** Changes written as automatic (penalty blocks), kept apart so that they never push out an operator's. */
+  #automatic: readonly OverrideChange[] = Object.freeze([]);
   readonly #now: () => number;
 
   /** @param wallClock - epoch milliseconds, for pruning expired rules on write; default `Date.now`. */
@@ -33,9 +38,18 @@ export class MemoryOverrides implements OverrideStore {
     return this.#snapshot;
   }
 
-  async set(rule: OverrideRule, change: OverrideChange): Promise<void> {
-    this.#publish(withOverride(this.#snapshot.rules, rule, this.#now()));
+  async set(rule: OverrideRule, change: OverrideChange, options?: OverrideWriteOptions): Promise<boolean> {
+    const now = this.#now();
+    if (options?.automatic === true) {
+      const existing = this.#snapshot.rules.find((r) => r.id === rule.id);
+      if (keepsOverride(existing, rule, now)) return false;
+      this.#publish(withOverride(this.#snapshot.rules, rule, now));
+      this.#automatic = Object.freeze(withAutomaticChange(this.#automatic, change));
+      return true;
+    }
+    this.#publish(withOverride(this.#snapshot.rules, rule, now));
     this.#history = Object.freeze(withChange(this.#history, change));
+    return true;
   }
 
   async remove(id: string, change: OverrideChange): Promise<OverrideRule | undefined> {
@@ -48,7 +62,7 @@ export class MemoryOverrides implements OverrideStore {
   }
 
   async history(): Promise<readonly OverrideChange[]> {
-    return this.#history;
+    return mergeHistories(this.#history, this.#automatic);
   }
 
   refresh(): void {}

@@ -1,4 +1,5 @@
 import {
+  AUTOMATIC_HISTORY_LIMIT,
   EMPTY_OVERRIDES,
   ErrorCode,
   integerOption,
@@ -8,9 +9,11 @@ import {
   type OverrideRule,
   type OverrideSnapshot,
   type OverrideStore,
+  type OverrideWriteOptions,
   readStoredOverride,
   SluiceError,
 } from '../core/index.js';
+import { mergeHistories } from '../core/override.js';
 import { type RedisScriptClient, toScriptClient } from './client-adapter.js';
 
 /** The current version, and the rules only when it differs from the one the caller holds. */
@@ -18,13 +21,30 @@ const READ = `local v = redis.call('GET', KEYS[1]) or '0'
 if v == ARGV[1] then return {v} end
 return {v, redis.call('HGETALL', KEYS[2])}`;
 
-/** Sets a rule, drops the expired ids the caller names, bumps the version and appends the change. */
-const SET = `redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
-for i = 5, #ARGV do redis.call('HDEL', KEYS[2], ARGV[i]) end
+/**
+ * Sets a rule, drops the expired ids the caller names, bumps the version and appends the change. An automatic
+ * rule (ARGV[5] its author, ARGV[6] the time) leaves a rule of another author still in force in place (the same
+ * test as `keepsOverride`, in the same step as the write) and goes to the automatic history (KEYS[4]).
+ */
+const SET = `if ARGV[5] ~= '' then
+  local old = redis.call('HGET', KEYS[2], ARGV[1])
+  if old then
+    local ok, r = pcall(cjson.decode, old)
+    if ok and type(r) == 'table' and r.author ~= ARGV[5]
+      and (type(r.expiresAt) ~= 'number' or r.expiresAt > tonumber(ARGV[6])) then return false end
+  end
+end
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+for i = 7, #ARGV do redis.call('HDEL', KEYS[2], ARGV[i]) end
 local v = redis.call('INCR', KEYS[1])
-redis.call('RPUSH', KEYS[3], ARGV[3])
-redis.call('LTRIM', KEYS[3], -tonumber(ARGV[4]), -1)
+local h = KEYS[3]
+if ARGV[5] ~= '' then h = KEYS[4] end
+redis.call('RPUSH', h, ARGV[3])
+redis.call('LTRIM', h, -tonumber(ARGV[4]), -1)
 return v`;
+
+/** Both histories: the operators' and the automatic one. */
+const HISTORY = `return {redis.call('LRANGE', KEYS[3], 0, -1), redis.call('LRANGE', KEYS[4], 0, -1)}`;
 
 /** Removes a rule when present; the change records the rule as it was (spliced between ARGV[2] and ARGV[3]). */
 const REMOVE = `local old = redis.call('HGET', KEYS[2], ARGV[1])
@@ -65,6 +85,7 @@ export class RedisOverrides implements OverrideStore {
   readonly #timer: ReturnType<typeof setInterval>;
   #snapshot = EMPTY_OVERRIDES;
   #refreshing: Promise<void> | undefined;
+  #loaded = false;
 
   /** @throws SluiceError `ERR_INVALID_OPTION` for a bad client, prefix or interval. */
   constructor(options: RedisOverridesOptions) {
@@ -76,7 +97,7 @@ export class RedisOverrides implements OverrideStore {
     const refreshMs = integerOption('refreshMs', options.refreshMs, 50, 1000, 250);
     this.#now = options.wallClock ?? Date.now;
     const base = `${prefix}{overrides}:`;
-    this.#keys = [`${base}version`, `${base}rules`, `${base}history`];
+    this.#keys = [`${base}version`, `${base}rules`, `${base}history`, `${base}automatic-history`];
     this.#timer = setInterval(() => void this.refresh(), refreshMs);
     this.#timer.unref?.();
     void this.refresh();
@@ -84,6 +105,14 @@ export class RedisOverrides implements OverrideStore {
 
   snapshot(): OverrideSnapshot {
     return this.#snapshot;
+  }
+
+  /**
+   * False until the rules were read from Redis once: before that the snapshot is empty because nothing was
+   * read, not because no rule exists (a gateway started while Redis is down).
+   */
+  get loaded(): boolean {
+    return this.#loaded;
   }
 
   /** Reads the version now, and the rules when it moved; resolves once done (errors keep the old rules). */
@@ -94,19 +123,24 @@ export class RedisOverrides implements OverrideStore {
     return this.#refreshing;
   }
 
-  async set(rule: OverrideRule, change: OverrideChange): Promise<void> {
+  async set(rule: OverrideRule, change: OverrideChange, options?: OverrideWriteOptions): Promise<boolean> {
     const now = this.#now();
+    const automatic = options?.automatic === true;
     const expired = this.#snapshot.rules
       .filter((r) => r.expiresAt !== undefined && r.expiresAt <= now && r.id !== rule.id)
       .map((r) => r.id);
-    await this.#call(SET, [
+    const written = await this.#call(SET, [
       rule.id,
       JSON.stringify(rule),
       JSON.stringify(change),
-      String(OVERRIDE_HISTORY_LIMIT),
+      String(automatic ? AUTOMATIC_HISTORY_LIMIT : OVERRIDE_HISTORY_LIMIT),
+      automatic ? rule.author : '',
+      String(now),
       ...expired,
     ]);
+    if (written === null || written === undefined || written === false) return false;
     await this.#readAfterWrite();
+    return true;
   }
 
   async remove(id: string, change: OverrideChange): Promise<OverrideRule | undefined> {
@@ -122,9 +156,13 @@ export class RedisOverrides implements OverrideStore {
   }
 
   async history(): Promise<readonly OverrideChange[]> {
-    const list = await this.#call(`return redis.call('LRANGE', KEYS[3], 0, -1)`, []);
-    if (!Array.isArray(list)) return [];
-    return list.map((s) => safeParse(String(s)) as OverrideChange).filter((c) => c !== undefined);
+    const lists = await this.#call(HISTORY, []);
+    if (!Array.isArray(lists)) return [];
+    const read = (list: unknown) =>
+      Array.isArray(list)
+        ? list.map((s) => safeParse(String(s)) as OverrideChange).filter((c) => c !== undefined)
+        : [];
+    return mergeHistories(read(lists[0]), read(lists[1]));
   }
 
   close(): void {
@@ -144,7 +182,10 @@ export class RedisOverrides implements OverrideStore {
     } catch {
       return;
     }
-    if (!Array.isArray(reply) || reply.length < 2) return;
+    if (!Array.isArray(reply)) return;
+    // One element: the version is the one held, so the rules held are Redis's.
+    this.#loaded = true;
+    if (reply.length < 2) return;
     const version = Number(reply[0]);
     const flat = reply[1] as unknown[];
     const rules: OverrideRule[] = [];

@@ -3,15 +3,18 @@ import {
   ErrorCode,
   integerOption,
   invalidOption,
+  keepsOverride,
   type OverrideChange,
   type OverrideRule,
   type OverrideSnapshot,
   type OverrideStore,
+  type OverrideWriteOptions,
   readStoredOverride,
   SluiceError,
   withChange,
   withOverride,
 } from '../core/index.js';
+import { mergeHistories, withAutomaticChange } from '../core/override.js';
 import { lock, unlock } from './group-lock.js';
 
 /** Header words: the writers' lock, the version, the byte length of the JSON, a magic number. */
@@ -27,7 +30,10 @@ export const DEFAULT_OVERRIDE_BYTES = 8 * 1024 * 1024;
 
 interface Stored {
   readonly rules: readonly OverrideRule[];
+  /** The operators' changes. */
   readonly history: readonly OverrideChange[];
+  /** The automatic changes (penalty blocks), kept apart so that they never push out an operator's. */
+  readonly automatic: readonly OverrideChange[];
 }
 
 const encoder = new TextEncoder();
@@ -104,11 +110,29 @@ export class SharedOverrides implements OverrideStore {
     return this.#snapshot;
   }
 
-  async set(rule: OverrideRule, change: OverrideChange): Promise<void> {
-    this.#write((s) => ({
-      rules: withOverride(s.rules, rule, this.#now()),
-      history: withChange(s.history, change),
-    }));
+  async set(rule: OverrideRule, change: OverrideChange, options?: OverrideWriteOptions): Promise<boolean> {
+    const automatic = options?.automatic === true;
+    let written = false;
+    // The check and the write under one lock: no thread's operator rule can land between them.
+    this.#write((s) => {
+      const now = this.#now();
+      if (
+        automatic &&
+        keepsOverride(
+          s.rules.find((r) => r.id === rule.id),
+          rule,
+          now,
+        )
+      )
+        return undefined;
+      written = true;
+      return {
+        rules: withOverride(s.rules, rule, now),
+        history: automatic ? s.history : withChange(s.history, change),
+        automatic: automatic ? withAutomaticChange(s.automatic, change) : s.automatic,
+      };
+    });
+    return written;
   }
 
   async remove(id: string, change: OverrideChange): Promise<OverrideRule | undefined> {
@@ -119,6 +143,7 @@ export class SharedOverrides implements OverrideStore {
       return {
         rules: s.rules.filter((r) => r !== gone),
         history: withChange(s.history, { ...change, rule: gone }),
+        automatic: s.automatic,
       };
     });
     return gone;
@@ -127,7 +152,8 @@ export class SharedOverrides implements OverrideStore {
   async history(): Promise<readonly OverrideChange[]> {
     lock(this.#header, H_LOCK);
     try {
-      return this.#read().history;
+      const stored = this.#read();
+      return mergeHistories(stored.history, stored.automatic);
     } finally {
       unlock(this.#header, H_LOCK);
     }
@@ -139,7 +165,7 @@ export class SharedOverrides implements OverrideStore {
 
   #read(): Stored {
     const n = this.#header[H_LENGTH];
-    if (n === 0) return { rules: [], history: [] };
+    if (n === 0) return { rules: [], history: [], automatic: [] };
     // A copy: TextDecoder refuses views over shared memory.
     const parsed = JSON.parse(decoder.decode(this.#bytes.slice(0, n))) as Stored;
     const rules: OverrideRule[] = [];
@@ -147,7 +173,7 @@ export class SharedOverrides implements OverrideStore {
       const ok = readStoredOverride(r);
       if (ok !== undefined) rules.push(ok);
     }
-    return { rules, history: parsed.history };
+    return { rules, history: parsed.history, automatic: parsed.automatic ?? [] };
   }
 
   #write(change: (s: Stored) => Stored | undefined): void {
