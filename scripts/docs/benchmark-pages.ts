@@ -7,13 +7,19 @@
 /** The heading that opens the run log of docs/benchmarks.md. */
 export const RUN_LOG_HEADING = '# Run log';
 
-/** The anchor VitePress gives a heading (lower case, punctuation and spaces as single dashes). */
+/**
+ * The anchor VitePress gives a heading (its slugify, for headings, which hold no control character: combining marks and punctuation out, runs
+ * of spaces and punctuation, underscores included, as one dash, lower case).
+ */
 export function headingAnchor(heading: string): string {
   return heading
-    .replace(/`/g, '')
-    .toLowerCase()
-    .replace(/[\s!"#$%&'()*+,./:;<=>?@[\\\]^`{|}~]+/g, '-')
-    .replace(/^-+|-+$/g, '');
+    .normalize('NFKD')
+    .replace(/[\u0300-\u036F]/g, '')
+    .replace(/[\s~`!@#$%^&*()\-_+=[\]{}|\\;:"'\u201c\u201d\u2018\u2019<>,.?/]+/g, '-')
+    .replace(/-{2,}/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .replace(/^(\d)/, '_$1')
+    .toLowerCase();
 }
 
 /**

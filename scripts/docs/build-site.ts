@@ -35,6 +35,18 @@ export const PAGES_DIR = join(SITE_ROOT, 'pages');
 /** The built site (generated). */
 export const DIST_DIR = join(SITE_ROOT, 'dist');
 
+/** Titles of the generated pages, for links whose text is a repository path. */
+const GENERATED_TITLES: Readonly<Record<string, string>> = {
+  'reference/errors': 'Error codes and problem types',
+  'reference/benchmarks': 'Benchmarks',
+  'reference/benchmark-log': 'Benchmark run log',
+  'reference/configuration': 'Configuration file reference',
+  'guide/examples': 'Examples',
+  'guide/getting-started-library': 'Getting started: the library',
+  'guide/getting-started-gateway': 'Getting started: the gateway',
+  index: 'Sluice',
+};
+
 function write(page: string, text: string): void {
   const file = join(PAGES_DIR, `${page}.md`);
   mkdirSync(dirname(file), { recursive: true });
@@ -78,12 +90,18 @@ export async function assemblePages(): Promise<{ symbols: ReadonlyMap<string, re
   const anchorPage = (page: string, anchor: string) =>
     page === 'reference/benchmarks' && bench.logAnchors.has(anchor) ? 'reference/benchmark-log' : page;
 
+  const titles = new Map<string, string>(Object.entries(GENERATED_TITLES));
+  for (const { source, page } of pages) {
+    const heading = /^# (.+)$/m.exec(read(source));
+    if (heading !== null) titles.set(page, heading[1].replace(/`/g, ''));
+  }
+  const titleOf = (page: string) => titles.get(page);
   for (const { source, page } of pages) {
     const text = inlineExamples(read(source), ROOT);
-    write(page, rewriteLinks(text, source, pages, ROOT, anchorPage));
+    write(page, rewriteLinks(text, source, pages, ROOT, anchorPage, titleOf));
   }
   const generated = (page: string, source: string, text: string) =>
-    write(page, rewriteLinks(text, source, pages, ROOT, anchorPage));
+    write(page, rewriteLinks(text, source, pages, ROOT, anchorPage, titleOf));
   generated('reference/benchmarks', 'docs/benchmarks.md', bench.summary);
   generated('reference/benchmark-log', 'docs/benchmarks.md', bench.log);
   generated(

@@ -18,6 +18,7 @@ export interface SitePage {
 const PROJECT_DOCS: Readonly<Record<string, string>> = {
   'docs/DECISIONS.md': 'project/decisions',
   'docs/requirements.md': 'project/requirements',
+  'docs/repository.md': 'project/repository',
   'CHANGELOG.md': 'project/changelog',
   'CONTRIBUTING.md': 'project/contributing',
   'ARCHITECTURE.md': 'project/architecture',
@@ -92,6 +93,7 @@ function isExternal(target: string): boolean {
  * @param pages - every published page.
  * @param root - the repository root, to tell a repository file from a typo.
  * @param anchorPage - the page that holds an anchor of a generated page split in two (benchmarks), if any.
+ * @param titleOf - a page's title, shown instead of a link text that is the source's path (`docs/nginx.md`).
  */
 export function rewriteLinks(
   markdown: string,
@@ -99,6 +101,7 @@ export function rewriteLinks(
   pages: readonly SitePage[],
   root: string,
   anchorPage: (page: string, anchor: string) => string = (page) => page,
+  titleOf: (page: string) => string | undefined = () => undefined,
 ): string {
   const fromDir = posix.dirname(source);
   const parts = markdown.split(/(^```[\s\S]*?^```)/m);
@@ -124,7 +127,10 @@ export function rewriteLinks(
           if (page !== undefined) {
             const where = anchor === undefined ? page : anchorPage(page, anchor);
             const link = where === 'index' ? '/' : `/${where}`;
-            return `[${text}](${link}${anchor === undefined ? '' : `#${anchor}`})`;
+            // A repository path as the text reads well on GitHub, not on the site: the page's title instead.
+            const isPath = /^`?[\w./-]+\.md`?$/.test(text) || text === 'README';
+            const shown = isPath ? (titleOf(where) ?? text) : text;
+            return `[${shown}](${link}${anchor === undefined ? '' : `#${anchor}`})`;
           }
           // A file of the repository without a page: named, so a reader finds it in the clone.
           const exists = existsSync(join(root, repoPath));

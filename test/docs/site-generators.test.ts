@@ -73,17 +73,17 @@ describe('the configuration reference', () => {
       };
       return asList ? { type: 'array', items: object } : object;
     };
-    const expected = (node: Tree, prefix: string, asList: boolean): string[] =>
+    const expected = (node: Tree, prefix: string): string[] =>
       Object.entries(node).flatMap(([k, v], i) => {
         const path = `${prefix}${k}`;
         if (v === 'leaf') return [path];
         const list = i % 2 === 1;
-        return [path, ...expected(v, list ? `${path}[].` : `${path}.`, list)];
+        return [path, ...expected(v, list ? `${path}[].` : `${path}.`)];
       });
     fc.assert(
       fc.property(tree, (t) => {
         const schema = toSchema(t, false);
-        expect(configEntries(schema).map((e) => e.path)).toEqual(expected(t, '', false));
+        expect(configEntries(schema).map((e) => e.path)).toEqual(expected(t, ''));
       }),
     );
   });
@@ -173,6 +173,19 @@ describe('the pages and their links', () => {
     expect(out).toContain('![dash](/images/dashboard.png)');
     expect(out).toContain('[express](/guide/examples)');
     expect(out).toContain('[kept](../not-rewritten.md)');
+  });
+
+  it('shows a page title for a link whose text is a repository path', () => {
+    const titles = (page: string) => (page === 'guide/nginx' ? 'NGINX auth_request' : undefined);
+    const out = rewriteLinks(
+      '[docs/nginx.md](../nginx.md) and [its README](../nginx.md)',
+      'docs/guide/x.md',
+      sitePages(ROOT),
+      ROOT,
+      undefined,
+      titles,
+    );
+    expect(out).toBe('[NGINX auth_request](/guide/nginx) and [its README](/guide/nginx)');
   });
 
   it('joins a code span wrapped over two lines, so that `<name>` in it stays code', () => {

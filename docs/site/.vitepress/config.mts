@@ -68,7 +68,11 @@ export default defineConfig({
   cleanUrls: false,
   lastUpdated: false,
   // No request leaves the page: no web fonts, no analytics, the search index is local.
-  head: [['meta', { name: 'robots', content: 'noindex' }]],
+  head: [
+    ['meta', { name: 'robots', content: 'noindex' }],
+    // No favicon to fetch: a page asks for nothing the site does not have.
+    ['link', { rel: 'icon', href: 'data:,' }],
+  ],
   markdown: { theme: { light: 'github-light', dark: 'github-dark' } },
   vue: { template: { compilerOptions: { isCustomElement: (tag) => tag.includes('-') } } },
   themeConfig: {

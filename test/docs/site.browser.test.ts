@@ -1,0 +1,225 @@
+/**
+ * The documentation site as a reader meets it: `npm run docs` builds it from the repository (the build reaches
+ * nothing outside it), a crawl from the home page finds every internal link and anchor, headless Chromium renders
+ * pages without a console error or a request leaving the site, and the local search finds a configuration key, an
+ * API symbol and an error code. Every exported symbol has a page, every schema key an entry, and the examples on
+ * the pages are the files test/examples.test.ts runs.
+ */
+import { execFile } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { extname, join, normalize } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import type { BrowserContext, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { configEntries, entryAnchor } from '../../scripts/docs/config-reference.js';
+import { exampleFiles } from '../../scripts/docs/example-pages.js';
+import { toolPath } from '../support/tools.js';
+import { openWatchedPage } from '../support/watched-page.js';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const DIST = join(ROOT, 'docs/site/dist');
+const CHROMIUM = toolPath('chromium');
+const TYPES: Record<string, string> = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript',
+  '.css': 'text/css',
+  '.json': 'application/json',
+  '.png': 'image/png',
+  '.svg': 'image/svg+xml',
+  '.woff2': 'font/woff2',
+};
+
+let server: Server;
+let origin: string;
+let profile: string;
+let context: BrowserContext;
+let page: Page;
+let problems: string[];
+let requested: string[];
+let buildSeconds = 0;
+/** Every page the crawl reached: path to HTML. */
+const crawled = new Map<string, string>();
+/** Every internal link met: the page it is on, the path and the anchor it names. */
+const links: { from: string; path: string; anchor: string }[] = [];
+
+/** The file a URL path names in the built site (`/a/` is `/a/index.html`), or undefined. */
+function fileOf(path: string): string | undefined {
+  const decoded = decodeURIComponent(path);
+  const file = normalize(join(DIST, decoded.endsWith('/') ? `${decoded}index.html` : decoded));
+  if (!file.startsWith(DIST)) return undefined;
+  if (existsSync(file) && statSync(file).isFile()) return file;
+  return undefined;
+}
+
+/** Crawls the built HTML from `/`, following every same-site `<a href>`. */
+async function crawl(): Promise<void> {
+  const queue = ['/'];
+  while (queue.length > 0) {
+    const path = queue.shift() as string;
+    if (crawled.has(path)) continue;
+    const response = await fetch(new URL(path, origin));
+    const html = await response.text();
+    crawled.set(path, response.status === 200 ? html : '');
+    if (response.status !== 200) continue;
+    for (const m of html.matchAll(/<a\b[^>]*?\shref="([^"]*)"/g)) {
+      const href = m[1].replace(/&amp;/g, '&');
+      const url = new URL(href, new URL(path, origin));
+      if (url.origin !== origin) continue;
+      links.push({ from: path, path: url.pathname, anchor: decodeURIComponent(url.hash.slice(1)) });
+      if (!crawled.has(url.pathname)) queue.push(url.pathname);
+    }
+  }
+}
+
+beforeAll(async () => {
+  const started = performance.now();
+  // The build as `npm run docs` runs it, in a process of its own.
+  await promisify(execFile)(process.execPath, ['--import', 'tsx', 'scripts/docs/build-site.ts'], {
+    cwd: ROOT,
+    maxBuffer: 64 * 1024 * 1024,
+  });
+  buildSeconds = (performance.now() - started) / 1000;
+  server = createServer((req, res) => {
+    const file = fileOf(new URL(req.url ?? '/', 'http://x').pathname);
+    if (file === undefined) {
+      res.writeHead(404).end('not found');
+      return;
+    }
+    res.writeHead(200, { 'content-type': TYPES[extname(file)] ?? 'application/octet-stream' });
+    res.end(readFileSync(file));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  await crawl();
+  profile = await mkdtemp(join(tmpdir(), 'sluice-docs-site-'));
+  ({ context, page, problems, requested } = await openWatchedPage(CHROMIUM, profile, {
+    width: 1280,
+    height: 900,
+  }));
+}, 300_000);
+
+afterAll(async () => {
+  await context?.close();
+  if (server !== undefined) await new Promise((r) => server.close(r));
+  if (profile !== undefined) await rm(profile, { recursive: true, force: true });
+});
+
+describe('the built site', () => {
+  it('is built by npm run docs', () => {
+    console.log(`docs site: built in ${buildSeconds.toFixed(1)} s, ${crawled.size} pages crawled`);
+    expect(JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).scripts.docs).toBe(
+      'tsx scripts/docs/build-site.ts',
+    );
+    expect(existsSync(join(DIST, 'index.html'))).toBe(true);
+  });
+
+  it('has no broken internal link: every linked page is there, and every anchor on it', () => {
+    expect(crawled.size).toBeGreaterThan(100);
+    const missing = [...crawled].filter(([, html]) => html === '').map(([path]) => path);
+    expect(missing, 'pages linked but not built').toEqual([]);
+    const badAnchors = links
+      .filter((l) => l.anchor !== '' && !(crawled.get(l.path) ?? '').includes(`id="${l.anchor}"`))
+      .map((l) => `${l.from} -> ${l.path}#${l.anchor}`);
+    expect([...new Set(badAnchors)], 'links to an anchor the page does not have').toEqual([]);
+  });
+
+  it('loads nothing from outside the site: every script, style and image is its own', () => {
+    const outside = new Set<string>();
+    for (const html of crawled.values()) {
+      for (const m of html.matchAll(/<(?:script|img|link)\b[^>]*?\s(?:src|href)="(https?:)?\/\/([^"]+)"/g)) {
+        outside.add(m[2]);
+      }
+    }
+    expect([...outside]).toEqual([]);
+  });
+
+  it('renders in Chromium, with the sidebar, and requests nothing off the site', async () => {
+    await page.goto(`${origin}/guide/getting-started-library.html`);
+    await expect.poll(() => page.locator('.VPSidebar').count()).toBe(1);
+    const sidebar = await page
+      .locator('.VPSidebar a')
+      .evaluateAll((as) => as.map((a) => a.getAttribute('href')));
+    for (const guide of readdirSync(join(ROOT, 'docs/guide')).filter((f) => f.endsWith('.md'))) {
+      expect(sidebar, guide).toContain(`/guide/${guide.replace(/\.md$/, '.html')}`);
+    }
+    for (const path of ['/', '/reference/configuration.html', '/reference/errors.html', '/reference/api/']) {
+      await page.goto(`${origin}${path}`);
+      await expect.poll(() => page.locator('.VPContent').count()).toBe(1);
+    }
+    expect(requested.filter((url) => !url.startsWith(origin) && !url.startsWith('data:'))).toEqual([]);
+    expect(problems).toEqual([]);
+  });
+
+  it.each([
+    [
+      'a configuration key',
+      'maxConnectionsPerClient',
+      '/reference/configuration.html#server-maxconnectionsperclient',
+    ],
+    ['an API symbol', 'createHttpLimiter', '/reference/api/sluice/http/functions/createHttpLimiter.html'],
+    ['an error code', 'ERR_CROSS_SLOT', '/reference/errors.html#err-cross-slot'],
+  ])('finds %s with the search box', async (_what, query, expected) => {
+    await page.goto(`${origin}/`);
+    await page.locator('.VPNavBarSearch button').click();
+    const input = page.locator('.VPLocalSearchBox input');
+    await input.fill(query);
+    // A result is the page, or a section of it: an API page's heading, a configuration key's entry.
+    const found = () =>
+      page
+        .locator('.VPLocalSearchBox a.result')
+        .evaluateAll((as) => as.map((a) => a.getAttribute('href') ?? ''))
+        .then((hrefs) =>
+          hrefs.some((h) => h === expected || (!expected.includes('#') && h.split('#')[0] === expected)),
+        );
+    await expect.poll(found).toBe(true);
+    await page.keyboard.press('Escape');
+  });
+});
+
+describe('the references', () => {
+  it('give every exported symbol of every entry point a page (the names of docs/api/*.txt)', () => {
+    const missing: string[] = [];
+    for (const report of readdirSync(join(ROOT, 'docs/api')).filter((f) => f.endsWith('.txt'))) {
+      const folder = report === 'gateway.txt' ? 'gateway' : report.replace(/\.txt$/, '').replace('-', '/');
+      const dir = join(DIST, 'reference/api', folder);
+      const pages = new Set(
+        readdirSync(dir, { withFileTypes: true })
+          .filter((d) => d.isDirectory())
+          .flatMap((d) => readdirSync(join(dir, d.name)).map((f) => f.replace(/\.html$/, ''))),
+      );
+      const index = readFileSync(join(dir, 'index.html'), 'utf8');
+      for (const line of readFileSync(join(ROOT, 'docs/api', report), 'utf8').split('\n')) {
+        const name = line.split(' ')[0];
+        if (name === '' || line.startsWith('#') || pages.has(name)) continue;
+        // A name exported by another entry too has one page, there; this entry's index links to it.
+        const linked = new RegExp(`href="[^"]*/${name}\\.html"`).test(index);
+        if (!linked) missing.push(`${folder}: ${name}`);
+      }
+    }
+    expect(missing).toEqual([]);
+  });
+
+  it('give every key of the schema an entry', () => {
+    const html = crawled.get('/reference/configuration.html') ?? '';
+    const schema = JSON.parse(
+      readFileSync(join(ROOT, 'packages/gateway/schema/rate-limits.schema.json'), 'utf8'),
+    );
+    const entries = configEntries(schema);
+    expect(entries.length).toBeGreaterThan(150);
+    for (const e of entries) expect(html, e.path).toContain(`id="${entryAnchor(e.path)}"`);
+  });
+
+  it('show the example files as they are, the files test/examples.test.ts runs', async () => {
+    await page.goto(`${origin}/guide/examples.html`);
+    const blocks = await page.locator('.vp-doc div[class*="language-"] pre code').allTextContents();
+    const files = exampleFiles(ROOT);
+    expect(blocks.map((b) => b.trimEnd())).toEqual(
+      files.map((f) => readFileSync(join(ROOT, f), 'utf8').trimEnd()),
+    );
+  });
+});
