@@ -30,6 +30,8 @@ export interface RuntimeEvents {
   readonly clock?: Clock;
   /** Where queue lengths and wait times go. */
   readonly queueMetrics?: HttpLimiterOptions['queueMetrics'];
+  /** Where costs settled from responses go: units charged per policy, answers whose cost could not be read. */
+  readonly settleMetrics?: HttpLimiterOptions['settleMetrics'];
   /**
    * An identity already known for a request, used instead of the identity sources: `sluice replay` reads it from
    * an access log line. Never set by the gateway, whose requests are identified by their credentials.
@@ -116,6 +118,7 @@ export class Runtime {
       ...(onStoreError === undefined ? {} : { onStoreError }),
       ...(this.events.now === undefined ? {} : { wallClock: this.events.now }),
       ...(this.events.queueMetrics === undefined ? {} : { queueMetrics: this.events.queueMetrics }),
+      ...(this.events.settleMetrics === undefined ? {} : { settleMetrics: this.events.settleMetrics }),
       ...(this.events.overrides === undefined ? {} : { overrides: this.events.overrides }),
       ...(this.events.decisionsOnly === true ? { denialBodies: false } : {}),
     });

@@ -1,8 +1,9 @@
 import type { RefillOptions } from 'sluice';
-import type { KeyKind } from 'sluice/http';
+import type { CountOption, KeyKind } from 'sluice/http';
 import type { ClassScope } from './class-catalogue.js';
 import type { CorsConfig } from './cors-config.js';
 import type { DecisionConfig } from './decision-config.js';
+import type { CostConfig } from './resolve-cost.js';
 import type { EnvoyConfig } from './envoy-config.js';
 import type { QuotaConfig } from './quota-config.js';
 import type { ConcurrencyConfig } from './resolve-concurrency.js';
@@ -35,6 +36,10 @@ export interface TierConfig {
   readonly queue?: QueueConfig | undefined;
   /** The 429 problem `code` of the tier's policies; `undefined` for `rate_limited`. */
   readonly problemCode?: string | undefined;
+  /** A cost settled from the response (`cost:`); `undefined` charges one token per request. */
+  readonly cost?: CostConfig | undefined;
+  /** Which responses count (`count:`); `undefined` for all. */
+  readonly count?: CountOption | undefined;
   /** Requests of one client in flight at once (`concurrentRequests`); `undefined` for no such limit. */
   readonly concurrency?: ConcurrencyConfig | undefined;
 }
@@ -63,6 +68,10 @@ export interface EndpointRule {
   readonly queue?: QueueConfig | undefined;
   /** The 429 problem `code` of the rule's policy; `undefined` for `rate_limited`. */
   readonly problemCode?: string | undefined;
+  /** A cost settled from the response (`cost:` of the rule, else of its class). */
+  readonly cost?: CostConfig | undefined;
+  /** Which responses count (`count:` of the rule, else of its class); `undefined` for all. */
+  readonly count?: CountOption | undefined;
   /**
    * A concurrency rule (`concurrent`): requests of one client in flight at once on the endpoint, instead of
    * `limit` per window (then 0); `undefined` for a rate rule.
@@ -86,6 +95,10 @@ export interface ClassConfig {
   readonly key: KeyKind;
   /** `connection` classes are taken once per gateway connection; endpoint rules cannot name them. */
   readonly scope: ClassScope;
+  /** A cost settled from the response, for the endpoint rules naming the class. */
+  readonly cost?: CostConfig | undefined;
+  /** Which responses count, for the endpoint rules naming the class. */
+  readonly count?: CountOption | undefined;
 }
 
 /** JWT verification settings. */

@@ -2,6 +2,7 @@ import type { KeyKind } from 'sluice/http';
 import { type CatalogueClass, type ClassScope, catalogueClasses } from './class-catalogue.js';
 import type { SectionIssue } from './decision-config.js';
 import type { ClassConfig, EndpointRule } from './gateway-config.js';
+import { resolveCost } from './resolve-cost.js';
 import { resolveClassRate } from './resolve-refill.js';
 
 /** Keys of the `ratelimit` section that are settings, not classes. */
@@ -14,6 +15,8 @@ interface RawClass {
   readonly burst: number;
   readonly key?: KeyKind;
   readonly scope?: ClassScope;
+  readonly cost?: Parameters<typeof resolveCost>[0]['cost'];
+  readonly count?: Parameters<typeof resolveCost>[0]['count'];
 }
 
 /**
@@ -60,6 +63,7 @@ export function resolveClasses(section: Readonly<Record<string, unknown>> | unde
       burst: c.burst,
       key: fixed?.key ?? c.key ?? 'caller',
       scope: fixed?.scope ?? c.scope ?? 'request',
+      ...resolveCost(c, ['ratelimit', name], issues),
     });
   }
   for (const name of catalogue.keys()) {

@@ -27,6 +27,7 @@ import { resolveIdentity } from './resolve-identity.js';
 import { resolvePenalty } from './resolve-penalty.js';
 import { resolveRuleConcurrency, resolveTierConcurrency } from './resolve-concurrency.js';
 import { resolveQueue } from './resolve-queue.js';
+import { resolveCost, ruleCost } from './resolve-cost.js';
 import { resolveRuleRefill } from './resolve-refill.js';
 import { exactRange, patternIssue, policyNameIssue } from './rule-issues.js';
 import type { SemanticIssue } from './semantic-issue.js';
@@ -96,6 +97,7 @@ export function resolveConfig(
       perHour: unlimited ? undefined : t.requestsPerHour,
       shadow: t.shadow === true,
       ...resolveQueue(t, path, issues),
+      ...resolveCost(t, path, issues),
       ...resolveTierConcurrency(t, rl, path, issues),
     });
   }
@@ -190,6 +192,7 @@ export function resolveConfig(
         shadow: e.shadow === true,
         ...resolveQueue(e, path, issues),
         ...resolveRuleConcurrency(e, rl, path, issues),
+        ...ruleCost(e, path, className === undefined ? undefined : classes[className], issues),
       }),
     );
   });

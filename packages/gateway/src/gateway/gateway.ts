@@ -21,6 +21,7 @@ import { LimitedKeyFacts } from '../dashboard/limited-key-facts.js';
 import { createLogger, type Logger } from '../log/create-logger.js';
 import { logConfigWarnings } from '../log/log-config-warnings.js';
 import { inFlightGauges } from '../metrics/in-flight-gauges.js';
+import { SettleReport } from '../metrics/settle-report.js';
 import { TappedMetrics } from '../metrics/tapped-metrics.js';
 import { UpstreamProxy } from '../proxy/upstream-proxy.js';
 import { TenantQuota } from '../quota/tenant-quota.js';
@@ -129,6 +130,7 @@ export class Gateway extends EventEmitter {
           setQueueLength: (policy, length) => this.metrics.setQueueLength(policy, length),
           recordQueueWait: (policy, seconds, result) => this.metrics.recordQueueWait(policy, seconds, result),
         },
+        settleMetrics: new SettleReport(() => this.metrics.registry, config.metrics.prefix, this.logger, now),
         onStoreError: (e) => this.logger.error({ err: e }, 'rate-limit store failed'),
         overrides: this.#opened.overrideStore,
         upstreamPool: (o) => new UpstreamProxy(o),

@@ -10,6 +10,7 @@ import {
 import type { HttpLimiterOptions, HttpRequestInfo, RuleOptions } from 'sluice/http';
 import type { GatewayConfig, QueueConfig, TierConfig } from '../config/gateway-config.js';
 import type { ConcurrencyConfig } from '../config/resolve-concurrency.js';
+import { settleOptions } from './settle-options.js';
 
 /** The suffix of a tier's per-hour policy name: tier `standard` has policies `standard` and `standard.hour`. */
 export const HOUR_SUFFIX = '.hour';
@@ -136,6 +137,7 @@ export class GatewayLimits {
         policies: names,
         key: 'caller',
         ...(tier.problemCode === undefined ? {} : { problemCode: tier.problemCode }),
+        ...settleOptions(tier),
       });
     }
     for (const rule of config.endpoints) {
@@ -160,6 +162,7 @@ export class GatewayLimits {
         ...(rule.problemCode === undefined ? {} : { problemCode: rule.problemCode }),
         // A rule naming a class keys by the class's kind (rl.webhook_in by webhook_id, rl.read by principal).
         key: rule.className === undefined ? 'caller' : (config.classes[rule.className]?.key ?? 'caller'),
+        ...settleOptions(rule),
       });
     }
     const pa = config.identity.publicAuth;
