@@ -358,7 +358,7 @@ describe('sluice recommend: fixes', () => {
     expect(r.code).toBe(0);
     expect(r.out).toContain('Per-client peak requests');
     expect(r.out).toContain(
-      `# Proposed limits: at most 1.00% of clients limited, never the p99 client: written to ${out}`,
+      `# Proposed limits: at most 1.00% of clients and of requests limited, never the p99 client: written to ${out}`,
     );
     expect(r.out).toContain('Replay of the logs under the proposed limits');
     expect(r.out).not.toContain('rateLimiting:');

@@ -142,6 +142,12 @@ export async function recommendCommand(argv: readonly string[], io: LogCommandIo
 }
 
 const fmt = (v: number) => (Number.isInteger(v) ? v.toLocaleString('en-US') : v.toFixed(1));
+/** An estimate to three significant digits: its last digits are noise. */
+const roughly = (v: number) => {
+  if (v < 1000) return Math.round(v);
+  const unit = 10 ** (Math.floor(Math.log10(v)) - 2);
+  return Math.round(v / unit) * unit;
+};
 
 /**
  * The terminal form: the logs that were not read whole, the distributions, what logs shorter than a window could
@@ -155,37 +161,51 @@ export function renderRecommendation(r: Recommendation, written?: string): strin
   out.push(...renderLogStats(r.logs, (l) => l.error !== undefined || l.formatLine !== undefined));
   const missing = missingClientWarning(r.clientsMissing, r.requests);
   if (missing !== undefined) out.push(missing);
+  const about = (v: number, estimated: boolean) => (estimated ? `about ${fmt(roughly(v))}` : fmt(v));
+  const once =
+    r.clientsOneRequest > 0
+      ? ` (${about(r.clientsOneRequest, r.clientsEstimated)} sent one request: counted, not in the peaks)`
+      : '';
   out.push(
-    `${r.requests.toLocaleString('en-US')} request${r.requests === 1 ? '' : 's'} from ${r.clients.toLocaleString('en-US')} client${r.clients === 1 ? '' : 's'}. Per-client peak requests in a window (p50 / p90 / p99 / max over clients):`,
+    `${fmt(r.requests)} request${r.requests === 1 ? '' : 's'} from ${about(r.clients, r.clientsEstimated)} client${r.clients === 1 ? '' : 's'}${once}.${r.clientsEstimated ? ' Client counts are estimated (a HyperLogLog sketch: a standard error of 1.6%): the logs have more clients than are counted one by one.' : ''} Per-client peak requests in a sliding window (p50 / p90 / p99 / max over the clients with more than one request):`,
   );
   const w = RATE_WINDOWS_MS.map((ms) => (ms === 1000 ? '1 s' : ms === 60_000 ? '1 min' : '1 h'));
   out.push(
     textTable(
-      ['', 'requests', 'clients', ...w],
+      ['', 'requests', 'clients', 'one request', ...w],
       r.groups.map((g) => [
         g.group,
         fmt(g.requests),
-        fmt(g.clients),
+        about(g.clients, g.estimated),
+        about(g.oneRequest, g.estimated),
         ...g.windows.map((p) => `${fmt(p.p50)} / ${fmt(p.p90)} / ${fmt(p.p99)} / ${fmt(p.max)}`),
       ]),
-      [false, true, true, true, true, true],
+      [false, true, true, true, true, true, true],
     ),
   );
+  const st = r.staticFiles;
+  if (st.requests > 0)
+    out.push(
+      `${fmt(st.requests)} request${st.requests === 1 ? '' : 's'} for static files (${fmt(st.paths)} path${st.paths === 1 ? '' : 's'} such as .css, .js, images and fonts) ${st.requests === 1 ? 'was' : 'were'} measured in their tier but given no endpoint rule: a page loads them in a burst (exempt them with exemptions.endpoints if they should not count at all)`,
+    );
   for (const p of r.proposals)
     if (p.kept !== undefined) out.push(`  ${printable(p.name)}: not changed, ${p.kept}`);
   out.push('');
   // What the logs were too short to measure, next to the limits it concerns.
   for (const w of r.warnings) out.push(`Warning: ${printable(w)}.`);
   if (r.warnings.length > 0) out.push('');
-  const heading = `# Proposed limits: at most ${(r.spare * 100).toFixed(2)}% of clients limited, never the p99 client`;
+  const heading = `# Proposed limits: at most ${(r.spare * 100).toFixed(2)}% of clients and of requests limited, never the p99 client`;
   if (written === undefined) {
     out.push(`${heading}.`);
     out.push(r.yaml.trimEnd());
   } else out.push(`${heading}: written to ${printable(written)}`);
   out.push('');
   const c = r.confirmation;
+  const over = [c.requestShare > r.spare ? 'requests' : '', c.share > r.spare ? 'clients' : ''].filter(
+    (x) => x,
+  );
   out.push(
-    `Replay of the logs under the proposed limits: ${c.limited.toLocaleString('en-US')} of ${c.requests.toLocaleString('en-US')} requests limited; ${c.limitedClients.toLocaleString('en-US')} of ${c.clients.toLocaleString('en-US')} clients (${(c.share * 100).toFixed(2)}%) limited at least once${c.withinSpare ? `, within --spare ${r.spare}` : `, MORE than --spare ${r.spare}`} (${c.rounds} round${c.rounds === 1 ? '' : 's'}).`,
+    `Replay of the logs under the proposed limits: ${fmt(c.limited)} of ${fmt(c.requests)} requests (${(c.requestShare * 100).toFixed(2)}%) limited; ${fmt(c.limitedClients)} of ${about(c.clients, r.clientsEstimated)} clients (${(c.share * 100).toFixed(2)}%) limited at least once${c.withinSpare ? `, within --spare ${r.spare} for both` : `, MORE ${over.join(' and ')} than --spare ${r.spare}`} (${c.rounds} round${c.rounds === 1 ? '' : 's'}).`,
   );
   return `${out.join('\n')}\n`;
 }

@@ -40,7 +40,10 @@ const RAISE = 1.25;
 export interface Confirmation {
   readonly requests: number;
   readonly limited: number;
+  /** The share of requests limited. */
+  readonly requestShare: number;
   readonly limitedClients: number;
+  /** The share of clients limited at least once. */
   readonly share: number;
   /** Policy name to the requests it refused. */
   readonly limitedPolicies: ReadonlyMap<string, number>;
@@ -72,6 +75,7 @@ export async function confirmProposal(
   return {
     requests: r.totals.requests,
     limited: r.totals.limited,
+    requestShare: r.totals.requests === 0 ? 0 : r.totals.limited / r.totals.requests,
     limitedClients: r.limitedKeyCount,
     share: clients === 0 ? 0 : r.limitedKeyCount / clients,
     limitedPolicies,

@@ -2,13 +2,41 @@ import type { GatewayConfig } from '../config/gateway-config.js';
 import type { ProposedLimit } from './proposed-limit.js';
 import { type GroupDistribution, quantile, RATE_WINDOWS_MS } from './rate-distribution.js';
 
-/** The value at `level` of a group's per-client peaks over window `w`, at least 1. */
-function at(g: GroupDistribution, w: 0 | 1 | 2, level: number): number {
-  return Math.max(1, Math.ceil(quantile(g.sortedPeaks[w] as Float64Array, level)));
+/**
+ * The limit over window `w` for a group: the value at `level` of its per-client peaks (over clients with more than
+ * one request), raised until the clients above it sent at most `spare` of the group's requests; at least 1.
+ */
+function at(g: GroupDistribution, w: 0 | 1 | 2, level: number, spare: number): number {
+  const peaks = g.sortedPeaks[w];
+  const byShare = Math.ceil(quantile(peaks, level));
+  return Math.max(1, byShare, Math.ceil(requestBound(peaks, g.sortedRequests[w], spare * g.requests)));
 }
 
 /**
- * The limits that would have limited at most the clients above `level` of each group's per-client peaks: a tier's
+ * The smallest peak that leaves at most `budget` requests to the clients whose peak is above it: a limit below it
+ * would touch clients that sent more than that share of the requests (with few clients, one busy client is most of
+ * the traffic).
+ *
+ * @param peaks - per-client peaks, ascending; `requests` each client's requests in the same order.
+ * @returns 0 when every client may be above it.
+ */
+export function requestBound(peaks: Float64Array, requests: Float64Array, budget: number): number {
+  let above = 0;
+  let i = peaks.length - 1;
+  while (i >= 0) {
+    // The clients tied at this peak are limited together.
+    const p = peaks[i];
+    let tied = 0;
+    while (i >= 0 && peaks[i] === p) tied += requests[i--];
+    if (above + tied > budget) return p;
+    above += tied;
+  }
+  return 0;
+}
+
+/**
+ * The limits that would have limited at most the clients above `level` of each group's per-client peaks, and no
+ * clients that sent more than `spare` of its requests: a tier's
  * per minute (its burst at least its busiest second) and per hour, a rule's limit over its window. A rule whose
  * limits come from a class or a stepped refill is reported with the reason and not changed.
  *
@@ -23,6 +51,7 @@ export function proposeLimits(
   top: number,
   level: number,
   spanMs: number,
+  spare: number,
 ): ProposedLimit[] {
   const seenMs = Math.max(spanMs, RATE_WINDOWS_MS[0]);
   const hourSeen = spanMs >= RATE_WINDOWS_MS[2];
@@ -36,15 +65,17 @@ export function proposeLimits(
     if (g === undefined) continue; // a tier nobody used keeps its limits
     const minuteMs = RATE_WINDOWS_MS[1];
     const short = seenMs < minuteMs;
-    const perMinute = short ? Math.ceil((at(g, 1, level) * minuteMs) / seenMs) : at(g, 1, level);
+    const perMinute = short
+      ? Math.ceil((at(g, 1, level, spare) * minuteMs) / seenMs)
+      : at(g, 1, level, spare);
     const kept = withConfig ? (config.tiers[name].perHour ?? 0) : 0;
     out.push({
       kind: 'tier',
       name,
       policy: name,
       perMinute,
-      burst: Math.max(perMinute, at(g, 0, level)),
-      perHour: hourSeen ? Math.max(perMinute, at(g, 2, level)) : kept,
+      burst: Math.max(perMinute, at(g, 0, level, spare)),
+      perHour: hourSeen ? Math.max(perMinute, at(g, 2, level, spare)) : kept,
       windowSeconds: 60,
       ...(!hourSeen && kept > 0 ? { hourKept: true as const } : {}),
       ...(short ? { extrapolated: true as const } : {}),
@@ -75,7 +106,7 @@ export function proposeLimits(
     // their span.
     const w = r.window <= 1 ? 0 : r.window <= 60 ? 1 : 2;
     const measuredMs = Math.min(RATE_WINDOWS_MS[w], seenMs);
-    const limit = Math.max(1, Math.ceil((at(g, w, level) * r.window * 1000) / measuredMs));
+    const limit = Math.max(1, Math.ceil((at(g, w, level, spare) * r.window * 1000) / measuredMs));
     const extrapolated = r.kept === undefined && r.window * 1000 > seenMs;
     out.push({
       kind: 'rule',

@@ -1,5 +1,8 @@
-/** The windows per-client rates are measured over, in milliseconds: 1 s, 1 min, 1 h. */
-export const RATE_WINDOWS_MS = [1000, 60_000, 3_600_000] as const;
+import { HyperLogLog, hashString, SEED_A, SEED_B } from './distinct-count.js';
+import { FirstRequests } from './first-requests.js';
+import { SlidingPeaks } from './sliding-peaks.js';
+
+export { RATE_WINDOWS_MS } from './sliding-peaks.js';
 
 /** Percentiles of per-client peaks over one window. */
 export interface Percentiles {
@@ -13,45 +16,71 @@ export interface Percentiles {
 export interface GroupDistribution {
   readonly group: string;
   readonly requests: number;
+  /** Distinct clients (estimated when `estimated`). */
   readonly clients: number;
-  /** Per window of {@link RATE_WINDOWS_MS}: percentiles over clients of each client's busiest window. */
+  /** True when `clients` and `oneRequest` are estimates: the logs had more clients than the tables hold. */
+  readonly estimated: boolean;
+  /** Clients that sent this group one request: left out of the peaks (no limit refuses a first request). */
+  readonly oneRequest: number;
+  /**
+   * Per window of {@link RATE_WINDOWS_MS}: percentiles over the clients with more than one request of each
+   * client's busiest sliding window.
+   */
   readonly windows: readonly [Percentiles, Percentiles, Percentiles];
-  /** Per window: each client's peak, sorted ascending (for proposing a limit at any share). */
+  /** Per window: the peaks of those clients, sorted ascending (for proposing a limit at any share). */
   readonly sortedPeaks: readonly [Float64Array, Float64Array, Float64Array];
+  /** Per window: the requests of the client at the same place of `sortedPeaks`. */
+  readonly sortedRequests: readonly [Float64Array, Float64Array, Float64Array];
 }
 
-const W = RATE_WINDOWS_MS.length;
-
-/** One group's clients: their slots in the typed arrays, in order of arrival. */
+/** One group's clients: their slots in the peak table, in order of arrival. */
 interface Group {
+  readonly id: number;
   requests: number;
+  /** Clients seen once and not yet again: exact while the first-request table has dropped nothing. */
+  once: number;
   readonly slots: number[];
   readonly byClient: Map<string, number>;
+  /** The group's distinct clients, once the counts are estimated. */
+  sketch: HyperLogLog | undefined;
 }
 
 /**
- * Per-client peak request counts over 1 s, 1 min and 1 h windows (aligned to the epoch), per group. A client's peak
- * is its busiest window; the distribution is over clients. State is a few numbers per (group, client) in typed
- * arrays, up to a cap of pairs (requests of pairs beyond it are counted in `untracked`). Clients are found per
- * group by their key as given, so a caller passing the same key and group strings again (bucket keys without a
- * key prefix are) builds no string per request and finds hashes V8 already holds.
+ * Per-client peak request counts over sliding 1 s, 1 min and 1 h windows, per group ({@link SlidingPeaks}). A
+ * client enters a group's distribution with its second request ({@link FirstRequests} keeps the first), so the
+ * distribution is over clients with more than one request and clients that sent one are only counted: they can
+ * neither be limited nor take the room of the clients that can. Clients are counted exactly while the tables hold
+ * them all; past either cap (the pairs tracked, or a first request dropped for room), every group counts its
+ * clients in a HyperLogLog sketch from then on, seeded with the clients it had, and the counts are marked
+ * estimated. Memory is bounded: the peak table at `cap` pairs, the first-request table, a 4 KB sketch per group.
  */
 export class RateDistribution {
   readonly #groups = new Map<string, Group>();
-  #window = new Float64Array(0);
-  #count = new Float64Array(0);
-  #peak = new Float64Array(0);
-  #size = 0;
+  readonly #list: Group[] = [];
+  readonly #peaks = new SlidingPeaks();
+  readonly #first: FirstRequests;
   readonly #cap: number;
+  #estimating = false;
+  /** Requests of clients past the pair cap, counted but not in any distribution. */
   untracked = 0;
 
-  /** @param cap - the most (group, client) pairs tracked. */
-  constructor(cap: number) {
+  /**
+   * @param cap - the most (group, client) pairs whose peaks are kept.
+   * @param firstRequests - the entries of the first-request table (a power of two).
+   */
+  constructor(cap: number, firstRequests = 1 << 20) {
     this.#cap = cap;
+    this.#first = new FirstRequests(firstRequests);
+  }
+
+  /** True once client counts are estimates. */
+  get estimating(): boolean {
+    return this.#estimating;
   }
 
   /**
-   * Counts one request of a client in a group.
+   * Counts one request of a client in a group. Requests come in time order (a replay's reorder window); one
+   * earlier than its client's last is counted at that last time.
    *
    * @param group - the endpoint pattern or tier.
    * @param client - the caller's key.
@@ -61,73 +90,110 @@ export class RateDistribution {
   add(group: string, client: string, timeMs: number, cost = 1): void {
     let g = this.#groups.get(group);
     if (g === undefined) {
-      g = { requests: 0, slots: [], byClient: new Map() };
+      g = { id: this.#list.length, requests: 0, once: 0, slots: [], byClient: new Map(), sketch: undefined };
+      if (this.#estimating) g.sketch = new HyperLogLog();
       this.#groups.set(group, g);
+      this.#list.push(g);
     }
     g.requests++;
-    let slot = g.byClient.get(client);
-    if (slot === undefined) {
-      if (this.#size >= this.#cap) {
-        this.untracked++;
-        return;
-      }
-      slot = this.#size++;
-      this.#grow();
-      g.byClient.set(client, slot);
-      g.slots.push(slot);
-      for (let w = 0; w < W; w++) this.#window[slot * W + w] = -1;
+    const slot = g.byClient.get(client);
+    if (slot !== undefined) {
+      this.#peaks.add(slot, timeMs, cost);
+      return;
     }
-    for (let w = 0; w < W; w++) {
-      const i = slot * W + w;
-      const win = Math.floor(timeMs / RATE_WINDOWS_MS[w]);
-      if (win !== this.#window[i]) {
-        this.#window[i] = win;
-        this.#count[i] = 0;
-      }
-      const c = this.#count[i] + cost;
-      this.#count[i] = c;
-      if (c > this.#peak[i]) this.#peak[i] = c;
+    const a = hashString(client, SEED_A);
+    const b = hashString(client, SEED_B);
+    g.sketch?.add(a, b);
+    const first = this.#first;
+    if (!first.take(g.id, a, b, timeMs, cost)) {
+      g.once++;
+      if (first.evictedGroup >= 0 && !this.#estimating)
+        this.#estimate(first.evictedGroup, first.evictedA, first.evictedB);
+      return;
     }
+    g.once--;
+    const s = this.#peaks.size;
+    if (s >= this.#cap) {
+      this.untracked += 2;
+      if (!this.#estimating) this.#estimate(-1, 0, 0);
+      return;
+    }
+    this.#peaks.open();
+    g.byClient.set(client, s);
+    g.slots.push(s);
+    this.#peaks.add(s, first.timeMs, first.cost);
+    this.#peaks.add(s, timeMs, cost);
+  }
+
+  /**
+   * Distinct clients over the groups whose names start with `prefix` (the tiers: every request is in one): the
+   * sum of their counts, or with estimates the estimate of the union of their sketches.
+   */
+  clients(prefix: string): { readonly count: number; readonly estimated: boolean } {
+    const gs: Group[] = [];
+    for (const [name, g] of this.#groups) if (name.startsWith(prefix)) gs.push(g);
+    if (!this.#estimating)
+      return { count: gs.reduce((n, g) => n + g.slots.length + g.once, 0), estimated: false };
+    const union = new HyperLogLog();
+    for (const g of gs) if (g.sketch !== undefined) union.merge(g.sketch);
+    return { count: Math.max(Math.round(union.estimate()), 0), estimated: true };
   }
 
   /** The groups, most requested first. */
   groups(): GroupDistribution[] {
     const out: GroupDistribution[] = [];
     for (const [group, g] of this.#groups) {
-      const sorted = [0, 1, 2].map((w) => {
-        const a = new Float64Array(g.slots.length);
-        g.slots.forEach((s, k) => {
-          a[k] = this.#peak[s * W + w];
+      const n = g.slots.length;
+      const peaks = [0, 1, 2].map(() => new Float64Array(n));
+      const requests = [0, 1, 2].map(() => new Float64Array(n));
+      for (let w = 0; w < 3; w++) {
+        const order = g.slots.map((s) => s);
+        order.sort((x, y) => this.#peaks.peak(x, w) - this.#peaks.peak(y, w));
+        order.forEach((s, k) => {
+          peaks[w][k] = this.#peaks.peak(s, w);
+          requests[w][k] = this.#peaks.requests(s);
         });
-        return a.sort();
-      }) as unknown as GroupDistribution['sortedPeaks'];
+      }
+      const clients = g.sketch === undefined ? n + g.once : Math.max(n, Math.round(g.sketch.estimate()));
       out.push({
         group,
         requests: g.requests,
-        clients: g.slots.length,
-        windows: sorted.map((a) => ({
+        clients,
+        estimated: g.sketch !== undefined,
+        oneRequest: clients - n,
+        windows: peaks.map((a) => ({
           p50: quantile(a, 0.5),
           p90: quantile(a, 0.9),
           p99: quantile(a, 0.99),
           max: a.length === 0 ? 0 : a[a.length - 1],
         })) as unknown as GroupDistribution['windows'],
-        sortedPeaks: sorted,
+        sortedPeaks: peaks as unknown as GroupDistribution['sortedPeaks'],
+        sortedRequests: requests as unknown as GroupDistribution['sortedRequests'],
       });
     }
     return out.sort((a, b) => b.requests - a.requests);
   }
 
-  #grow(): void {
-    if (this.#size * W <= this.#window.length) return;
-    const n = Math.max(1024, this.#window.length * 2);
-    const grow = (a: Float64Array) => {
-      const b = new Float64Array(n);
-      b.set(a);
-      return b;
-    };
-    this.#window = grow(this.#window);
-    this.#count = grow(this.#count);
-    this.#peak = grow(this.#peak);
+  /** Bytes the peak table takes now (its share of a recommendation's memory). */
+  get peakBytes(): number {
+    return this.#peaks.bytes;
+  }
+
+  /**
+   * From now on clients are estimated: every group gets a sketch of the clients it has (tracked ones and those
+   * seen once, with the entry about to be dropped), and each new client of a group is added to it.
+   */
+  #estimate(droppedGroup: number, a: number, b: number): void {
+    this.#estimating = true;
+    for (const g of this.#list) {
+      const sketch = new HyperLogLog();
+      for (const key of g.byClient.keys()) sketch.addString(key);
+      g.sketch = sketch;
+    }
+    this.#first.forEach((group, x, y) => {
+      this.#list[group].sketch?.add(x, y);
+    });
+    if (droppedGroup >= 0) this.#list[droppedGroup].sketch?.add(a, b);
   }
 }
 

@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateLog } from '../../../../bench/replay/generate-log.js';
 import { main } from '../cli/main.js';
+import { renderRecommendation } from '../cli/recommend-command.js';
 import { loadConfigText } from '../config/load-config.js';
 import { quantile } from './rate-distribution.js';
 import { recommend } from './recommend.js';
@@ -117,12 +118,79 @@ describe('sluice recommend', () => {
     const text = out.join('');
     expect(code).toBe(0);
     expect(text).toMatch(/40,000 requests from 1,9\d\d clients/);
-    expect(text).toMatch(/tier:standard\s+40,000\s+1,9\d\d\s+1 \/ 1 \/ \d+ \/ \d+/);
+    expect(text).toMatch(/tier:standard\s+40,000\s+1,9\d\d\s+[\d,]+\s+\d+ \/ \d+ \/ \d+ \/ \d+/);
     expect(text).toMatch(/rateLimiting:\n {2}enabled: true\n {2}defaultTier: standard/);
     expect(text).toMatch(
       /Replay of the logs under the proposed limits: .* clients \(\d+\.\d\d%\) limited at least once, within --spare 0\.01/,
     );
   });
+  it('is not pulled down by 20,000 clients with one request: 100 clients at 30 a minute still get about 30', async () => {
+    // An hour: 100 clients each sending one request every 2 s (30 a minute), and 20,000 addresses sending one
+    // request each (10% of the requests), as a flood of scanners would.
+    const t0 = Date.UTC(2026, 11, 3, 9, 0, 0);
+    const at = (ms: number) => {
+      const d = new Date(ms);
+      const p = (n: number) => String(n).padStart(2, '0');
+      return `${p(d.getUTCDate())}/Dec/2026:${p(d.getUTCHours())}:${p(d.getUTCMinutes())}:${p(d.getUTCSeconds())} +0000`;
+    };
+    const lines: [number, string][] = [];
+    for (let c = 0; c < 100; c++)
+      for (let k = 0; k < 1800; k++)
+        lines.push([t0 + k * 2000 + (c % 2) * 1000, `10.1.${c >> 8}.${c & 255}`]);
+    for (let i = 0; i < 20_000; i++)
+      lines.push([t0 + Math.floor((i * 3_600_000) / 20_000), `172.16.${i >> 8}.${i & 255}`]);
+    lines.sort((a, b) => a[0] - b[0]);
+    const file = join(dir, 'poisoned.log');
+    writeFileSync(
+      file,
+      `${lines.map(([t, ip]) => `${ip} - - [${at(t)}] "GET /api/items HTTP/1.1" 200 1 "-" "t"`).join('\n')}\n`,
+    );
+    const r = await recommend({
+      logs: [{ name: file, open: () => createReadStream(file) }],
+      spare: 0.01,
+      top: 5,
+    });
+    const standard = r.proposals.find((p) => p.name === 'standard')!;
+    expect(standard.perMinute).toBeGreaterThanOrEqual(30);
+    expect(standard.perMinute).toBeLessThanOrEqual(36);
+    expect(r.proposals.find((p) => p.name === '/api/items')?.perMinute).toBeGreaterThanOrEqual(30);
+    expect(r.clients).toBe(20_100);
+    expect(r.clientsOneRequest).toBe(20_000);
+    // Both shares are reported, and both are within --spare.
+    expect(r.confirmation.requestShare).toBeLessThanOrEqual(0.01);
+    expect(r.confirmation.share).toBeLessThanOrEqual(0.01);
+    expect(r.confirmation.withinSpare).toBe(true);
+    const text = renderRecommendation(r);
+    expect(text).toContain(
+      '200,000 requests from 20,100 clients (20,000 sent one request: counted, not in the peaks)',
+    );
+    expect(text).toMatch(
+      /requests \(\d+\.\d\d%\) limited; \d+ of 20,100 clients \(\d+\.\d\d%\) limited at least once, within --spare 0\.01 for both/,
+    );
+  });
+
+  it('proposes no endpoint rule for static files, and says how many requests they were', async () => {
+    const lines: string[] = [];
+    for (let i = 0; i < 1200; i++) {
+      const t = `03/Dec/2026:06:${String(Math.floor(i / 20)).padStart(2, '0')}:${String(i % 20).padStart(2, '0')} +0000`;
+      const path = ['/static/app.js', '/img/Logo.PNG', '/fonts/a.woff2', '/api/orders'][i % 4];
+      lines.push(`10.0.${i % 7}.${i % 50} - - [${t}] "GET ${path} HTTP/1.1" 200 1 "-" "t"`);
+    }
+    const file = join(dir, 'assets.log');
+    writeFileSync(file, `${lines.join('\n')}\n`);
+    const r = await recommend({
+      logs: [{ name: file, open: () => createReadStream(file) }],
+      spare: 0.01,
+      top: 10,
+    });
+    expect(r.proposals.map((p) => p.name).sort()).toEqual(['/api/orders', 'standard']);
+    expect(r.yaml).not.toMatch(/static|Logo|woff2/);
+    expect(r.staticFiles).toEqual({ requests: 900, paths: 3 });
+    expect(renderRecommendation(r)).toContain(
+      '900 requests for static files (3 paths such as .css, .js, images and fonts) were measured in their tier but given no endpoint rule: a page loads them in a burst',
+    );
+  });
+
   describe('a log shorter than a window', () => {
     // The tester's case: ten minutes of traffic, then the same traffic for an hour.
     const SHORT = join(dir, 'ten-minutes.log');

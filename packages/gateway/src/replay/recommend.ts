@@ -11,6 +11,7 @@ import { type GroupDistribution, RateDistribution } from './rate-distribution.js
 import { renderProposal } from './render-proposal.js';
 import { type LogStats, type NamedConfig, type ReplayLog, runReplay } from './replay-run.js';
 import { shortLogWarnings } from './short-log-warnings.js';
+import { isStaticPath } from './static-files.js';
 
 export type { ProposedLimit } from './proposed-limit.js';
 
@@ -39,13 +40,24 @@ export interface RecommendOptions {
 /** What `sluice recommend` found and proposes. */
 export interface Recommendation {
   readonly spare: number;
+  /** Distinct clients (an estimate when `clientsEstimated`: more clients than the tables hold). */
   readonly clients: number;
+  readonly clientsEstimated: boolean;
+  /** Clients that sent one request: counted, left out of the peaks (no limit refuses a first request). */
+  readonly clientsOneRequest: number;
   readonly requests: number;
+  /**
+   * Without a configuration: requests for static files (`.css`, `.js`, images, fonts, by extension), and their
+   * distinct paths, for which no endpoint rule is proposed (a page loads them in a burst).
+   */
+  readonly staticFiles: { readonly requests: number; readonly paths: number };
   /** What reading the logs found (the measuring replay): formats, unknown lines, a reading that stopped early. */
   readonly logs: readonly LogStats[];
   /** Requests without a client address or caller identity, all measured as one client (`ip:unknown`). */
   readonly clientsMissing: number;
-  readonly groups: readonly (Omit<GroupDistribution, 'sortedPeaks'> & { readonly kind: 'tier' | 'rule' })[];
+  readonly groups: readonly (Omit<GroupDistribution, 'sortedPeaks' | 'sortedRequests'> & {
+    readonly kind: 'tier' | 'rule';
+  })[];
   readonly proposals: readonly ProposedLimit[];
   /**
    * The time the logs' requests cover: the first and last request times, and the seconds between them plus one
@@ -60,10 +72,14 @@ export interface Recommendation {
   readonly warnings: readonly string[];
   /** The proposed configuration file. */
   readonly yaml: string;
-  /** The replay of the logs under it. */
+  /**
+   * The replay of the logs under it: the share of requests limited (`requestShare`) and of clients limited at
+   * least once (`share`); `withinSpare` when both are at most `spare`.
+   */
   readonly confirmation: {
     readonly requests: number;
     readonly limited: number;
+    readonly requestShare: number;
     readonly clients: number;
     readonly limitedClients: number;
     readonly share: number;
@@ -81,15 +97,22 @@ const OBSERVER_YAML = `rateLimiting:
 `;
 
 const MAX_TEMPLATES = 10_000;
+/**
+ * The most (group, client) pairs whose peaks are measured: 440 bytes each, about 115 MB. Clients past it are
+ * counted (estimated) but not measured; the ones measured are the first to send two requests, a sample of them all.
+ */
+const PAIR_CAP = 1 << 18;
 
 /**
  * Proposes limits from access logs: replays them under the configuration (or, without one, under limits that never
- * bind) to learn each request's caller and the rules it matched, measures per-client peaks over 1 s, 1 min and 1 h
- * per tier and per endpoint pattern, proposes for each the per-minute (and per-hour) rate that at most `spare` of
- * its clients exceeded and never below its p99 client, with a burst of one minute's limit (a token bucket of that
+ * bind) to learn each request's caller and the rules it matched, measures per-client peaks over sliding 1 s, 1 min
+ * and 1 h windows per tier and per endpoint pattern (static files get no rule), and proposes for each the
+ * per-minute (and per-hour) rate that at most `spare` of its clients with more than one request exceeded, never
+ * below its p99 client, and that the clients exceeding it sent at most `spare` of its requests: clients with one
+ * request cannot pull a limit down, however many they are. Each burst is one minute's limit (a token bucket of that
  * capacity admits every client whose busiest minute stays within the limit). The proposed file is then replayed;
- * while it limits more than `spare` of all clients, the limits of the policies that limited are raised by a quarter
- * and it is replayed again.
+ * while it limits more than `spare` of all clients or of all requests, the limits of the policies that limited are
+ * raised by a quarter and it is replayed again.
  *
  * @returns the distributions, the proposal as a configuration file and its confirmation.
  */
@@ -100,9 +123,9 @@ export async function recommend(o: RecommendOptions): Promise<Recommendation> {
     text: OBSERVER_YAML,
   };
   const withConfig = o.config !== undefined;
-  // Two (group, client) pairs per tracked key: a tier and an endpoint on average; beyond, pairs are not tracked.
-  const dist = new RateDistribution(Math.max(base.config.maxTrackedKeys, 100_000) * 2);
-  const clients = new Set<string>();
+  const dist = new RateDistribution(PAIR_CAP);
+  let staticRequests = 0;
+  const staticPaths = new Set<string>();
   // Group names are built once per tier, rule and path template, so each request finds its groups by strings
   // whose hashes V8 already holds. A name is copied on entry: one cut from the log's text would otherwise keep that
   // text alive (docs/DECISIONS.md, D-G32). Each map stops growing at MAX_TEMPLATES.
@@ -123,7 +146,6 @@ export async function recommend(o: RecommendOptions): Promise<Recommendation> {
   const seen = (v: Verdict, timeMs: number, cost: number, tier: string, template: string) => {
     if (v.action === 'exempt' || v.decision === undefined) return;
     const key = v.key ?? 'ip:unknown';
-    if (clients.size < base.config.maxTrackedKeys) clients.add(key);
     if (withConfig) {
       const rules = v.rules ?? [];
       for (let i = 0; i < rules.length; i++) {
@@ -133,6 +155,11 @@ export async function recommend(o: RecommendOptions): Promise<Recommendation> {
       return;
     }
     dist.add(named(tierGroups, tier, tierGroup) ?? tierGroup(tier), key, timeMs, cost);
+    if (isStaticPath(template)) {
+      staticRequests++;
+      if (staticPaths.size < MAX_TEMPLATES) staticPaths.add(template);
+      return;
+    }
     // A log of unfoldable paths (slugs, hashes) stops adding new templates at the cap.
     const group = named(templates, template, templateGroup);
     if (group !== undefined) dist.add(group, key, timeMs, cost);
@@ -161,7 +188,9 @@ export async function recommend(o: RecommendOptions): Promise<Recommendation> {
   const groups = dist.groups();
   const level = Math.max(1 - o.spare, 0.99);
   const spanMs = lastMs >= firstMs ? lastMs - firstMs + 1000 : 0;
-  const proposals = proposeLimits(groups, base.config, withConfig, o.top, level, spanMs);
+  const proposals = proposeLimits(groups, base.config, withConfig, o.top, level, spanMs, o.spare);
+  const counted = dist.clients('tier:');
+  const clients = counted.count;
   let yaml = renderProposal(proposals, base, withConfig);
   const replay: ProposalReplay = {
     logs: o.logs,
@@ -172,23 +201,31 @@ export async function recommend(o: RecommendOptions): Promise<Recommendation> {
     file: o.config?.config.file ?? 'recommended.yaml',
   };
   let rounds = 1;
-  let confirmation = await confirmProposal(yaml, replay, clients.size);
+  let confirmation = await confirmProposal(yaml, replay, clients);
   const maxRounds = o.maxRounds ?? 12;
-  while (confirmation.share > o.spare && rounds < maxRounds) {
+  const within = () => confirmation.share <= o.spare && confirmation.requestShare <= o.spare;
+  while (!within() && rounds < maxRounds) {
     rounds++;
     raiseLimits(proposals, confirmation.limitedPolicies);
     yaml = renderProposal(proposals, base, withConfig);
-    confirmation = await confirmProposal(yaml, replay, clients.size);
+    confirmation = await confirmProposal(yaml, replay, clients);
   }
+  const shown = groups.filter((g) => proposals.some((p) => groupOf(p) === g.group));
   return {
     spare: o.spare,
-    clients: clients.size,
+    clients,
+    clientsEstimated: counted.estimated,
+    clientsOneRequest: groups
+      .filter((g) => g.group.startsWith('tier:'))
+      .reduce((n, g) => n + g.oneRequest, 0),
     requests: run.engine.tally.totals.requests,
+    staticFiles: { requests: staticRequests, paths: staticPaths.size },
     logs: run.logs,
     clientsMissing: run.engine.clientsMissing,
-    groups: groups
-      .filter((g) => proposals.some((p) => groupOf(p) === g.group))
-      .map(({ sortedPeaks: _, ...g }) => ({ ...g, kind: g.group.startsWith('tier:') ? 'tier' : 'rule' })),
+    groups: shown.map(({ sortedPeaks: _, sortedRequests: __, ...g }) => ({
+      ...g,
+      kind: g.group.startsWith('tier:') ? 'tier' : 'rule',
+    })),
     proposals,
     ...(spanMs === 0
       ? {}
@@ -207,11 +244,12 @@ export async function recommend(o: RecommendOptions): Promise<Recommendation> {
     confirmation: {
       requests: confirmation.requests,
       limited: confirmation.limited,
-      clients: clients.size,
+      requestShare: confirmation.requestShare,
+      clients,
       limitedClients: confirmation.limitedClients,
       share: confirmation.share,
       rounds,
-      withinSpare: confirmation.share <= o.spare,
+      withinSpare: within(),
     },
   };
 }
