@@ -1,0 +1,131 @@
+import { AdaptiveLimit, type AdaptiveLimitOptions } from './adaptive-limit.js';
+
+/** How much a request matters when the upstream is over capacity: `priority` of tiers and endpoint rules. */
+export type Priority = 'critical' | 'normal' | 'sheddable';
+
+/** Every {@link Priority}, most important first: the metric label's values. */
+export const PRIORITIES: readonly Priority[] = Object.freeze(['critical', 'normal', 'sheddable']);
+
+const PRIORITY_INDEX: Readonly<Record<Priority, number>> = Object.freeze({
+  critical: 0,
+  normal: 1,
+  sheddable: 2,
+});
+
+/** The settings of a {@link LoadShedder}: the `overload:` section. */
+export interface ShedderSettings {
+  /** A fixed limit of requests in flight toward the upstream; `undefined` with `adaptive`. */
+  readonly maxInFlight: number | undefined;
+  /** The adaptive limit's parameters; `undefined` with `maxInFlight`. */
+  readonly adaptive: AdaptiveLimitOptions | undefined;
+  /** The share of the limit kept for `critical` requests, in [0, 1). */
+  readonly reserve: number;
+}
+
+/**
+ * Requests in flight toward the upstream as a whole, and the limit they are held to: fixed, or learned from
+ * latency ({@link AdaptiveLimit}). A request is admitted while the requests in flight stay below its priority's
+ * share of the limit: `critical` the whole limit, `normal` the limit less the reserve, `sheddable` that share less
+ * the reserve again (`limit x (1 - reserve)^2`), so at the limit `sheddable` is refused first, then `normal`, and
+ * `critical` only beyond the whole limit. One per gateway process, kept across reloads, so the count of requests
+ * in flight never starts over while they run.
+ */
+export class LoadShedder {
+  #settings: ShedderSettings;
+  #adaptive: AdaptiveLimit | undefined;
+  #inFlight = 0;
+  readonly #shed = [0, 0, 0];
+  #lastWarnMs = Number.NEGATIVE_INFINITY;
+  #shedSinceWarn = 0;
+
+  /** @param settings - the `overload:` section. */
+  constructor(settings: ShedderSettings) {
+    this.#settings = settings;
+    this.#adaptive = settings.adaptive === undefined ? undefined : new AdaptiveLimit(settings.adaptive);
+  }
+
+  /**
+   * Takes new settings (a reload): the requests in flight stay counted; an adaptive limit keeps what it learned
+   * unless its parameters changed.
+   */
+  configure(settings: ShedderSettings): void {
+    const a = settings.adaptive;
+    if (a === undefined) this.#adaptive = undefined;
+    else if (this.#adaptive === undefined || !sameAdaptive(this.#adaptive.options, a)) {
+      this.#adaptive = new AdaptiveLimit(a);
+    }
+    this.#settings = settings;
+  }
+
+  /** The limit of requests in flight now. */
+  get limit(): number {
+    return this.#adaptive?.limit ?? this.#settings.maxInFlight ?? 0;
+  }
+
+  /** Requests admitted and not ended. */
+  get inFlight(): number {
+    return this.#inFlight;
+  }
+
+  /** Requests refused so far, per priority, in {@link PRIORITIES} order. */
+  get shed(): readonly number[] {
+    return this.#shed;
+  }
+
+  /** The share of the limit a priority may use: the whole limit, less the reserve, less it twice. */
+  capacityOf(priority: Priority): number {
+    const limit = this.limit;
+    const keep = 1 - this.#settings.reserve;
+    return priority === 'critical' ? limit : priority === 'normal' ? limit * keep : limit * keep * keep;
+  }
+
+  /**
+   * Admits a request of `priority` when the requests in flight are below its share of the limit, and counts it;
+   * else counts it as shed.
+   *
+   * @returns the requests in flight with this one when admitted (the caller must {@link LoadShedder.release} it
+   *   exactly once), or 0 when shed.
+   */
+  tryEnter(priority: Priority): number {
+    if (this.#inFlight < this.capacityOf(priority)) return ++this.#inFlight;
+    this.#shed[PRIORITY_INDEX[priority]]++;
+    this.#shedSinceWarn++;
+    return 0;
+  }
+
+  /**
+   * An admitted request ended.
+   *
+   * @param latencyMs - from admission to the end of its response.
+   * @param completed - whether the response was written whole: only those teach the adaptive limit.
+   * @param atEntry - what {@link LoadShedder.tryEnter} returned for it.
+   */
+  release(latencyMs: number, completed: boolean, atEntry: number): void {
+    if (completed) this.#adaptive?.sample(latencyMs, atEntry);
+    if (this.#inFlight > 0) this.#inFlight--;
+  }
+
+  /**
+   * Whether a warning about shedding is due: at most one a second while requests are shed.
+   *
+   * @param nowMs - milliseconds of a monotonic clock.
+   * @returns the requests shed since the last warning, or 0 when none is due.
+   */
+  warnDue(nowMs: number): number {
+    if (this.#shedSinceWarn === 0 || nowMs - this.#lastWarnMs < 1000) return 0;
+    const n = this.#shedSinceWarn;
+    this.#shedSinceWarn = 0;
+    this.#lastWarnMs = nowMs;
+    return n;
+  }
+}
+
+function sameAdaptive(a: AdaptiveLimitOptions, b: AdaptiveLimitOptions): boolean {
+  return (
+    a.min === b.min &&
+    a.max === b.max &&
+    a.initial === b.initial &&
+    a.smoothing === b.smoothing &&
+    a.tolerance === b.tolerance
+  );
+}
