@@ -45,6 +45,13 @@ const CONFIG = `rateLimiting:
       cost:
         json: { usage.prompt_tokens: 1, usage.completion_tokens: 2 }
         reserve: 100
+    - pattern: /v1/messages
+      name: llm-reserved
+      limit: 1000
+      window: 60s
+      cost:
+        json: usage.total_tokens
+        reserve: { field: max_tokens, default: 100, maxBytes: 1kb }
     - pattern: /files/*
       name: download-bytes
       limit: 20000000
@@ -188,6 +195,41 @@ describe('costs settled from the response, through the gateway', () => {
     expect(r(refused.headers, 'llm-tokens')).toBe(0);
     // 670 owed plus the 200 to reserve, at 1000 a minute: 52.2 seconds.
     expect(refused.headers['retry-after']).toBe('53');
+  });
+
+  it('reserves max_tokens read from a small JSON body, which the upstream still receives whole', async () => {
+    const url = await start();
+    const bodies: string[] = [];
+    upstream.handler = (req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => {
+        body += c.toString();
+      });
+      req.on('end', () => {
+        bodies.push(body);
+        const ask = JSON.parse(body) as { tokens: number };
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ usage: { total_tokens: ask.tokens } }));
+      });
+    };
+    const post = (body: string) =>
+      send(agent, `${url}/v1/messages`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body,
+      });
+    const a = await post('{"model":"m","max_tokens":300,"tokens":20}');
+    expect(r(a.headers, 'llm-reserved')).toBe(700);
+    expect(bodies[0]).toBe('{"model":"m","max_tokens":300,"tokens":20}');
+    await untilUnits(t, 'llm-reserved', 20);
+    // No such field: the default. A body over maxBytes is not read: the default too, and it arrives whole.
+    const b = await post('{"tokens":5}');
+    expect(r(b.headers, 'llm-reserved')).toBe(1000 - 20 - 100);
+    await untilUnits(t, 'llm-reserved', 25);
+    const long = JSON.stringify({ max_tokens: 900, tokens: 1, pad: 'x'.repeat(2000) });
+    const c = await post(long);
+    expect(r(c.headers, 'llm-reserved')).toBe(1000 - 25 - 100);
+    expect(bodies[2]).toBe(long);
   });
 
   it('a client that goes away mid-stream is charged its reservation, and bytes sent when it pays by bytes', async () => {

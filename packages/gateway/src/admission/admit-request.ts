@@ -80,6 +80,8 @@ export interface AdmissionRequest {
   readonly signal?: AbortSignal;
   /** The response whose early close (the client went away) ends a wait in a queue; read only for one that waits. */
   readonly response?: ClosableResponse;
+  /** The request body, read before admission for a reservation that names one of its fields; else absent. */
+  readonly bodyForReserve?: Uint8Array;
 }
 
 /** The outcome of {@link admitRequest}; a denial is a value, never an exception. */
@@ -258,6 +260,7 @@ class AdmittedRequest implements GatewayRequest {
   readonly socket: unknown;
   readonly signal: AbortSignal | undefined;
   readonly disconnect: ClosableResponse | undefined;
+  readonly bodyForReserve: Uint8Array | undefined;
 
   constructor(r: AdmissionRequest) {
     this.method = r.method;
@@ -270,5 +273,6 @@ class AdmittedRequest implements GatewayRequest {
     this.socket = r.socket;
     this.signal = r.signal;
     this.disconnect = r.response;
+    this.bodyForReserve = r.bodyForReserve;
   }
 }

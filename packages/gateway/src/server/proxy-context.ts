@@ -47,6 +47,7 @@ export function admitOwnRequest(
   id: string,
   clientIp: string | undefined,
   res?: ServerResponse,
+  bodyForReserve?: Uint8Array,
 ): Admission | Promise<Admission> {
   return admitRequest(ctx.host, {
     method,
@@ -60,5 +61,6 @@ export function admitOwnRequest(
     socket: req.socket,
     // Its early close ends a wait in a queue; read only for a request that waits.
     response: res,
+    bodyForReserve,
   });
 }

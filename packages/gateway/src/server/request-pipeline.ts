@@ -14,6 +14,7 @@ import { answerHealth, isHealthRequest } from './health-endpoints.js';
 import { hasBadHost } from './host-header.js';
 import { paceLeftover } from './pace-leftover.js';
 import { admitOwnRequest, type ProxyContext } from './proxy-context.js';
+import { readReserveBody } from './reserve-body.js';
 
 /**
  * Serves one request of the proxy listener: the request target, the health endpoints, admission (exemptions,
@@ -94,7 +95,12 @@ export async function handleRequest(
     // The response's early close (the client went away) aborts a wait in a queue and returns its tokens.
     // Resolved once: admission keys by it, and the upstream request and the count of bodies use it again.
     const clientIp = rt.clientIp(req.socket.remoteAddress, req.headers);
-    const admitting = admitOwnRequest(ctx, rt, req, method, raw, id, clientIp, res);
+    // A reservation that names a field of the JSON body (`cost.reserve.field`) reads a small body first.
+    const reserveBody =
+      rt.reserveBodyBytes > 0 && hasRequestBody(req.headers)
+        ? await readReserveBody(req, rt.reserveBodyBytes, c.server.bodyTimeoutMs || 10_000)
+        : undefined;
+    const admitting = admitOwnRequest(ctx, rt, req, method, raw, id, clientIp, res, reserveBody);
     // The memory store answers in the same tick: no await, so no microtask hop for most requests.
     const admission = isPromiseLike(admitting) ? await admitting : admitting;
     if (admission.kind === 'deny') {
