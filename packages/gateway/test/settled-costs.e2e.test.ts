@@ -21,6 +21,8 @@ import {
   tempDir,
 } from './support.js';
 
+const ADMIN_TOKEN = 'admin-token-0123456789';
+
 const CONFIG = `rateLimiting:
   defaultTier: free
   tiers:
@@ -133,7 +135,10 @@ describe('costs settled from the response, through the gateway', () => {
   });
 
   const start = async () => {
-    t = await startGateway(join(dir, 'costs.yaml'), { yaml: `${CONFIG}upstream:\n  url: ${upstream.url}\n` });
+    t = await startGateway(join(dir, 'costs.yaml'), {
+      yaml: `${CONFIG}upstream:\n  url: ${upstream.url}\nadmin:\n  port: 0\n  token: \${ADMIN_TOKEN}\n`,
+      env: { ADMIN_TOKEN },
+    });
     return t.gateway.url;
   };
 
@@ -195,6 +200,17 @@ describe('costs settled from the response, through the gateway', () => {
     expect(r(refused.headers, 'llm-tokens')).toBe(0);
     // 670 owed plus the 200 to reserve, at 1000 a minute: 52.2 seconds.
     expect(refused.headers['retry-after']).toBe('53');
+    // The admin API shows the debt (to within a second of refill: 1000 a minute is 16.7 tokens a second).
+    const view = (
+      await send(agent, `${t.gateway.adminUrl}/keys/ip%3A127.0.0.1`, {
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      })
+    ).json<{ buckets: { policy: string; remaining: number; debt?: number }[] }>();
+    const llmBucket = view.buckets.find((b) => b.policy === 'llm-tokens');
+    expect(llmBucket?.remaining).toBe(0);
+    expect(llmBucket?.debt).toBeGreaterThanOrEqual(670);
+    expect(llmBucket?.debt).toBeLessThan(670 + 17);
+    expect(view.buckets.find((b) => b.policy === 'free')?.debt).toBeUndefined();
   });
 
   it('reserves max_tokens read from a small JSON body, which the upstream still receives whole', async () => {

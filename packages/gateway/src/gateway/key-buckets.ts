@@ -1,4 +1,4 @@
-import type { Decision } from 'sluice';
+import type { Decision, Policy } from 'sluice';
 import type { GatewayLimits } from '../limits/gateway-limits.js';
 import type { BucketView } from '../server/admin-server.js';
 
@@ -15,7 +15,19 @@ export async function bucketsOf(plan: GatewayLimits, key: string): Promise<Bucke
     const d: Decision = await plan.limiter.peek([check], 1);
     const o = d.outcomes[0];
     const { name, quota, window, burst } = check.policy;
-    out.push({ policy: name, quota, window, burst, remaining: o.remaining, resetSeconds: o.resetSeconds });
+    const view = { policy: name, quota, window, burst, remaining: o.remaining, resetSeconds: o.resetSeconds };
+    const debt = debtOf(check.policy, o.resetSeconds);
+    out.push(debt > 0 ? { ...view, debt } : view);
   }
   return out;
+}
+
+/**
+ * The tokens a bucket owes below zero, from its seconds until full: the deficit beyond one burst, rounded up to a
+ * whole second of refill (the peek tells seconds, not units). 0 for a stepped policy, which the seconds describe in
+ * steps, and for one that does not owe.
+ */
+function debtOf(policy: Policy, resetSeconds: number): number {
+  if (policy.stepMs !== 0 || policy.concurrent > 0) return 0;
+  return Math.max(0, Math.ceil((resetSeconds * policy.quota) / policy.window) - policy.burst);
 }

@@ -18,6 +18,11 @@ export interface BucketView {
   readonly burst: number;
   readonly remaining: number;
   readonly resetSeconds: number;
+  /**
+   * Tokens the bucket owes below zero after a cost settled from a response (`cost:`), to within one second of
+   * refill; present only while it owes.
+   */
+  readonly debt?: number;
 }
 
 /**
