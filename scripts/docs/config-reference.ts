@@ -81,6 +81,10 @@ function defaultOf(node: Node): string {
   return stated === null ? '' : stated[1].trim().replace(/\.$/, '');
 }
 
+function plural(count: number, noun: string): string {
+  return `${count} ${noun}${count === 1 ? '' : 's'}`;
+}
+
 function rangeOf(node: Node): string {
   const parts: string[] = [];
   const n = (k: string) => (typeof node[k] === 'number' ? (node[k] as number) : undefined);
@@ -91,12 +95,12 @@ function rangeOf(node: Node): string {
   else if (max !== undefined) parts.push(`at most ${max}`);
   if (n('exclusiveMinimum') !== undefined) parts.push(`above ${n('exclusiveMinimum')}`);
   if (n('minLength') !== undefined && n('minLength') !== 0)
-    parts.push(`at least ${n('minLength')} characters`);
-  if (n('maxLength') !== undefined) parts.push(`at most ${n('maxLength')} characters`);
-  if (n('minItems') !== undefined) parts.push(`at least ${n('minItems')} items`);
-  if (n('maxItems') !== undefined) parts.push(`at most ${n('maxItems')} items`);
-  if (n('minProperties') !== undefined) parts.push(`at least ${n('minProperties')} keys`);
-  if (n('maxProperties') !== undefined) parts.push(`at most ${n('maxProperties')} keys`);
+    parts.push(`at least ${plural(n('minLength') as number, 'character')}`);
+  if (n('maxLength') !== undefined) parts.push(`at most ${plural(n('maxLength') as number, 'character')}`);
+  if (n('minItems') !== undefined) parts.push(`at least ${plural(n('minItems') as number, 'item')}`);
+  if (n('maxItems') !== undefined) parts.push(`at most ${plural(n('maxItems') as number, 'item')}`);
+  if (n('minProperties') !== undefined) parts.push(`at least ${plural(n('minProperties') as number, 'key')}`);
+  if (n('maxProperties') !== undefined) parts.push(`at most ${plural(n('maxProperties') as number, 'key')}`);
   if (node.uniqueItems === true) parts.push('no repeated items');
   if (typeof node.pattern === 'string' && !Array.isArray(node.enum))
     parts.push(`matches \`${node.pattern}\``);

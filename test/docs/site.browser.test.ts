@@ -6,35 +6,25 @@
  * the pages are the files test/examples.test.ts runs.
  */
 import { execFile } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
-import { extname, join, normalize } from 'node:path';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { configEntries, entryAnchor } from '../../scripts/docs/config-reference.js';
 import { exampleFiles } from '../../scripts/docs/example-pages.js';
+import { type StaticSite, serveStatic } from '../../scripts/docs/static-server.js';
 import { toolPath } from '../support/tools.js';
 import { openWatchedPage } from '../support/watched-page.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const DIST = join(ROOT, 'docs/site/dist');
 const CHROMIUM = toolPath('chromium');
-const TYPES: Record<string, string> = {
-  '.html': 'text/html; charset=utf-8',
-  '.js': 'text/javascript',
-  '.css': 'text/css',
-  '.json': 'application/json',
-  '.png': 'image/png',
-  '.svg': 'image/svg+xml',
-  '.woff2': 'font/woff2',
-};
 
-let server: Server;
+let site: StaticSite | undefined;
 let origin: string;
 let profile: string;
 let context: BrowserContext;
@@ -46,15 +36,6 @@ let buildSeconds = 0;
 const crawled = new Map<string, string>();
 /** Every internal link met: the page it is on, the path and the anchor it names. */
 const links: { from: string; path: string; anchor: string }[] = [];
-
-/** The file a URL path names in the built site (`/a/` is `/a/index.html`), or undefined. */
-function fileOf(path: string): string | undefined {
-  const decoded = decodeURIComponent(path);
-  const file = normalize(join(DIST, decoded.endsWith('/') ? `${decoded}index.html` : decoded));
-  if (!file.startsWith(DIST)) return undefined;
-  if (existsSync(file) && statSync(file).isFile()) return file;
-  return undefined;
-}
 
 /** Crawls the built HTML from `/`, following every same-site `<a href>`. */
 async function crawl(): Promise<void> {
@@ -84,17 +65,8 @@ beforeAll(async () => {
     maxBuffer: 64 * 1024 * 1024,
   });
   buildSeconds = (performance.now() - started) / 1000;
-  server = createServer((req, res) => {
-    const file = fileOf(new URL(req.url ?? '/', 'http://x').pathname);
-    if (file === undefined) {
-      res.writeHead(404).end('not found');
-      return;
-    }
-    res.writeHead(200, { 'content-type': TYPES[extname(file)] ?? 'application/octet-stream' });
-    res.end(readFileSync(file));
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  site = await serveStatic(DIST);
+  origin = site.origin;
   await crawl();
   profile = await mkdtemp(join(tmpdir(), 'sluice-docs-site-'));
   ({ context, page, problems, requested } = await openWatchedPage(CHROMIUM, profile, {
@@ -105,7 +77,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await context?.close();
-  if (server !== undefined) await new Promise((r) => server.close(r));
+  await site?.close();
   if (profile !== undefined) await rm(profile, { recursive: true, force: true });
 });
 

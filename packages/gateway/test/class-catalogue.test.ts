@@ -11,7 +11,8 @@ import { configSchema } from '../src/config/schema.js';
 import type { Violation } from '../src/config/violation.js';
 import { tempDir } from './support.js';
 
-const README = fileURLToPath(new URL('../README.md', import.meta.url));
+// The class table lives with the other policy class settings in the tiers and endpoint rules guide.
+const README = fileURLToPath(new URL('../../../docs/guide/tiers-and-endpoint-rules.md', import.meta.url));
 const tmp = tempDir();
 afterAll(() => tmp.cleanup());
 
@@ -36,7 +37,7 @@ function load(yaml: string) {
 /** The rows of the first markdown table after `heading`, as arrays of cell texts (backticks removed). */
 function tableAfter(markdown: string, heading: string): string[][] {
   const start = markdown.indexOf(heading);
-  expect(start, `README has the heading ${heading}`).toBeGreaterThanOrEqual(0);
+  expect(start, `the guide has the heading ${heading}`).toBeGreaterThanOrEqual(0);
   const lines = markdown.slice(start).split('\n');
   const first = lines.findIndex((l) => l.startsWith('|'));
   const rows: string[][] = [];
@@ -92,8 +93,8 @@ describe('the standard class catalogue', () => {
     expect(named).toEqual(STANDARD.map((c) => c.name).sort());
   });
 
-  it('matches the class table of the README', () => {
-    const rows = tableAfter(readFileSync(README, 'utf8'), '#### The `standard` class catalogue');
+  it('matches the class table of the tiers and endpoint rules guide', () => {
+    const rows = tableAfter(readFileSync(README, 'utf8'), '### The `standard` class catalogue');
     expect(rows.map((r) => [r[0], r[1], r[2]])).toEqual(STANDARD.map((c) => [c.name, c.key, c.scope]));
   });
 

@@ -29,8 +29,8 @@ const entry = (name: string, key: KeyKind, scope: ClassScope = 'request'): Catal
  * `standard` is the class table of the design document: client IP for failed credentials, device or token for
  * gateway connections, the principal for the REST classes, the agent for the agent runtime, the connection for
  * typing, the webhook id for incoming webhooks, the human for terminals and the host for hosts. `rl.typing` and
- * `rl.gateway_connect` belong to gateway connections, so no endpoint rule may name them. The README's
- * "The `standard` class catalogue" table is compared with this list by a test.
+ * `rl.gateway_connect` belong to gateway connections, so no endpoint rule may name them. The table "The
+ * `standard` class catalogue" of docs/guide/tiers-and-endpoint-rules.md is compared with this list by a test.
  */
 export const CLASS_CATALOGUES = Object.freeze({
   standard: Object.freeze([

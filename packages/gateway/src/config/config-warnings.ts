@@ -6,7 +6,7 @@ import { type ConfigPath, formatPath, located } from './violation.js';
 
 /**
  * The stable codes of configuration warnings: a valid file that probably does not do what its author meant.
- * Each is documented in packages/gateway/README.md ("Configuration warnings").
+ * Each is documented in docs/guide/configuration.md ("Configuration warnings").
  */
 export const WarningCode = Object.freeze({
   /** The admin listener listens on an address other hosts can reach, in plain HTTP. */
