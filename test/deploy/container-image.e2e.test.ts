@@ -7,7 +7,7 @@
  * (scripts/node-lines.mjs opts it out elsewhere); `SLUICE_SKIP_CONTAINERS=1` opts it out by hand.
  */
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { type AddressInfo, connect } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -218,6 +218,60 @@ rateLimiting:
     const logs = await podman.run(['logs', id]);
     expect(`${logs.stdout}${logs.stderr}`).toContain('draining requests in flight');
     handler = answer;
+  });
+
+  it('reloads every thread when a ConfigMap-style mount swaps its ..data symlink', async () => {
+    const port = await freePort();
+    const volume = join(work, 'configmap');
+    mkdirSync(volume);
+    const config = (burst: number) => `server:
+  host: 127.0.0.1
+  port: ${port}
+upstream:
+  url: ${upstreamUrl}
+rateLimiting:
+  defaultTier: free
+  tiers:
+    free: { requestsPerMinute: 60, burstLimit: ${burst} }
+`;
+    // The kubelet's atomic writer: a new timestamped folder, `..data_tmp` pointed at it, renamed over `..data`.
+    const publish = (generation: string, burst: number) => {
+      mkdirSync(join(volume, generation));
+      writeFileSync(join(volume, generation, 'rate-limits.yaml'), config(burst));
+      symlinkSync(generation, join(volume, '..data_tmp'));
+      renameSync(join(volume, '..data_tmp'), join(volume, '..data'));
+    };
+    publish('..2026_12_07_10_00_01.000000001', 5);
+    symlinkSync('..data/rate-limits.yaml', join(volume, 'rate-limits.yaml'));
+    const id = await podman.start([
+      '--read-only',
+      '--network',
+      'host',
+      '-v',
+      `${volume}:/etc/sluice:ro`,
+      IMAGE,
+      'serve',
+      '--config',
+      '/etc/sluice/rate-limits.yaml',
+      '--threads',
+      '2',
+    ]);
+    const url = `http://127.0.0.1:${port}/x`;
+    await untilUp(`http://127.0.0.1:${port}/ready`);
+    expect((await get(url)).headers.ratelimit).toMatch(/^"free";r=\d;t=\d+$/);
+
+    publish('..2026_12_07_10_00_02.000000002', 50);
+    rmSync(join(volume, '..2026_12_07_10_00_01.000000001'), { recursive: true });
+    // Each thread takes the new file: every answer comes to show the larger burst, whichever thread serves it.
+    let reloaded = 0;
+    for (let i = 0; i < 300 && reloaded < 10; i++) {
+      const r = await get(url);
+      reloaded = /^"free";r=[1-4]\d;/.test(String(r.headers.ratelimit)) ? reloaded + 1 : 0;
+      if (reloaded === 0) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(reloaded).toBe(10);
+    const logs = await podman.run(['logs', id]);
+    expect(`${logs.stdout}${logs.stderr}`).toContain('configuration reloaded');
   });
 
   it('keeps exactly 5 of 200 concurrent requests on a 5-per-hour rule with two gateways and one Redis', async () => {
