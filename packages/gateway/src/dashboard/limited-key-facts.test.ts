@@ -21,7 +21,10 @@ describe('describeKey', () => {
 describe('the operator controls guide on the top limited keys panel', () => {
   // The panel shows each key's address or tenant and user (describeKey above); the guide that describes the
   // dashboard (moved there from the gateway README) must say so, not promise hashes only.
-  const readme = readFileSync(new URL('../../../../docs/guide/operator-controls.md', import.meta.url), 'utf8');
+  const readme = readFileSync(
+    new URL('../../../../docs/guide/operator-controls.md', import.meta.url),
+    'utf8',
+  );
   const bullet = readme
     .slice(readme.indexOf('- **Top limited keys**'), readme.indexOf('- **Top tenants'))
     .replace(/\s+/g, ' ');
