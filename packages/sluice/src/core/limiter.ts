@@ -145,9 +145,13 @@ export class Limiter {
     // The last name asked for is remembered: a hot path names the same policy call after call.
     const own = policy === this.#lastName ? (this.#lastPolicy as Policy) : this.#named(policy);
     const store = this.store;
-    return store.decideOne !== undefined
-      ? store.decideOne(own, key, cost)
-      : store.decide([{ policy: own, key }], cost);
+    // The general path in a method of its own: its array and object literals would count against the bytecode
+    // V8 inlines into a caller, which the store's decision and its allocation need (see SingleDecision).
+    return store.decideOne !== undefined ? store.decideOne(own, key, cost) : this.#decideAsList(own, key, cost);
+  }
+
+  #decideAsList(policy: Policy, key: string, cost: number): MaybePromise<Decision> {
+    return this.store.decide([{ policy, key }], cost);
   }
 
   #named(policy: string | Policy): Policy {
