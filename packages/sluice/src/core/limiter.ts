@@ -147,7 +147,9 @@ export class Limiter {
     const store = this.store;
     // The general path in a method of its own: its array and object literals would count against the bytecode
     // V8 inlines into a caller, which the store's decision and its allocation need (see SingleDecision).
-    return store.decideOne !== undefined ? store.decideOne(own, key, cost) : this.#decideAsList(own, key, cost);
+    return store.decideOne !== undefined
+      ? store.decideOne(own, key, cost)
+      : this.#decideAsList(own, key, cost);
   }
 
   #decideAsList(policy: Policy, key: string, cost: number): MaybePromise<Decision> {
