@@ -195,6 +195,27 @@ describe('a cost settled from the response', () => {
   });
 });
 
+describe('a queueing policy with a settled cost', () => {
+  it('settles the cost of a request that waited for its tokens', async () => {
+    const clock = new ManualClock(0);
+    const limiter = new Limiter({
+      policies: [{ name: 'q', quota: 60, window: 60, burst: 1, queue: { limit: 5, maxWaitMs: 10_000 } }],
+      store: new MemoryStore({ clock, sweepIntervalMs: 0 }),
+      clock,
+    });
+    const http = createHttpLimiter({ limiter, rules: [{ path: '/q', policies: ['q'], count: 'failed' }] });
+    const req = { method: 'GET', path: '/q', headers: {}, remoteAddress: '192.0.2.1' };
+    const first = http.evaluate(req) as Verdict;
+    expect(first.observer).toBeDefined();
+    const waiting = http.evaluate(req) as Promise<Verdict>;
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    clock.advance(1_000);
+    const second = await waiting;
+    expect(second.action).toBe('allow');
+    expect(second.observer).toBeDefined();
+  });
+});
+
 describe('count: only some responses', () => {
   it('count failed on a login route: 5 failures a minute, then 429, while successes are never limited', () => {
     const t = setup([{ path: '/login', policies: ['login'], count: 'failed' }]);

@@ -292,6 +292,10 @@ export function createHttpLimiter<R extends HttpRequestInfo = HttpRequestInfo>(
     try {
       const d = await limiter.wait(checks, { cost, signal: req.signal ?? signalOf(req.disconnect) });
       if (d.allowed) queueMetrics?.recordQueueWait?.(q.name, d.delayMs / 1000, 'admitted');
+      // A request that waited settles its cost like any other.
+      if (plan.settle !== undefined && d.allowed) {
+        return await settling(req, ip, plan, checks, key, identity, cost, d);
+      }
       return writer.decided(req, plan, key, identity, d, ip);
     } catch (e) {
       if (!(e instanceof SluiceError && e.code === ErrorCode.Aborted))
