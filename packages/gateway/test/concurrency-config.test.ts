@@ -81,3 +81,51 @@ describe('concurrency limits in the configuration', () => {
     ]);
   });
 });
+
+const TIERS = `rateLimiting:
+  defaultTier: free
+  tiers:
+    free: { requestsPerMinute: 60, priority: sheddable }
+`;
+
+describe('load shedding in the configuration', () => {
+  it('resolves a fixed and an adaptive limit, with defaults', () => {
+    const fixed = load(`${TIERS}overload:\n  maxInFlight: 200\n`);
+    if (!fixed.ok) throw new Error(JSON.stringify(fixed.violations));
+    expect(fixed.config.overload).toEqual({
+      maxInFlight: 200,
+      adaptive: undefined,
+      reserve: 0.2,
+      retryAfterSeconds: 1,
+    });
+    expect(fixed.config.tiers.free.priority).toBe('sheddable');
+    const adaptive = load(`${TIERS}overload:\n  adaptive: { max: 400 }\n  reserve: 0.1\n  retryAfter: 2s\n`);
+    if (!adaptive.ok) throw new Error(JSON.stringify(adaptive.violations));
+    expect(adaptive.config.overload).toMatchObject({
+      maxInFlight: undefined,
+      adaptive: { min: 5, max: 400, initial: 20, smoothing: 0.2, tolerance: 1.1 },
+      reserve: 0.1,
+      retryAfterSeconds: 2,
+    });
+  });
+
+  it('refuses zero or negative limits, a reserve of 1 or more, an unknown priority and min above max, at their lines', () => {
+    expect(violations(`${TIERS}overload:\n  maxInFlight: 0\n`).join('\n')).toMatch(
+      /^6:16 overload\.maxInFlight: /,
+    );
+    expect(violations(`${TIERS}overload:\n  maxInFlight: -5\n`).join('\n')).toMatch(
+      /^6:16 overload\.maxInFlight: /,
+    );
+    expect(violations(`${TIERS}overload:\n  maxInFlight: 10\n  reserve: 1\n`).join('\n')).toMatch(
+      /^7:12 overload\.reserve: /,
+    );
+    const priority = violations(TIERS.replace('priority: sheddable', 'priority: shedable'));
+    expect(priority.join('\n')).toMatch(/^4:46 rateLimiting\.tiers\.free\.priority: .*sheddable/);
+    expect(violations(`${TIERS}overload:\n  adaptive: { min: 50, max: 10 }\n`)).toEqual([
+      '6:20 overload.adaptive.min: min (50) must not be above max (10)',
+    ]);
+    expect(violations(`${TIERS}overload:\n  maxInFlight: 10\n  adaptive: {}\n`)).toEqual([
+      '7:3 overload.adaptive: a limit is either fixed (maxInFlight) or adaptive: remove one of them',
+    ]);
+  });
+});

@@ -1,25 +1,4 @@
-/** The parameters of an {@link AdaptiveLimit}: `overload.adaptive` of the configuration. */
-export interface AdaptiveLimitOptions {
-  /** The lowest the limit goes, however slow the upstream; also the concurrency the baseline is measured at. */
-  readonly min: number;
-  /** The highest the limit goes, however fast the upstream stays. */
-  readonly max: number;
-  /** The limit before any latency is known. */
-  readonly initial: number;
-  /** How far one sample moves the limit, in (0, 1]. */
-  readonly smoothing: number;
-  /** How much slower than the baseline latency may get before the limit shrinks (>= 1). */
-  readonly tolerance: number;
-}
-
-/** Default parameters; see docs/guide/capacity.md for why each. */
-export const ADAPTIVE_DEFAULTS: AdaptiveLimitOptions = Object.freeze({
-  min: 5,
-  max: 1000,
-  initial: 20,
-  smoothing: 0.2,
-  tolerance: 1.1,
-});
+import type { AdaptiveLimitOptions } from '../config/resolve-overload.js';
 
 /** Round trips (windows of `limit` responses) between two measurements of the baseline, at least 2000 responses. */
 export const PROBE_ROUNDS = 200;

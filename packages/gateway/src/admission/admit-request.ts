@@ -107,6 +107,8 @@ export type Admission =
        * whoever answers the request ends it exactly once. `undefined` when its rules hold nothing.
        */
       readonly observer: ResponseObserver | undefined;
+      /** The names of the rules it matched (one frozen list per combination), for its load-shedding priority. */
+      readonly rules: readonly string[] | undefined;
     }
   | {
       readonly kind: 'deny';
@@ -189,6 +191,7 @@ function admitted(host: AdmissionHost, rt: Runtime, req: GatewayRequest, v: Verd
       tier: tier ?? rt.config.defaultTier,
       key,
       observer: v.observer,
+      rules: v.rules,
     };
   }
   if (v.outcome === 'limited') host.penalties?.limited(key);

@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import type { Priority } from '../config/resolve-overload.js';
 import { AdaptiveLimit } from './adaptive-limit.js';
-import { LoadShedder, type Priority } from './load-shedder.js';
+import { LoadShedder } from './load-shedder.js';
 
 const fixed = (maxInFlight: number, reserve = 0.2) =>
   new LoadShedder({ maxInFlight, adaptive: undefined, reserve });

@@ -1,7 +1,5 @@
-import { AdaptiveLimit, type AdaptiveLimitOptions } from './adaptive-limit.js';
-
-/** How much a request matters when the upstream is over capacity: `priority` of tiers and endpoint rules. */
-export type Priority = 'critical' | 'normal' | 'sheddable';
+import type { AdaptiveLimitOptions, Priority, ShedderSettings } from '../config/resolve-overload.js';
+import { AdaptiveLimit } from './adaptive-limit.js';
 
 /** Every {@link Priority}, most important first: the metric label's values. */
 export const PRIORITIES: readonly Priority[] = Object.freeze(['critical', 'normal', 'sheddable']);
@@ -11,16 +9,6 @@ const PRIORITY_INDEX: Readonly<Record<Priority, number>> = Object.freeze({
   normal: 1,
   sheddable: 2,
 });
-
-/** The settings of a {@link LoadShedder}: the `overload:` section. */
-export interface ShedderSettings {
-  /** A fixed limit of requests in flight toward the upstream; `undefined` with `adaptive`. */
-  readonly maxInFlight: number | undefined;
-  /** The adaptive limit's parameters; `undefined` with `maxInFlight`. */
-  readonly adaptive: AdaptiveLimitOptions | undefined;
-  /** The share of the limit kept for `critical` requests, in [0, 1). */
-  readonly reserve: number;
-}
 
 /**
  * Requests in flight toward the upstream as a whole, and the limit they are held to: fixed, or learned from

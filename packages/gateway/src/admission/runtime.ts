@@ -20,6 +20,7 @@ import type { UpstreamProxy, UpstreamProxyOptions } from '../proxy/upstream-prox
 import { QuotaCategories } from '../quota/quota-categories.js';
 import { callerIdentifier, type GatewayRequest } from './identify-caller.js';
 import { MtlsSubjects } from './mtls-subjects.js';
+import { OverloadStage } from './overload-stage.js';
 
 /** What a runtime reports to the gateway that owns it. */
 export interface RuntimeEvents {
@@ -76,6 +77,8 @@ export class Runtime {
   readonly quotaCategories: QuotaCategories | undefined;
   /** The events this runtime reports; a reload passes them on. */
   readonly events: RuntimeEvents;
+  /** Load shedding (`overload:`), the admission stage after the limits; `undefined` when the section is absent. */
+  readonly overload: OverloadStage | undefined;
   readonly #trusted: readonly IpRange[];
 
   /**
@@ -94,6 +97,8 @@ export class Runtime {
     this.identifier = new RequestIdentifier(config);
     this.problemType = problemTypeResolver(config.problems.typeBase);
     this.quotaCategories = config.quota === undefined ? undefined : new QuotaCategories(config.quota);
+    const o = config.overload;
+    this.overload = o === undefined ? undefined : new OverloadStage(config, o, previous?.overload);
     this.#trusted = parseTrustedProxies('server.trustedProxies', config.server.trustedProxies);
     this.clientIp = createClientIpResolver({
       trustedProxies: config.server.trustedProxies,

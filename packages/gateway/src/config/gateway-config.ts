@@ -3,11 +3,12 @@ import type { CountOption, KeyKind } from 'sluice/http';
 import type { ClassScope } from './class-catalogue.js';
 import type { CorsConfig } from './cors-config.js';
 import type { DecisionConfig } from './decision-config.js';
-import type { CostConfig } from './resolve-cost.js';
 import type { EnvoyConfig } from './envoy-config.js';
 import type { QuotaConfig } from './quota-config.js';
-import type { ConcurrencyConfig } from './resolve-concurrency.js';
 import type { RequestLogging } from './request-logging.js';
+import type { ConcurrencyConfig } from './resolve-concurrency.js';
+import type { CostConfig } from './resolve-cost.js';
+import type { OverloadConfig, Priority } from './resolve-overload.js';
 
 /** Waiting for tokens instead of a refusal at once (`queue` of a tier or endpoint rule). */
 export interface QueueConfig {
@@ -42,6 +43,8 @@ export interface TierConfig {
   readonly count?: CountOption | undefined;
   /** Requests of one client in flight at once (`concurrentRequests`); `undefined` for no such limit. */
   readonly concurrency?: ConcurrencyConfig | undefined;
+  /** How much the tier's requests matter when the upstream is over capacity; `undefined` for `normal`. */
+  readonly priority?: Priority | undefined;
 }
 
 /** A per-endpoint rule: its own bucket per client key, checked with the tier's buckets. */
@@ -77,6 +80,8 @@ export interface EndpointRule {
    * `limit` per window (then 0); `undefined` for a rate rule.
    */
   readonly concurrency?: ConcurrencyConfig | undefined;
+  /** How much the rule's requests matter when the upstream is over capacity; `undefined` for the tier's. */
+  readonly priority?: Priority | undefined;
 }
 
 /**
@@ -257,6 +262,8 @@ export interface GatewayConfig {
   readonly cors: CorsConfig | undefined;
   /** Automatic blocks of keys limited again and again (`penalty:`), or `undefined` when off. */
   readonly penalty: PenaltyConfig | undefined;
+  /** Load shedding toward the upstream (`overload:`), or `undefined` when off. */
+  readonly overload?: OverloadConfig | undefined;
 }
 
 /** The `penalty:` section, resolved: durations in milliseconds. */

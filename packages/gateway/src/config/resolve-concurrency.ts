@@ -1,5 +1,6 @@
-import type { SectionIssue } from './decision-config.js';
+import type { SemanticIssue } from './semantic-issue.js';
 import { durationMs } from './duration.js';
+import { type Priority, resolvePriority } from './resolve-overload.js';
 import type { ConfigPath } from './violation.js';
 
 /** The concurrency limit of a tier or endpoint rule: slots per client, and the Retry-After of a refusal. */
@@ -14,7 +15,7 @@ export interface ConcurrencyConfig {
 const WINDOW_KEYS = ['limit', 'window', 'burst', 'refill', 'class', 'queue'];
 
 /** The Retry-After seconds of `rateLimiting.concurrencyRetryAfter`: whole seconds of at least 1, default 1. */
-function retryAfterOf(rl: Readonly<Record<string, unknown>>, issues: SectionIssue[]): number {
+function retryAfterOf(rl: Readonly<Record<string, unknown>>, issues: SemanticIssue[]): number {
   const raw = rl.concurrencyRetryAfter as number | string | undefined;
   if (raw === undefined) return 1;
   const ms = durationMs(raw);
@@ -41,7 +42,7 @@ export function resolveTierConcurrency(
   t: Readonly<Record<string, unknown>>,
   rl: Readonly<Record<string, unknown>>,
   path: ConfigPath,
-  issues: SectionIssue[],
+  issues: SemanticIssue[],
 ): { readonly concurrency?: ConcurrencyConfig } {
   const slots = t.concurrentRequests as number | undefined;
   if (slots === undefined) return {};
@@ -70,7 +71,7 @@ export function resolveRuleConcurrency(
   e: Readonly<Record<string, unknown>>,
   rl: Readonly<Record<string, unknown>>,
   path: ConfigPath,
-  issues: SectionIssue[],
+  issues: SemanticIssue[],
 ): { readonly concurrency?: ConcurrencyConfig } {
   const slots = e.concurrent as number | undefined;
   if (slots === undefined) return {};
@@ -84,4 +85,38 @@ export function resolveRuleConcurrency(
     }
   }
   return { concurrency: Object.freeze({ slots, retryAfterSeconds: retryAfterOf(rl, issues) }) };
+}
+
+/**
+ * What a tier holds of capacity: its concurrency limit and its load-shedding priority.
+ *
+ * @param t - the tier as parsed.
+ * @param rl - the `rateLimiting` section.
+ * @param path - where the tier is.
+ * @param issues - where issues are added.
+ */
+export function resolveTierCapacity(
+  t: Readonly<Record<string, unknown>>,
+  rl: Readonly<Record<string, unknown>>,
+  path: ConfigPath,
+  issues: SemanticIssue[],
+): { readonly concurrency?: ConcurrencyConfig; readonly priority?: Priority } {
+  return { ...resolveTierConcurrency(t, rl, path, issues), ...resolvePriority(t) };
+}
+
+/**
+ * What an endpoint rule holds of capacity: its concurrency limit and its load-shedding priority.
+ *
+ * @param e - the endpoint rule as parsed.
+ * @param rl - the `rateLimiting` section.
+ * @param path - where the rule is.
+ * @param issues - where issues are added.
+ */
+export function resolveRuleCapacity(
+  e: Readonly<Record<string, unknown>>,
+  rl: Readonly<Record<string, unknown>>,
+  path: ConfigPath,
+  issues: SemanticIssue[],
+): { readonly concurrency?: ConcurrencyConfig; readonly priority?: Priority } {
+  return { ...resolveRuleConcurrency(e, rl, path, issues), ...resolvePriority(e) };
 }

@@ -23,11 +23,12 @@ import {
 import { resolveQuotaConfig } from './quota-config.js';
 import { resolveRequestLogging } from './request-logging.js';
 import { connectionScopeIssues, resolveClasses } from './resolve-classes.js';
-import { resolveIdentity } from './resolve-identity.js';
-import { resolvePenalty } from './resolve-penalty.js';
-import { resolveRuleConcurrency, resolveTierConcurrency } from './resolve-concurrency.js';
-import { resolveQueue } from './resolve-queue.js';
+import { resolveRuleCapacity, resolveTierCapacity } from './resolve-concurrency.js';
 import { resolveCost, ruleCost } from './resolve-cost.js';
+import { resolveIdentity } from './resolve-identity.js';
+import { resolveOverload } from './resolve-overload.js';
+import { resolvePenalty } from './resolve-penalty.js';
+import { resolveQueue } from './resolve-queue.js';
 import { resolveRuleRefill } from './resolve-refill.js';
 import { exactRange, patternIssue, policyNameIssue } from './rule-issues.js';
 import type { SemanticIssue } from './semantic-issue.js';
@@ -98,7 +99,7 @@ export function resolveConfig(
       shadow: t.shadow === true,
       ...resolveQueue(t, path, issues),
       ...resolveCost(t, path, issues),
-      ...resolveTierConcurrency(t, rl, path, issues),
+      ...resolveTierCapacity(t, rl, path, issues),
     });
   }
   const defaultTier = rl.defaultTier as string;
@@ -191,7 +192,7 @@ export function resolveConfig(
         className,
         shadow: e.shadow === true,
         ...resolveQueue(e, path, issues),
-        ...resolveRuleConcurrency(e, rl, path, issues),
+        ...resolveRuleCapacity(e, rl, path, issues),
         ...ruleCost(e, path, className === undefined ? undefined : classes[className], issues),
       }),
     );
@@ -383,6 +384,7 @@ export function resolveConfig(
     quota: quota.config,
     cors: cors.config,
     penalty: resolvePenalty(raw.penalty as Raw | undefined, issues),
+    overload: resolveOverload(raw.overload as Raw | undefined, issues),
   });
   return { config: issues.length === 0 ? config : undefined, issues };
 }

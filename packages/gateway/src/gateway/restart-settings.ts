@@ -103,6 +103,8 @@ export const SETTINGS: { readonly [K in keyof GatewayConfig]-?: Applies | Fields
     // Read per request from the configuration in effect: a reload changes the origins at once.
     cors: RELOAD,
     penalty: RELOAD,
+    // A reload keeps the shedder (its count in flight, what an adaptive limit learned) and takes the new limits.
+    overload: RELOAD,
   });
 
 /**

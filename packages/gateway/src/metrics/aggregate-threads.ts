@@ -21,10 +21,12 @@ export function aggregateThreadMetrics(perThread: readonly ThreadMetrics[], pref
   return promClient.AggregatorRegistry.aggregate(marked).metrics();
 }
 
+/** Gauges each thread counts for itself: the process's value is their sum. */
+const SUMMED_GAUGES = new Set(['queue_length', 'in_flight_requests', 'overload_in_flight', 'overload_limit']);
+
 function aggregatorOf(name: string, type: string, prefix: string): Aggregator {
   if (name.startsWith(`${prefix}_process_`) || name.startsWith(`${prefix}_nodejs_`)) return 'first';
   // Each thread has its own queues and its own requests in flight (the slots themselves are one shared count).
-  if (type === 'gauge')
-    return name === `${prefix}_queue_length` || name === `${prefix}_in_flight_requests` ? 'sum' : 'max';
+  if (type === 'gauge') return SUMMED_GAUGES.has(name.slice(prefix.length + 1)) ? 'sum' : 'max';
   return 'sum';
 }

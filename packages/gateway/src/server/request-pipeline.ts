@@ -1,5 +1,6 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
-import { closesAfterDenial, ipKey, isPromiseLike } from 'sluice/http';
+import { closesAfterDenial, composeObservers, ipKey, isPromiseLike } from 'sluice/http';
+import { type OverloadStage, SHED } from '../admission/overload-stage.js';
 import { type GatewayProblem, Problems, sendProblem } from '../admission/problem-response.js';
 import { requestIdOf } from '../admission/request-id.js';
 import type { Runtime } from '../admission/runtime.js';
@@ -15,6 +16,7 @@ import { hasBadHost } from './host-header.js';
 import { paceLeftover } from './pace-leftover.js';
 import { admitOwnRequest, type ProxyContext } from './proxy-context.js';
 import { readReserveBody } from './reserve-body.js';
+import { answerShed } from './shed-answer.js';
 
 /**
  * Serves one request of the proxy listener: the request target, the health endpoints, admission (exemptions,
@@ -129,19 +131,32 @@ export async function handleRequest(
     } else {
       key = admission.key;
       tier = admission.tier;
-    // Only a request that holds something (a concurrency slot, a cost) is fed: from here on, whatever answers it,
-    // the response's close ends its observer exactly once.
-    const feed =
-      admission.kind === 'allow' && admission.observer !== undefined
-        ? new ResponseFeed(admission.observer, req, res)
-        : undefined;
     }
-    // Admission admits canonical targets only; forwarding anything else would let the upstream see a path the
-    // rules did not.
-    if (!target.ok) throw new Error('admission admitted a request target it refuses');
     // In the extra fields too, so an upstream's own CORS fields give way to the section's.
     const extra = admittedHeaders(rt, id, admission);
     if (cors !== undefined) Object.assign(extra, cors);
+    const owned = admission.kind === 'allow' ? admission.observer : undefined;
+    // Load shedding, the admission stage after the limits: a request beyond its priority's share of the upstream's
+    // limit is refused and gives back what its limits hold; an admitted one is counted until its response ends.
+    const overload = rt.overload;
+    const held = overload?.enter(
+      admission,
+      admission.kind === 'allow' ? admission.rules : undefined,
+      performance.now(),
+    );
+    if (held === SHED) {
+      outcome = 'shed';
+      owned?.end(NOT_SENT);
+      answerShed(rt, overload as OverloadStage, host.logger, req, res, raw, id, extra);
+      return;
+    }
+    // Only a request that holds something (a concurrency slot, a cost, a place under the overload limit) is fed:
+    // from here on, whatever answers it, the response's close ends its observer exactly once.
+    const observer = composeObservers(owned, held);
+    const feed = observer === undefined ? undefined : new ResponseFeed(observer, req, res);
+    // Admission admits canonical targets only; forwarding anything else would let the upstream see a path the
+    // rules did not.
+    if (!target.ok) throw new Error('admission admitted a request target it refuses');
     forwarded = true;
     proxy(
       ctx,
@@ -176,6 +191,9 @@ export async function handleRequest(
     );
   }
 }
+
+/** The end of a response never sent upstream (a request shed after its limits admitted it). */
+const NOT_SENT = Object.freeze({ completed: false, status: 0, bytesSent: 0, bytesReceived: 0 });
 
 /** The request log's status of a request whose client closed the connection before any answer (NGINX's 499). */
 const CLIENT_CLOSED_STATUS = 499;
@@ -213,8 +231,8 @@ function proxy(
   id: string,
   clientIp: string | undefined,
   extra: OutgoingHttpHeaders,
-  feed: ResponseFeed | undefined,
   setOutcome: (o: string, bodyUnread?: boolean) => void,
+  feed: ResponseFeed | undefined,
 ): void {
   const c = rt.config;
   const instance = pathAndQuery;
