@@ -107,6 +107,9 @@ describe('a cost settled from the response', () => {
     expect(t.evaluate('/files/d').headers.find(([n]) => n === 'RateLimit-Policy')?.[1]).toBe(
       '"bytes";q=10000;qu="content-bytes";w=60',
     );
+    // An end with nothing known (a decision API never sees the response): the reservation of 1 stands.
+    respond(t.evaluate('/files/e'), { completed: false });
+    expect(t.units.at(-1)).toEqual(['bytes', 'bytes', 1]);
     const both = setup([{ path: '/files/*', policies: ['bytes'], settle: { bytes: 'both' } }]);
     respond(both.evaluate('/files/a'), { status: 200, body: ['x'.repeat(100)], received: 400 });
     expect(remaining(both.evaluate('/files/c'))).toBe(10_000 - 500 - 1);

@@ -119,6 +119,9 @@ export class SettleObserver implements ResponseObserver {
   #units(g: SettleGroup, i: number, end: ResponseEnd): number {
     const s = g.settlement as CostSettlement;
     if (s.source === 'bytes') {
+      // Nothing known of the exchange (a decision API, which never sees the response): the reservation stands.
+      if (!this.#headSeen && end.status === 0 && end.bytesSent === 0 && end.bytesReceived === 0)
+        return g.admitted;
       if (s.bytes === 'response') return end.bytesSent;
       if (s.bytes === 'request') return end.bytesReceived;
       return end.bytesSent + end.bytesReceived;
