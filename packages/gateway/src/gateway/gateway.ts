@@ -20,8 +20,7 @@ import {
 import { LimitedKeyFacts } from '../dashboard/limited-key-facts.js';
 import { createLogger, type Logger } from '../log/create-logger.js';
 import { logConfigWarnings } from '../log/log-config-warnings.js';
-import { inFlightGauges } from '../metrics/in-flight-gauges.js';
-import { overloadMetrics } from '../metrics/overload-metrics.js';
+import { capacityMetrics } from '../metrics/capacity-metrics.js';
 import { SettleReport } from '../metrics/settle-report.js';
 import { TappedMetrics } from '../metrics/tapped-metrics.js';
 import { UpstreamProxy } from '../proxy/upstream-proxy.js';
@@ -197,13 +196,7 @@ export class Gateway extends EventEmitter {
       // Quota buckets are wall-clock time, shared by a fleet through Redis.
       clock: { now: () => now(), sleep: (ms, signal) => wallClock.sleep(ms, signal) },
     });
-    const gauges = {
-      runtime: () => this.#reloads.runtime,
-      registry: this.metrics.registry,
-      prefix: config.metrics.prefix,
-    };
-    inFlightGauges(gauges);
-    overloadMetrics(gauges);
+    capacityMetrics(() => this.#reloads.runtime, this.metrics.registry, config.metrics.prefix);
     this.#limits = connectionLimits({
       runtime: () => this.#reloads.runtime,
       logger: this.logger,
