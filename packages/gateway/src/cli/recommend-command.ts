@@ -167,7 +167,7 @@ export function renderRecommendation(r: Recommendation, written?: string): strin
       ? ` (${about(r.clientsOneRequest, r.clientsEstimated)} sent one request: counted, not in the peaks)`
       : '';
   out.push(
-    `${fmt(r.requests)} request${r.requests === 1 ? '' : 's'} from ${about(r.clients, r.clientsEstimated)} client${r.clients === 1 ? '' : 's'}${once}.${r.clientsEstimated ? ' Client counts are estimated (a HyperLogLog sketch: a standard error of 1.6%): the logs have more clients than are counted one by one.' : ''} Per-client peak requests in a sliding window (p50 / p90 / p99 / max over the clients with more than one request):`,
+    `${fmt(r.requests)} request${r.requests === 1 ? '' : 's'} from ${about(r.clients, r.clientsEstimated)} client${r.clients === 1 ? '' : 's'}${once}.${r.clientsEstimated ? ' Client counts are estimated (HyperLogLog sketches: a standard error of 0.8% for all clients and a tier, 1.6% for an endpoint): the logs have more clients than are counted one by one.' : ''} Per-client peak requests in a sliding window (p50 / p90 / p99 / max over the clients with more than one request):`,
   );
   const w = RATE_WINDOWS_MS.map((ms) => (ms === 1000 ? '1 s' : ms === 60_000 ? '1 min' : '1 h'));
   out.push(

@@ -15,10 +15,9 @@ export class FirstRequests {
   /** The taken entry's time and cost, after {@link FirstRequests.take} found one. */
   timeMs = 0;
   cost = 0;
-  /** The dropped entry's group, after {@link FirstRequests.take} dropped one (else -1), and its hashes. */
+  /** The dropped entry's group, after {@link FirstRequests.take} dropped one (else -1), and its first hash. */
   evictedGroup = -1;
   evictedA = 0;
-  evictedB = 0;
   readonly #mask: number;
   readonly #groups: Int32Array;
   readonly #a: Int32Array;
@@ -68,7 +67,6 @@ export class FirstRequests {
       at = oldest;
       this.evictedGroup = groups[at] - 1;
       this.evictedA = this.#a[at] >>> 0;
-      this.evictedB = this.#b[at] >>> 0;
       this.evictions++;
     }
     groups[at] = g;
@@ -79,10 +77,9 @@ export class FirstRequests {
     return false;
   }
 
-  /** Calls `f` with each kept entry's group and client hashes. */
-  forEach(f: (group: number, a: number, b: number) => void): void {
+  /** Calls `f` with each kept entry's group and its client key's first hash. */
+  forEach(f: (group: number, a: number) => void): void {
     const groups = this.#groups;
-    for (let k = 0; k < groups.length; k++)
-      if (groups[k] !== 0) f(groups[k] - 1, this.#a[k] >>> 0, this.#b[k] >>> 0);
+    for (let k = 0; k < groups.length; k++) if (groups[k] !== 0) f(groups[k] - 1, this.#a[k] >>> 0);
   }
 }

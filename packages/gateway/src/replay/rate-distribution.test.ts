@@ -59,7 +59,7 @@ describe('RateDistribution', () => {
     expect(d.clients('tier:')).toEqual({ count: 51, estimated: false });
   });
 
-  it('estimates 5,000,000 one-request clients within 3% in bounded memory, the headline as the table', () => {
+  it('estimates 5,000,000 one-request clients within 2% in bounded memory, the headline as the table', () => {
     const d = new RateDistribution(200_000);
     const before = process.memoryUsage().heapUsed;
     const real = 100;
@@ -70,11 +70,11 @@ describe('RateDistribution', () => {
     }
     const g = d.groups()[0];
     expect(g.estimated).toBe(true);
-    expect(Math.abs(g.clients - 5_000_100) / 5_000_100).toBeLessThan(0.03);
+    expect(Math.abs(g.clients - 5_000_100) / 5_000_100).toBeLessThan(0.02);
     expect(d.clients('tier:')).toEqual({ count: g.clients, estimated: true });
     // Only clients with more than one request take a place in the peak table.
     expect(g.sortedPeaks[0].length).toBe(real);
     expect(d.peakBytes).toBeLessThan(1024 * 1024);
     expect(process.memoryUsage().heapUsed - before).toBeLessThan(200 * 1024 * 1024);
-  }, 60_000);
+  }, 180_000);
 });
