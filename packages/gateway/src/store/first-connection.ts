@@ -45,5 +45,7 @@ export function untilFirstConnection(client: Redis | Cluster, waitMs: number): R
     evalsha: gated(inner.evalsha),
     eval: gated(inner.eval),
     ping: gated(inner.ping),
+    ...(inner.loadScript === undefined ? {} : { loadScript: gated(inner.loadScript) }),
+    ...(inner.onConnect === undefined ? {} : { onConnect: inner.onConnect }),
   };
 }

@@ -57,6 +57,8 @@ export class BatchQueue {
   #queue: Entry[] = [];
   #scheduled = false;
   #inFlight = 0;
+  /** Set by a failed call: the next flush expires the calls that waited a whole timeout. */
+  #expireWaiting = false;
   readonly #flush = () => this.#flushQueue();
 
   constructor(options: BatchQueueOptions) {
@@ -73,9 +75,16 @@ export class BatchQueue {
     });
   }
 
-  /** One script call settled: its slot is free for the next batch. */
-  done(): void {
+  /**
+   * One script call settled: its slot is free for the next batch.
+   *
+   * @param failed - true when the call failed or timed out: only then do queued calls that waited a whole timeout
+   * follow the failure mode. After an answer Redis is answering, and a wait that long was this thread's own (a
+   * busy event loop reading the answer late): those calls go to Redis, not to the failure mode (D-G78).
+   */
+  done(failed = false): void {
     this.#inFlight--;
+    if (failed) this.#expireWaiting = true;
     this.#schedule();
   }
 
@@ -89,7 +98,10 @@ export class BatchQueue {
   #flushQueue(): void {
     this.#scheduled = false;
     const max = this.#o.maxEntries;
-    this.#expireQueued();
+    if (this.#expireWaiting) {
+      this.#expireWaiting = false;
+      this.#expireQueued();
+    }
     while (this.#queue.length > 0 && this.#inFlight < this.#o.maxInFlight) {
       const chunk = this.#queue.length <= max ? this.#queue : this.#queue.slice(0, max);
       this.#queue = this.#queue.length <= max ? [] : this.#queue.slice(max);

@@ -23,8 +23,18 @@ export interface BreakerOptions {
   readonly probeIntervalMs: number;
   /** How long a probe may take. */
   readonly timeoutMs: number;
-  /** The cheap round trip that tells whether Redis answers again. */
+  /**
+   * The cheap round trip that tells whether Redis answers again. The store loads its script with it where the
+   * client can, so that a server back from a restart has the script before the first call needs it.
+   */
   readonly ping: () => Promise<unknown>;
+  /**
+   * Subscribes to the client's connection opening again, when the client tells (see `RedisScriptClient`); returns
+   * the unsubscribe function or `undefined`.
+   */
+  readonly onConnect?: (listener: () => void) => (() => void) | undefined;
+  /** Told when Redis answered the round trip sent on a new connection (Redis may have lost every bucket). */
+  readonly reconnected?: () => void;
   readonly counters: RedisStoreCounters;
   readonly events: StoreEvents;
 }
@@ -47,9 +57,13 @@ export class Breaker {
   #closed = false;
   /** Bumped at each failover, so that a late answer to a call sent before it cannot count as a recovery. */
   #epoch = 0;
+  readonly #offConnect: (() => void) | undefined;
 
   constructor(options: BreakerOptions) {
     this.#o = options;
+    this.#offConnect = options.onConnect?.(() => this.#connected());
+    // A client that tells of its connections is warmed now too: it may be open already.
+    if (this.#offConnect !== undefined) this.#connected();
   }
 
   /** `redis` while Redis answers, `fallback` while the failure mode decides. */
@@ -70,6 +84,7 @@ export class Breaker {
   /** Stops probing for good (the store closed). */
   close(): void {
     this.#closed = true;
+    this.#offConnect?.();
     this.#cancelProbe?.();
     this.#cancelProbe = undefined;
   }
@@ -131,6 +146,25 @@ export class Breaker {
       },
       () => this.#scheduleProbe(),
     );
+  }
+
+  /**
+   * The client's connection opened (at start or again): one round trip now, whether or not requests arrive. Its
+   * answer ends the failure streak and, when switched, the failure mode at once, so that no store (no thread of
+   * a process) waits for traffic or for its next probe, and a store that saw a few failures short of switching
+   * does not keep them. With the script loaded by it, the first burst after a restart pays no NOSCRIPT round
+   * trip in every batch, which under load made calls time out and follow the failure mode (D-G78).
+   */
+  #connected(): void {
+    if (this.#closed) return;
+    const epoch = this.#epoch;
+    Promise.resolve()
+      .then(() => this.#o.ping())
+      .then(() => {
+        if (this.#closed) return;
+        this.#o.reconnected?.();
+        this.succeeded(epoch);
+      }, noop);
   }
 
   #now(): number {

@@ -49,6 +49,9 @@ export function withTimeout<T>(promise: Promise<T>, ms: number, onTimeout: () =>
   });
 }
 
+/** How late a timeout timer may fire, in milliseconds, before the event loop counts as having been busy. */
+const LATE_MS = 2;
+
 /** One script call in flight, as {@link CallTimeouts} tracks it. */
 export interface TrackedCall<T> {
   /** What the call carries, handed back to the timeout callback. */
@@ -72,7 +75,12 @@ export class CallTimeouts<T> {
   #calls: TrackedCall<T>[] = [];
   #head = 0;
   #timer: ReturnType<typeof setTimeout> | undefined;
+  /** performance.now() when the armed timer is due. */
+  #due = 0;
+  /** True while the expiry waits for the event loop to read its sockets once (see `#sweepNow`). */
+  #deferred = false;
   readonly #sweep = () => this.#sweepNow();
+  readonly #expireDue = () => this.#expireNow();
 
   /**
    * @param ms - how long a call may take.
@@ -88,7 +96,7 @@ export class CallTimeouts<T> {
   start(payload: T): TrackedCall<T> {
     const call: TrackedCall<T> = { payload, sentAt: performance.now(), over: false };
     this.#calls.push(call);
-    if (this.#timer === undefined) this.#arm(this.#ms);
+    if (this.#timer === undefined && !this.#deferred) this.#arm(this.#ms);
     return call;
   }
 
@@ -124,13 +132,30 @@ export class CallTimeouts<T> {
   }
 
   #arm(ms: number): void {
+    this.#due = performance.now() + ms;
     this.#timer = setTimeout(this.#sweep, ms);
     // A call in flight keeps the process alive through its socket; the timer alone must not.
     this.#timer.unref?.();
   }
 
+  /**
+   * The timer fired. Late (the event loop was busy: a burst of requests on a loaded thread), the calls whose time
+   * is up are given up only after the loop has read its sockets once (`setImmediate` runs after that phase): their
+   * answers may already sit unread there. Redis answered in time, this thread did not look, and giving the calls
+   * up would send them to the failure mode (an open one admitting them past the limit, D-G78).
+   */
   #sweepNow(): void {
     this.#timer = undefined;
+    if (performance.now() - this.#due > LATE_MS) {
+      this.#deferred = true;
+      setImmediate(this.#expireDue);
+      return;
+    }
+    this.#expireNow();
+  }
+
+  #expireNow(): void {
+    this.#deferred = false;
     this.#drop();
     const now = performance.now();
     while (this.#head < this.#calls.length) {

@@ -15,6 +15,16 @@ export interface RedisScriptClient {
   eval(script: string, keys: string[], args: string[]): Promise<unknown>;
   /** A cheap round trip the breaker uses to probe a server it had given up on. */
   ping(): Promise<unknown>;
+  /**
+   * Optional: loads a script into the server's cache (SCRIPT LOAD; on a Cluster, on every master), so that the
+   * first calls after a connection opens need no NOSCRIPT round trip (a restarted server's cache is empty).
+   */
+  loadScript?(script: string): Promise<unknown>;
+  /**
+   * Optional: calls `listener` each time the connection opens again (ioredis `ready`), so that the store warms a
+   * restarted server and forgets its failures while no request comes; returns a function that stops it.
+   */
+  onConnect?(listener: () => void): () => void;
 }
 
 /** The part of an ioredis `Redis` or `Cluster` instance the adapter uses (structural: ioredis is not imported). */
@@ -23,6 +33,10 @@ export interface IoredisLike {
   eval(script: string, numKeys: number, ...keysAndArgs: string[]): Promise<unknown>;
   ping(): Promise<unknown>;
   readonly isCluster?: boolean;
+  script?(subcommand: 'LOAD', script: string): Promise<unknown>;
+  nodes?(role: 'master'): IoredisLike[];
+  on?(event: 'ready', listener: () => void): unknown;
+  off?(event: 'ready', listener: () => void): unknown;
 }
 
 /** The part of a node-redis client or cluster the adapter uses (structural: redis is not imported). */
@@ -43,12 +57,24 @@ export interface NodeRedisLike {
  * ```
  */
 export function ioredisClient(client: IoredisLike): RedisScriptClient {
+  const cluster = client.isCluster === true;
+  const load = (c: IoredisLike, script: string) =>
+    c.script === undefined ? Promise.resolve() : c.script('LOAD', script);
   return {
     library: 'ioredis',
-    cluster: client.isCluster === true,
+    cluster,
     evalsha: (sha, keys, args) => client.evalsha(sha, keys.length, ...keys, ...args),
     eval: (script, keys, args) => client.eval(script, keys.length, ...keys, ...args),
     ping: () => client.ping(),
+    // Every master of a Cluster keeps a cache of its own.
+    loadScript: (script) =>
+      cluster && client.nodes !== undefined
+        ? Promise.all(client.nodes('master').map((n) => load(n, script)))
+        : load(client, script),
+    onConnect: (listener) => {
+      client.on?.('ready', listener);
+      return () => void client.off?.('ready', listener);
+    },
   };
 }
 

@@ -98,7 +98,9 @@ export class RedisStore implements RateLimitStore {
       probeIntervalMs: o.probeIntervalMs,
       timeoutMs: o.timeoutMs,
       timer: probeTimer(o.clock),
-      ping: () => this.#client.ping(),
+      ping: () => this.#client.loadScript?.(SCRIPT) ?? this.#client.ping(),
+      onConnect: (listener) => this.#client.onConnect?.(listener),
+      reconnected: () => this.#deny?.clear(),
       counters: this.#n,
       events: this.#events,
     });
@@ -310,7 +312,7 @@ export class RedisStore implements RateLimitStore {
   #callFailed(entries: Entry[], error: unknown): void {
     this.#breaker.failed(error);
     for (const e of entries) this.#fail(e, error);
-    this.#queue.done();
+    this.#queue.done(true);
   }
 
   // Not async: a call answered at once costs no extra promise; NOSCRIPT is recovered in the rejection handler.
