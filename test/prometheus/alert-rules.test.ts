@@ -12,7 +12,7 @@ const TESTS = resolve('deploy/prometheus/rules/rate-limiting.test.yaml');
 describe('deploy/prometheus/rules/rate-limiting.yaml', () => {
   it('passes promtool check rules and its promtool unit tests', async () => {
     const check = await promtool(['check', 'rules', RULES]);
-    expect(check.output).toContain('SUCCESS: 8 rules found');
+    expect(check.output).toContain('SUCCESS: 10 rules found');
     expect(check.code).toBe(0);
     const test = await promtool(['test', 'rules', TESTS]);
     expect(test.output).toContain('SUCCESS');
@@ -47,6 +47,8 @@ describe('deploy/prometheus/rules/rate-limiting.yaml', () => {
       'ClientConnectionCapReached',
       'UpstreamQueueTimeouts',
       'UpstreamBodiesRefused',
+      'RequestsShed',
+      'CriticalRequestsShed',
     ]);
     // The library sink's names, and the gateway's own series (its proxy listener and upstream pool).
     const exported = new Set([
@@ -54,6 +56,7 @@ describe('deploy/prometheus/rules/rate-limiting.yaml', () => {
       'sluice_connections_refused_total',
       'sluice_upstream_queue_timeouts_total',
       'sluice_upstream_bodies_refused_total',
+      'sluice_shed_total',
     ]);
     for (const r of rules) {
       const names = r.expr.match(/sluice_[a-z_]+/g) ?? [];

@@ -71,7 +71,7 @@ describe('sluice rules --config FILE', () => {
     const rendered = join(tmp.dir, 'rate-limiting.yaml');
     writeFileSync(rendered, text);
     const check = await promtool(['check', 'rules', rendered]);
-    expect(check.output).toContain('SUCCESS: 8 rules found');
+    expect(check.output).toContain('SUCCESS: 10 rules found');
     expect(check.code).toBe(0);
     // The shipped promtool unit tests, on series of the new prefix, still pass against the rendered rules.
     writeFileSync(

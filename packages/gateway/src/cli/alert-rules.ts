@@ -122,6 +122,32 @@ groups:
           description: >-
             {{ $labels.instance }} answered {{ $value | humanize }} requests per second with 429
             too_many_request_bodies over the last 5 minutes.
+
+      # Requests shed by load shedding (overload:), more than one a second for 5 minutes: the upstream runs at the
+      # limit its latency or maxInFlight sets. Sheddable requests go first; the priority label says how deep it cuts.
+      - alert: RequestsShed
+        expr: sum by (instance, priority) (rate({prefix}_shed_total[5m])) > 1
+        for: 5m
+        labels:
+          severity: warning
+        annotations:
+          summary: "Requests shed: the upstream is over capacity"
+          description: >-
+            {{ $labels.instance }} refused {{ $value | humanize }} {{ $labels.priority }} requests per second with
+            503 temporary-reduced-capacity over the last 5 minutes. Check the upstream's capacity and latency, or
+            the overload: limits.
+
+      # Critical requests shed for a minute: the whole overload limit is in use, the reserve included.
+      - alert: CriticalRequestsShed
+        expr: sum by (instance) (rate({prefix}_shed_total{priority="critical"}[5m])) > 0
+        for: 1m
+        labels:
+          severity: critical
+        annotations:
+          summary: "Critical requests shed: the overload reserve is used up"
+          description: >-
+            {{ $labels.instance }} refused {{ $value | humanize }} critical requests per second with 503
+            temporary-reduced-capacity over the last 5 minutes: the upstream cannot take even its reserved share.
 `;
 
 /**
