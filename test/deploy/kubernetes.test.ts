@@ -166,7 +166,7 @@ describe('deploy/kubernetes', () => {
     const monitoring = renderKustomization(join(DIR, 'monitoring'));
     const rule: Any = monitoring.find((o) => o.kind === 'PrometheusRule');
     const rules = parse(readFileSync(join(ROOT, 'deploy/prometheus/rules/rate-limiting.yaml'), 'utf8'));
-    expect(rule.spec.groups).toEqual(rules.groups);
+    expect(rule.spec.groups, 'run node scripts/prometheus-rule.mjs').toEqual(rules.groups);
     const monitor: Any = monitoring.find((o) => o.kind === 'PodMonitor');
     expect(monitor.spec.selector.matchLabels).toEqual(deployment.spec.selector.matchLabels);
     expect(monitor.spec.podMetricsEndpoints).toEqual([
