@@ -3,6 +3,7 @@ import { keyAsPattern } from 'sluice';
 import type { GatewayConfig } from '../../src/config/gateway-config.js';
 import type { DashboardStatus, SnapshotMessage, TickMessage } from '../../src/dashboard/dashboard-frame.js';
 import { AdminApi, UnauthorizedError } from './admin-api.js';
+import { renderCapacity, ShedRates } from './capacity-panel.js';
 import { renderConfig } from './config-view.js';
 import { byId, fill, h } from './dom.js';
 import { openEventStream, type StreamState } from './event-stream.js';
@@ -32,6 +33,8 @@ let chart: RateChart | undefined;
 let model = new RateModel(300);
 let view: View = { kind: 'all' };
 let status: DashboardStatus | undefined;
+const shed = new ShedRates();
+let shedRates: readonly number[] = [0, 0, 0];
 let configVersion = -1;
 let historySeconds = 300;
 
@@ -165,6 +168,7 @@ function onTick(m: TickMessage): void {
 
 function onStatus(s: DashboardStatus): void {
   status = s;
+  shedRates = shed.update(s.at, s.capacity?.overload?.shed);
   if (configVersion !== -1 && s.configVersion !== configVersion && api !== undefined) {
     // The gateway reloaded its configuration: show the new one.
     api.config().then(showConfig, () => undefined);
@@ -245,6 +249,7 @@ function refresh(): void {
     renderStore(byId('store'), byId('store-badge'), s, model.storeTotals(MINUTE));
     renderTopKeys(byId('top-keys'), status.topLimitedKeys, KEY_ACTIONS);
     renderTenants(byId('top-tenants'), status.topTenants);
+    renderCapacity(byId('capacity-card'), byId('capacity'), status.capacity, shedRates);
   }
 }
 

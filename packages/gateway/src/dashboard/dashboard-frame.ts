@@ -91,6 +91,27 @@ export type Insight<T> =
   | { readonly available: true; readonly items: readonly T[]; readonly note?: string }
   | { readonly available: false; readonly reason: string };
 
+/** A concurrency policy's requests in flight (over every key) and its slots per key. */
+export interface InFlightView {
+  readonly policy: string;
+  readonly inFlight: number;
+  readonly limit: number;
+}
+
+/** Load shedding (`overload:`): the limit in effect, the requests counted toward it, and those shed so far. */
+export interface OverloadView {
+  readonly limit: number;
+  readonly inFlight: number;
+  /** Requests shed since the gateway started, by priority: critical, normal, sheddable. */
+  readonly shed: readonly [number, number, number];
+}
+
+/** Capacity protection as the dashboard shows it; absent when neither part is configured. */
+export interface CapacityView {
+  readonly concurrency: readonly InFlightView[];
+  readonly overload?: OverloadView;
+}
+
 /** The slow-changing state sent with every tick. */
 export interface DashboardStatus {
   /** Unix milliseconds when the status was taken. */
@@ -102,6 +123,8 @@ export interface DashboardStatus {
   readonly configVersion: number;
   readonly topLimitedKeys: Insight<LimitedKeyView>;
   readonly topTenants: Insight<TenantUsageView> & { readonly thresholds?: readonly number[] };
+  /** Concurrency policies and load shedding, when configured. */
+  readonly capacity?: CapacityView;
 }
 
 /** The first message of a stream: the whole history. */

@@ -1,7 +1,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { integerOption, invalidOption, objectOption, type RateLimitStore, rejectUnknownKeys } from 'sluice';
+import type { Runtime } from '../admission/runtime.js';
 import type { GatewayConfig } from '../config/gateway-config.js';
 import { redactUrls } from '../config/redact.js';
+import { capacityView } from './capacity-view.js';
 import { DashboardAssets } from './dashboard-assets.js';
 import type {
   DashboardStatus,
@@ -21,6 +23,8 @@ export interface DashboardSource {
   readonly store: RateLimitStore;
   /** Requests being served now. */
   readonly inflight: number;
+  /** The configuration in effect as built (concurrency policies, load shedding), when the host has one. */
+  readonly runtime?: Runtime;
 }
 
 /** The top limited keys, as `TopLimitedKeys` (sluice/quota) gives them. */
@@ -202,6 +206,7 @@ export class Dashboard {
       configVersion: this.#configVersion,
       topLimitedKeys: this.#topLimitedKeys(),
       topTenants: await this.#topTenants(),
+      capacity: capacityView(s.runtime),
     };
   }
 
