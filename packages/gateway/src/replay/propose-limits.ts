@@ -4,39 +4,51 @@ import { type GroupDistribution, quantile, RATE_WINDOWS_MS } from './rate-distri
 
 /**
  * The limit over window `w` for a group: the value at `level` of its per-client peaks (over clients with more than
- * one request), raised until the clients above it sent at most `spare` of the group's requests; at least 1.
+ * one request), raised until the requests it would refuse are at most `spare` of the group's; at least 1.
+ *
+ * @param windows - how many of the window's length the logs span (at least 1).
  */
-function at(g: GroupDistribution, w: 0 | 1 | 2, level: number, spare: number): number {
+function at(g: GroupDistribution, w: 0 | 1 | 2, level: number, spare: number, windows: number): number {
   const peaks = g.sortedPeaks[w];
   const byShare = Math.ceil(quantile(peaks, level));
-  return Math.max(1, byShare, Math.ceil(requestBound(peaks, g.sortedRequests[w], spare * g.requests)));
+  return Math.max(1, byShare, requestBound(peaks, g.sortedRequests[w], spare * g.requests, windows));
 }
 
 /**
- * The smallest peak that leaves at most `budget` requests to the clients whose peak is above it: a limit below it
- * would touch clients that sent more than that share of the requests (with few clients, one busy client is most of
- * the traffic).
+ * The smallest limit whose refusals are estimated at most `budget` requests. A client above a limit L of its
+ * window is refused at least the part of its busiest window above L, and at least what it sent beyond L a window
+ * over the whole span: the larger of the two is taken as its refusals (the confirming replay then counts them).
  *
  * @param peaks - per-client peaks, ascending; `requests` each client's requests in the same order.
- * @returns 0 when every client may be above it.
+ * @param windows - how many of the window's length the logs span (at least 1).
+ * @returns 0 when no client needs a limit above its peak.
  */
-export function requestBound(peaks: Float64Array, requests: Float64Array, budget: number): number {
-  let above = 0;
-  let i = peaks.length - 1;
-  while (i >= 0) {
-    // The clients tied at this peak are limited together.
-    const p = peaks[i];
-    let tied = 0;
-    while (i >= 0 && peaks[i] === p) tied += requests[i--];
-    if (above + tied > budget) return p;
-    above += tied;
+export function requestBound(
+  peaks: Float64Array,
+  requests: Float64Array,
+  budget: number,
+  windows: number,
+): number {
+  const refused = (limit: number) => {
+    let n = 0;
+    for (let i = peaks.length - 1; i >= 0 && peaks[i] > limit; i--)
+      n += Math.max(peaks[i] - limit, requests[i] - limit * windows);
+    return n;
+  };
+  let lo = 0;
+  let hi = peaks.length === 0 ? 0 : Math.ceil(peaks[peaks.length - 1]);
+  // Refusals fall as the limit rises: the smallest limit within the budget, by bisection.
+  while (lo < hi) {
+    const mid = Math.floor((lo + hi) / 2);
+    if (refused(mid) <= budget) hi = mid;
+    else lo = mid + 1;
   }
-  return 0;
+  return lo;
 }
 
 /**
- * The limits that would have limited at most the clients above `level` of each group's per-client peaks, and no
- * clients that sent more than `spare` of its requests: a tier's
+ * The limits that would have limited at most the clients above `level` of each group's per-client peaks, and
+ * refused (by estimate) at most `spare` of its requests: a tier's
  * per minute (its burst at least its busiest second) and per hour, a rule's limit over its window. A rule whose
  * limits come from a class or a stepped refill is reported with the reason and not changed.
  *
@@ -54,6 +66,7 @@ export function proposeLimits(
   spare: number,
 ): ProposedLimit[] {
   const seenMs = Math.max(spanMs, RATE_WINDOWS_MS[0]);
+  const windows = (w: 0 | 1 | 2) => Math.max(1, seenMs / RATE_WINDOWS_MS[w]);
   const hourSeen = spanMs >= RATE_WINDOWS_MS[2];
   const byName = new Map(groups.map((g) => [g.group, g]));
   const out: ProposedLimit[] = [];
@@ -66,16 +79,16 @@ export function proposeLimits(
     const minuteMs = RATE_WINDOWS_MS[1];
     const short = seenMs < minuteMs;
     const perMinute = short
-      ? Math.ceil((at(g, 1, level, spare) * minuteMs) / seenMs)
-      : at(g, 1, level, spare);
+      ? Math.ceil((at(g, 1, level, spare, windows(1)) * minuteMs) / seenMs)
+      : at(g, 1, level, spare, windows(1));
     const kept = withConfig ? (config.tiers[name].perHour ?? 0) : 0;
     out.push({
       kind: 'tier',
       name,
       policy: name,
       perMinute,
-      burst: Math.max(perMinute, at(g, 0, level, spare)),
-      perHour: hourSeen ? Math.max(perMinute, at(g, 2, level, spare)) : kept,
+      burst: Math.max(perMinute, at(g, 0, level, spare, windows(0))),
+      perHour: hourSeen ? Math.max(perMinute, at(g, 2, level, spare, windows(2))) : kept,
       windowSeconds: 60,
       ...(!hourSeen && kept > 0 ? { hourKept: true as const } : {}),
       ...(short ? { extrapolated: true as const } : {}),
@@ -106,7 +119,7 @@ export function proposeLimits(
     // their span.
     const w = r.window <= 1 ? 0 : r.window <= 60 ? 1 : 2;
     const measuredMs = Math.min(RATE_WINDOWS_MS[w], seenMs);
-    const limit = Math.max(1, Math.ceil((at(g, w, level, spare) * r.window * 1000) / measuredMs));
+    const limit = Math.max(1, Math.ceil((at(g, w, level, spare, windows(w)) * r.window * 1000) / measuredMs));
     const extrapolated = r.kept === undefined && r.window * 1000 > seenMs;
     out.push({
       kind: 'rule',
