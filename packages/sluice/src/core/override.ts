@@ -73,6 +73,14 @@ export interface OverrideSnapshot {
   readonly version: number;
   /** The rules, expired ones included until a write prunes them (a decision checks `expiresAt` itself). */
   readonly rules: readonly OverrideRule[];
+  /**
+   * The rules set and removed since the snapshot of `version`, oldest first, or `undefined` when they are not
+   * known (a store that keeps no log, a version too old): a reader then updates its compiled index with these
+   * alone instead of compiling every rule again.
+   */
+  changesSince?(
+    version: number,
+  ): readonly { readonly id: string; readonly rule: OverrideRule | undefined }[] | undefined;
 }
 
 /** The snapshot of a store that holds no rule yet (version 0). */

@@ -1,4 +1,4 @@
-import type { Check, OverrideStore, Policy } from '../core/index.js';
+import type { Check, OverrideSnapshot, OverrideStore, Policy } from '../core/index.js';
 import { type CompiledOverride, OverrideIndex } from './override-index.js';
 import { HeaderPlan, legacyPolicyName } from './rate-limit-headers.js';
 import type { RulePlan } from './rule-plans.js';
@@ -16,7 +16,9 @@ export type OverrideResult =
 export class OverrideApplier {
   readonly #store: OverrideStore;
   readonly #prefix: string;
-  #snapshot: unknown;
+  #snapshot: OverrideSnapshot | undefined;
+  /** The index of {@link OverrideApplier.#snapshot}, kept while empty so that later changes apply to it. */
+  #built: OverrideIndex | undefined;
   #index: OverrideIndex | undefined;
 
   /**
@@ -32,8 +34,15 @@ export class OverrideApplier {
   current(): OverrideIndex | undefined {
     const s = this.#store.snapshot();
     if (s !== this.#snapshot) {
+      // A store that logs its changes hands over what changed since the snapshot this index was built for: applied
+      // rule by rule, so a write costs its own rule instead of a compile of every rule.
+      const held = this.#snapshot;
+      const deltas =
+        held === undefined || this.#built === undefined ? undefined : s.changesSince?.(held.version);
       this.#snapshot = s;
-      this.#index = s.rules.length === 0 ? undefined : new OverrideIndex(s.rules, this.#prefix);
+      if (deltas !== undefined && this.#built !== undefined) this.#built.apply(deltas);
+      else this.#built = s.rules.length === 0 ? undefined : new OverrideIndex(s.rules, this.#prefix);
+      this.#index = this.#built !== undefined && this.#built.size > 0 ? this.#built : undefined;
     }
     return this.#index;
   }

@@ -1,9 +1,11 @@
 import { isIP } from 'node:net';
 import { invalidOption, type OverrideRule, overridePolicy, type Policy } from '../core/index.js';
 import { canonicalKeyEscapes, patternAsKey } from '../core/key-pattern.js';
+import type { OverrideDelta } from '../core/override-log.js';
 import { detached } from './detached-string.js';
 import { type IpRange, inRange, normalizeIp, parseAddress, parseIpRange } from './ip-address.js';
 import { checkPatternShape, KEY_PATTERN_KINDS } from './override-pattern-shape.js';
+import { PrefixTrie } from './override-trie.js';
 
 /** One rule compiled for lookups. */
 export interface CompiledOverride {
@@ -19,11 +21,6 @@ export interface CompiledOverride {
   policyFor(base: Policy): Policy;
   /** Plans derived under this rule alone, per base plan and mask of the checks it applied to. */
   readonly plans: WeakMap<object, Map<number, object>>;
-}
-
-interface TrieNode {
-  children: Map<number, TrieNode> | undefined;
-  entries: CompiledOverride[] | undefined;
 }
 
 /** A pattern's kind and the string it compares. */
@@ -166,51 +163,114 @@ const MEMO_MAX = 8192;
 /** Longer keys are looked up each time (a walk of the trie as long as the key), not remembered. */
 const MEMO_KEY_CHARS = 512;
 
+/** Where one rule sits in an {@link OverrideIndex}, to delete it when it is replaced or removed. */
+interface Placed {
+  readonly entry: CompiledOverride;
+  readonly pattern: OverridePatternKind;
+  /** The exact key or prefix, with the limiter's key prefix. */
+  readonly at: string;
+}
+
 /**
- * The current rules compiled once per change: exact keys in a `Map`, prefixes in a character trie, address
- * ranges in a list. A key's candidates (every rule whose pattern matches it, narrowest first) are remembered, and
- * so are the range rules a client IP falls in (the address is parsed once, not once per range and policy), so a
- * returning key costs a `Map` lookup or two and a short scan, whatever the number of rules.
+ * The current rules compiled for lookups: exact keys in a `Map`, prefixes in a character trie, address ranges in
+ * a list. A key's candidates (every rule whose pattern matches it, narrowest first) are remembered, and so are the
+ * range rules a client IP falls in (the address is parsed once, not once per range and policy), so a returning key
+ * costs a `Map` lookup or two and a short scan, whatever the number of rules. A store's changes are applied rule
+ * by rule ({@link OverrideIndex.apply}): a write to a store of 100,000 rules compiles one rule, not all of them.
  */
 export class OverrideIndex {
   readonly #exact = new Map<string, CompiledOverride[]>();
-  readonly #root: TrieNode = { children: undefined, entries: undefined };
-  readonly #ranges: { readonly range: IpRange; readonly entry: CompiledOverride }[] = [];
+  readonly #trie = new PrefixTrie<CompiledOverride>();
+  #ranges: { readonly range: IpRange; readonly entry: CompiledOverride }[] = [];
   readonly #memo = new Map<string, readonly CompiledOverride[]>();
   readonly #byIp = new Map<string, readonly CompiledOverride[]>();
-  readonly #hasPrefixes: boolean;
+  readonly #byId = new Map<string, Placed>();
+  readonly #keyPrefix: string;
 
   /**
    * @param rules - the rules of a snapshot (patterns already validated; a malformed stored one is skipped).
    * @param keyPrefix - the limiter's bucket key prefix, put before every key pattern.
    */
   constructor(rules: readonly OverrideRule[], keyPrefix = '') {
-    let prefixes = false;
-    for (const rule of rules) {
-      let p: OverridePatternKind;
-      try {
-        p = overridePattern(rule.pattern);
-      } catch {
-        continue;
-      }
-      const entry = compile(
-        rule,
-        narrowness(p) + (rule.policy !== undefined ? 2 : rule.tier !== undefined ? 1 : 0),
-      );
-      if (p.kind === 'range') {
-        this.#ranges.push({ range: p.range, entry });
-      } else if (p.kind === 'exact') {
-        const k = keyPrefix + p.value;
-        const list = this.#exact.get(k);
-        if (list === undefined) this.#exact.set(k, [entry]);
-        else list.push(entry);
-      } else {
-        prefixes = true;
-        this.#insert(keyPrefix + p.value, entry);
-      }
-    }
-    this.#hasPrefixes = prefixes;
+    this.#keyPrefix = keyPrefix;
+    // A list built whole is taken as it is: stores hold one rule per id, and a list given by hand keeps them all.
+    for (const rule of rules) this.#add(rule);
     this.#ranges.sort((a, b) => b.entry.rank - a.entry.rank);
+  }
+
+  /** Rules held. */
+  get size(): number {
+    return this.#byId.size;
+  }
+
+  /**
+   * Applies a store's changes in order: a rule set replaces the one of its id, a removal deletes it. What was
+   * remembered per key and per address is forgotten, since a changed rule may match any of them.
+   *
+   * @param deltas - from `OverrideSnapshot.changesSince`.
+   */
+  apply(deltas: readonly OverrideDelta[]): void {
+    if (deltas.length === 0) return;
+    let ranges = false;
+    for (const d of deltas) {
+      ranges = this.#delete(d.id) || ranges;
+      if (d.rule !== undefined) ranges = this.#add(d.rule) || ranges;
+    }
+    // Stable: rules of equal rank stay in the order they were set, as a list built whole has them.
+    if (ranges) this.#ranges.sort((a, b) => b.entry.rank - a.entry.rank);
+    this.#memo.clear();
+    this.#byIp.clear();
+  }
+
+  /** Compiles and places one rule (the caller deleted any of its id); true when it is an address range. */
+  #add(rule: OverrideRule): boolean {
+    let p: OverridePatternKind;
+    try {
+      p = overridePattern(rule.pattern);
+    } catch {
+      return false;
+    }
+    const entry = compile(
+      rule,
+      narrowness(p) + (rule.policy !== undefined ? 2 : rule.tier !== undefined ? 1 : 0),
+    );
+    const at = p.kind === 'range' ? '' : this.#keyPrefix + p.value;
+    this.#byId.set(rule.id, { entry, pattern: p, at });
+    if (p.kind === 'range') {
+      this.#ranges.push({ range: p.range, entry });
+      return true;
+    }
+    if (p.kind === 'exact') {
+      const list = this.#exact.get(at);
+      if (list === undefined) this.#exact.set(at, [entry]);
+      else list.push(entry);
+    } else {
+      this.#trie.add(at, entry);
+    }
+    return false;
+  }
+
+  /** Deletes the rule of an id; true when it was an address range. */
+  #delete(id: string): boolean {
+    const placed = this.#byId.get(id);
+    if (placed === undefined) return false;
+    this.#byId.delete(id);
+    const { entry, pattern, at } = placed;
+    if (pattern.kind === 'range') {
+      this.#ranges = this.#ranges.filter((r) => r.entry !== entry);
+      return true;
+    }
+    if (pattern.kind === 'prefix') {
+      this.#trie.delete(at, entry);
+      return false;
+    }
+    const list = this.#exact.get(at);
+    if (list !== undefined) {
+      const rest = list.filter((e) => e !== entry);
+      if (rest.length === 0) this.#exact.delete(at);
+      else this.#exact.set(at, rest);
+    }
+    return false;
   }
 
   /**
@@ -275,35 +335,9 @@ export class OverrideIndex {
   #candidates(key: string): readonly CompiledOverride[] {
     const exact = this.#exact.get(key);
     let out: CompiledOverride[] | undefined = exact === undefined ? undefined : [...exact];
-    if (this.#hasPrefixes) {
-      let node: TrieNode | undefined = this.#root;
-      for (let i = 0; node !== undefined; i++) {
-        if (node.entries !== undefined) {
-          if (out === undefined) out = [...node.entries];
-          else out.push(...node.entries);
-        }
-        if (i >= key.length || node.children === undefined) break;
-        node = node.children.get(key.charCodeAt(i));
-      }
-    }
+    if (this.#trie.size > 0) out = this.#trie.collect(key, out);
     if (out === undefined) return NONE;
     return out.sort((a, b) => b.rank - a.rank);
-  }
-
-  #insert(prefix: string, entry: CompiledOverride): void {
-    let node = this.#root;
-    for (let i = 0; i < prefix.length; i++) {
-      node.children ??= new Map();
-      const c = prefix.charCodeAt(i);
-      let next = node.children.get(c);
-      if (next === undefined) {
-        next = { children: undefined, entries: undefined };
-        node.children.set(c, next);
-      }
-      node = next;
-    }
-    if (node.entries === undefined) node.entries = [entry];
-    else node.entries.push(entry);
   }
 }
 

@@ -147,3 +147,52 @@ describe('RedisOverrides', () => {
     });
   });
 });
+
+describe('RedisOverrides reads what changed', () => {
+  it('reads only the rules changed since the version it holds, and the limiter applies just those', async () => {
+    const { a, b, change, rule } = await twoGateways();
+    for (const p of ['tenant:k1', 'tenant:k2', 'tenant:k3']) {
+      const r = rule({ pattern: p, unlimited: true, reason: 'x' });
+      await a.overrides.set(r, change(r.id));
+    }
+    await b.overrides.refresh();
+    const held = b.overrides.snapshot().version;
+    const block = rule({ pattern: 'tenant:t', block: 403, reason: 'x' });
+    await a.overrides.set(block, change(block.id));
+    await a.overrides.remove('tenant:k1', change('tenant:k1', 'remove'));
+    await b.overrides.refresh();
+    const s = b.overrides.snapshot();
+    expect(s.changesSince?.(held)?.map((d) => [d.id, d.rule?.effect])).toEqual([
+      ['tenant:t', 'block'],
+      ['tenant:k1', undefined],
+    ]);
+    expect(s.rules.map((r) => r.id).sort()).toEqual(['tenant:k2', 'tenant:k3', 'tenant:t']);
+    expect((await b.http.evaluate(req)).status).toBe(403);
+  });
+
+  it('reads every rule of a Redis that started again empty, even at the version it held', async () => {
+    const { a, b, change, rule } = await twoGateways();
+    for (const p of ['tenant:k1', 'tenant:k2']) {
+      const r = rule({ pattern: p, unlimited: true, reason: 'x' });
+      await a.overrides.set(r, change(r.id));
+    }
+    await b.overrides.refresh();
+    expect(b.overrides.snapshot().version).toBe(2);
+    // The keys of this prefix gone (a Redis that came back empty), then two other writes: version 2 again.
+    const prefix = `o${prefixes}:{overrides}:`;
+    const redis = clients[clients.length - 1];
+    await redis.del(...['version', 'rules', 'history', 'changes', 'epoch'].map((k) => `${prefix}${k}`));
+    for (const p of ['tenant:n1', 'tenant:n2']) {
+      const r = rule({ pattern: p, unlimited: true, reason: 'x' });
+      await a.overrides.set(r, change(r.id));
+    }
+    await b.overrides.refresh();
+    expect(b.overrides.snapshot().version).toBe(2);
+    expect(
+      b.overrides
+        .snapshot()
+        .rules.map((r) => r.id)
+        .sort(),
+    ).toEqual(['tenant:n1', 'tenant:n2']);
+  });
+});

@@ -14,12 +14,11 @@ import {
   SluiceError,
 } from '../core/index.js';
 import { mergeHistories } from '../core/override.js';
+import { OverrideLog } from '../core/override-log.js';
 import { type RedisScriptClient, toScriptClient } from './client-adapter.js';
+import { logWrite, READ_CHANGES, readChanges } from './override-change-log.js';
 
 /** The current version, and the rules only when it differs from the one the caller holds. */
-const READ = `local v = redis.call('GET', KEYS[1]) or '0'
-if v == ARGV[1] then return {v} end
-return {v, redis.call('HGETALL', KEYS[2])}`;
 
 /**
  * Sets a rule, drops the expired ids the caller names, bumps the version and appends the change. An automatic
@@ -37,6 +36,7 @@ end
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
 for i = 7, #ARGV do redis.call('HDEL', KEYS[2], ARGV[i]) end
 local v = redis.call('INCR', KEYS[1])
+${logWrite(1, 7)}
 local h = KEYS[3]
 if ARGV[5] ~= '' then h = KEYS[4] end
 redis.call('RPUSH', h, ARGV[3])
@@ -50,7 +50,8 @@ const HISTORY = `return {redis.call('LRANGE', KEYS[3], 0, -1), redis.call('LRANG
 const REMOVE = `local old = redis.call('HGET', KEYS[2], ARGV[1])
 if not old then return false end
 redis.call('HDEL', KEYS[2], ARGV[1])
-redis.call('INCR', KEYS[1])
+local v = redis.call('INCR', KEYS[1])
+${logWrite(1, 0)}
 redis.call('RPUSH', KEYS[3], ARGV[2] .. old .. ARGV[3])
 redis.call('LTRIM', KEYS[3], -tonumber(ARGV[4]), -1)
 return old`;
@@ -84,6 +85,11 @@ export class RedisOverrides implements OverrideStore {
   readonly #now: () => number;
   readonly #timer: ReturnType<typeof setInterval>;
   #snapshot = EMPTY_OVERRIDES;
+  /** The rules of the snapshot by id, updated from Redis's change log (see `override-change-log.ts`). */
+  readonly #byId = new Map<string, OverrideRule>();
+  #epoch = '';
+  /** The changes read, for the limiters' indexes. */
+  readonly #log = new OverrideLog(0);
   #refreshing: Promise<void> | undefined;
   #loaded = false;
 
@@ -97,7 +103,14 @@ export class RedisOverrides implements OverrideStore {
     const refreshMs = integerOption('refreshMs', options.refreshMs, 50, 1000, 250);
     this.#now = options.wallClock ?? Date.now;
     const base = `${prefix}{overrides}:`;
-    this.#keys = [`${base}version`, `${base}rules`, `${base}history`, `${base}automatic-history`];
+    this.#keys = [
+      `${base}version`,
+      `${base}rules`,
+      `${base}history`,
+      `${base}automatic-history`,
+      `${base}changes`,
+      `${base}epoch`,
+    ];
     this.#timer = setInterval(() => void this.refresh(), refreshMs);
     this.#timer.unref?.();
     void this.refresh();
@@ -178,24 +191,40 @@ export class RedisOverrides implements OverrideStore {
   async #read(): Promise<void> {
     let reply: unknown;
     try {
-      reply = await this.#client.eval(READ, this.#keys, [String(this.#snapshot.version)]);
+      const held = this.#snapshot.version;
+      reply = await this.#client.eval(READ_CHANGES, this.#keys, [String(held), this.#epoch]);
     } catch {
       return;
     }
-    if (!Array.isArray(reply)) return;
-    // One element: the version is the one held, so the rules held are Redis's.
+    const read = readChanges(reply);
+    if (read === undefined) return;
+    // Read once: the version is the one held, or the rules were read, so the rules held are Redis's.
     this.#loaded = true;
-    if (reply.length < 2) return;
-    const version = Number(reply[0]);
-    const flat = reply[1] as unknown[];
-    const rules: OverrideRule[] = [];
-    for (let i = 1; i < flat.length; i += 2) {
-      const r = readStoredOverride(safeParse(String(flat[i])));
-      if (r !== undefined) rules.push(r);
+    if (read.kind === 'same') return;
+    const from = this.#snapshot.version;
+    const byId = this.#byId;
+    if (read.kind === 'delta') {
+      // Only the rules changed since the version held: a write to 100,000 rules reads one rule, not all of them.
+      for (const d of read.deltas) {
+        if (d.rule === undefined) byId.delete(d.id);
+        else byId.set(d.id, d.rule);
+      }
+      this.#log.record(read.version, read.deltas, from);
+    } else {
+      byId.clear();
+      for (const r of read.rules) byId.set(r.id, r);
+      this.#log.record(read.version, [], Number.NaN);
     }
+    this.#epoch = read.epoch;
     // Reads never overlap (refresh() shares the one in flight), so any other version is the newer state, a lower
     // one included (a Redis restarted from an older snapshot).
-    this.#snapshot = Object.freeze({ version, rules: Object.freeze(rules) });
+    const version = read.version;
+    const log = this.#log;
+    this.#snapshot = Object.freeze({
+      version,
+      rules: Object.freeze([...byId.values()]),
+      changesSince: (v: number) => log.since(v, version),
+    });
   }
 
   async #call(script: string, args: string[]): Promise<unknown> {
