@@ -65,6 +65,17 @@ describe('concurrency limits in the configuration', () => {
     ]);
   });
 
+  it('refuses concurrency limits on the Redis store, at their keys', () => {
+    expect(
+      violations(`${GOOD}store:\n  type: redis\n  url: redis://127.0.0.1:6379\n`).filter((v) =>
+        v.includes('Redis'),
+      ),
+    ).toEqual([
+      '5:56 rateLimiting.tiers.free.concurrentRequests: concurrency limits need the memory store (one process, or --threads); the Redis store does not hold them yet',
+      '8:19 rateLimiting.endpoints[0].concurrent: concurrency limits need the memory store (one process, or --threads); the Redis store does not hold them yet',
+    ]);
+  });
+
   it('refuses zero or negative slots, and concurrentRequests on an unlimited tier', () => {
     const zero = violations(GOOD.replace('concurrent: 2', 'concurrent: 0'));
     expect(zero.join('\n')).toMatch(/^8:19 rateLimiting\.endpoints\[0\]\.concurrent: /);

@@ -1,7 +1,9 @@
-import type { SemanticIssue } from './semantic-issue.js';
 import { durationMs } from './duration.js';
 import { type Priority, resolvePriority } from './resolve-overload.js';
+import type { SemanticIssue } from './semantic-issue.js';
 import type { ConfigPath } from './violation.js';
+
+type Raw = Readonly<Record<string, unknown>>;
 
 /** The concurrency limit of a tier or endpoint rule: slots per client, and the Retry-After of a refusal. */
 export interface ConcurrencyConfig {
@@ -14,8 +16,21 @@ export interface ConcurrencyConfig {
 /** Keys of an endpoint rule that describe a window, which a count of requests in flight does not have. */
 const WINDOW_KEYS = ['limit', 'window', 'burst', 'refill', 'class', 'queue'];
 
+/**
+ * A concurrency limit on the Redis store: refused, since its script refills every bucket by time and holds no
+ * leases (a slot would come back on its own, and those of a gateway that crashed never).
+ */
+function redisIssue(root: Raw, path: ConfigPath, issues: SemanticIssue[]): void {
+  if ((root.store as Raw | undefined)?.type !== 'redis') return;
+  issues.push({
+    path,
+    message:
+      'concurrency limits need the memory store (one process, or --threads); the Redis store does not hold them yet',
+  });
+}
+
 /** The Retry-After seconds of `rateLimiting.concurrencyRetryAfter`: whole seconds of at least 1, default 1. */
-function retryAfterOf(rl: Readonly<Record<string, unknown>>, issues: SemanticIssue[]): number {
+function retryAfterOf(rl: Raw, issues: SemanticIssue[]): number {
   const raw = rl.concurrencyRetryAfter as number | string | undefined;
   if (raw === undefined) return 1;
   const ms = durationMs(raw);
@@ -34,13 +49,13 @@ function retryAfterOf(rl: Readonly<Record<string, unknown>>, issues: SemanticIss
  * tier is exempt from every limit, so a concurrency limit on it would never apply: refused.
  *
  * @param t - the tier as parsed.
- * @param rl - the `rateLimiting` section (its `concurrencyRetryAfter`).
+ * @param root - the whole configuration as parsed (`rateLimiting.concurrencyRetryAfter`, `store.type`).
  * @param path - where the tier is.
  * @param issues - where issues are added.
  */
 export function resolveTierConcurrency(
-  t: Readonly<Record<string, unknown>>,
-  rl: Readonly<Record<string, unknown>>,
+  t: Raw,
+  root: Raw,
   path: ConfigPath,
   issues: SemanticIssue[],
 ): { readonly concurrency?: ConcurrencyConfig } {
@@ -54,7 +69,10 @@ export function resolveTierConcurrency(
     });
     return {};
   }
-  return { concurrency: Object.freeze({ slots, retryAfterSeconds: retryAfterOf(rl, issues) }) };
+  redisIssue(root, [...path, 'concurrentRequests'], issues);
+  return {
+    concurrency: Object.freeze({ slots, retryAfterSeconds: retryAfterOf(root.rateLimiting as Raw, issues) }),
+  };
 }
 
 /**
@@ -63,13 +81,13 @@ export function resolveTierConcurrency(
  * key, with the way out.
  *
  * @param e - the endpoint rule as parsed.
- * @param rl - the `rateLimiting` section (its `concurrencyRetryAfter`).
+ * @param root - the whole configuration as parsed (`rateLimiting.concurrencyRetryAfter`, `store.type`).
  * @param path - where the rule is.
  * @param issues - where issues are added.
  */
 export function resolveRuleConcurrency(
-  e: Readonly<Record<string, unknown>>,
-  rl: Readonly<Record<string, unknown>>,
+  e: Raw,
+  root: Raw,
   path: ConfigPath,
   issues: SemanticIssue[],
 ): { readonly concurrency?: ConcurrencyConfig } {
@@ -84,39 +102,42 @@ export function resolveRuleConcurrency(
       });
     }
   }
-  return { concurrency: Object.freeze({ slots, retryAfterSeconds: retryAfterOf(rl, issues) }) };
+  redisIssue(root, [...path, 'concurrent'], issues);
+  return {
+    concurrency: Object.freeze({ slots, retryAfterSeconds: retryAfterOf(root.rateLimiting as Raw, issues) }),
+  };
 }
 
 /**
  * What a tier holds of capacity: its concurrency limit and its load-shedding priority.
  *
  * @param t - the tier as parsed.
- * @param rl - the `rateLimiting` section.
+ * @param root - the whole configuration as parsed.
  * @param path - where the tier is.
  * @param issues - where issues are added.
  */
 export function resolveTierCapacity(
-  t: Readonly<Record<string, unknown>>,
-  rl: Readonly<Record<string, unknown>>,
+  t: Raw,
+  root: Raw,
   path: ConfigPath,
   issues: SemanticIssue[],
 ): { readonly concurrency?: ConcurrencyConfig; readonly priority?: Priority } {
-  return { ...resolveTierConcurrency(t, rl, path, issues), ...resolvePriority(t) };
+  return { ...resolveTierConcurrency(t, root, path, issues), ...resolvePriority(t) };
 }
 
 /**
  * What an endpoint rule holds of capacity: its concurrency limit and its load-shedding priority.
  *
  * @param e - the endpoint rule as parsed.
- * @param rl - the `rateLimiting` section.
+ * @param root - the whole configuration as parsed.
  * @param path - where the rule is.
  * @param issues - where issues are added.
  */
 export function resolveRuleCapacity(
-  e: Readonly<Record<string, unknown>>,
-  rl: Readonly<Record<string, unknown>>,
+  e: Raw,
+  root: Raw,
   path: ConfigPath,
   issues: SemanticIssue[],
 ): { readonly concurrency?: ConcurrencyConfig; readonly priority?: Priority } {
-  return { ...resolveRuleConcurrency(e, rl, path, issues), ...resolvePriority(e) };
+  return { ...resolveRuleConcurrency(e, root, path, issues), ...resolvePriority(e) };
 }

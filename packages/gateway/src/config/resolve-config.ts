@@ -99,7 +99,7 @@ export function resolveConfig(
       shadow: t.shadow === true,
       ...resolveQueue(t, path, issues),
       ...resolveCost(t, path, issues),
-      ...resolveTierCapacity(t, rl, path, issues),
+      ...resolveTierCapacity(t, raw, path, issues),
     });
   }
   const defaultTier = rl.defaultTier as string;
@@ -192,7 +192,7 @@ export function resolveConfig(
         className,
         shadow: e.shadow === true,
         ...resolveQueue(e, path, issues),
-        ...resolveRuleCapacity(e, rl, path, issues),
+        ...resolveRuleCapacity(e, raw, path, issues),
         ...ruleCost(e, path, className === undefined ? undefined : classes[className], issues),
       }),
     );
