@@ -81,6 +81,11 @@ export interface OverrideSnapshot {
   changesSince?(
     version: number,
   ): readonly { readonly id: string; readonly rule: OverrideRule | undefined }[] | undefined;
+  /**
+   * The rule of an id, looked up without a pass over the list (stores that keep rules by id); absent, find it in
+   * `rules`. May show a later write than the snapshot's own (never an earlier one).
+   */
+  ruleOf?(id: string): OverrideRule | undefined;
 }
 
 /** The snapshot of a store that holds no rule yet (version 0). */

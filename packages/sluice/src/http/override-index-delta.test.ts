@@ -122,3 +122,22 @@ describe('the override index follows a store by its changes', () => {
     );
   });
 });
+
+describe('MemoryOverrides by id', () => {
+  it('finds a rule by id as the list has it, and writes copy no list', async () => {
+    let now = NOW;
+    const store = new MemoryOverrides(() => now);
+    const a = rule('tenant:acme', 'none', 0, 1);
+    const b = rule('tenant:beta', 'none', 0, null);
+    await store.set(a, { action: 'set', id: a.id, who: 't', at: now, reason: 'x' });
+    await store.set(b, { action: 'set', id: b.id, who: 't', at: now, reason: 'x' });
+    expect(store.snapshot().ruleOf?.('tenant:acme')).toBe(a);
+    expect(store.snapshot().ruleOf?.('tenant:none')).toBeUndefined();
+    now += 5000;
+    const c = rule('tenant:gamma', 'none', 0, null);
+    await store.set(c, { action: 'set', id: c.id, who: 't', at: now, reason: 'x' });
+    // The expired rule went with the write; the list is built when read, in the order rules were set.
+    expect(store.snapshot().rules.map((r) => r.id)).toEqual(['tenant:beta', 'tenant:gamma']);
+    expect(store.snapshot().ruleOf?.('tenant:acme')).toBeUndefined();
+  });
+});

@@ -114,6 +114,7 @@ export class MemoryOverrides implements OverrideStore {
         return list;
       },
       changesSince: (held: number) => log.since(held, version),
+      ruleOf: (id: string) => rules.get(id),
     });
   }
 }

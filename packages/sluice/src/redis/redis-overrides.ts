@@ -224,6 +224,7 @@ export class RedisOverrides implements OverrideStore {
       version,
       rules: Object.freeze([...byId.values()]),
       changesSince: (v: number) => log.since(v, version),
+      ruleOf: (id: string) => byId.get(id),
     });
   }
 
