@@ -154,7 +154,15 @@ describe('the container image', () => {
   });
 
   it('runs sluice demo with one argument and answers through the published port with its headers', async () => {
-    const id = await podman.start(['--read-only', '-p', '127.0.0.1::8080', IMAGE, 'demo']);
+    // Not even a writable /tmp (podman mounts one with --read-only, docker does not): the gateway writes no file.
+    const id = await podman.start([
+      '--read-only',
+      '--read-only-tmpfs=false',
+      '-p',
+      '127.0.0.1::8080',
+      IMAGE,
+      'demo',
+    ]);
     const url = `http://${(await podman.ok(['port', id, '8080/tcp'])).trim().split('\n')[0]}`;
     await untilUp(`${url}/health`);
     const r = await get(`${url}/api/risk/simulation/studio/run`);
