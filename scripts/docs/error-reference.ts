@@ -17,12 +17,14 @@ export interface ErrorEntry {
 /** The members of `ErrorCode` with their TSDoc summary, read from the source text. */
 export function errorCodeMembers(source: string): { name: string; code: string; summary: string }[] {
   const members: { name: string; code: string; summary: string }[] = [];
-  const member = /\/\*\*([\s\S]*?)\*\/\s*(\w+): '([A-Z_]+)'/g;
+  // A comment's text holds no `*/`, so a member never takes the comment of the object above it.
+  const member = /\/\*\*((?:(?!\*\/)[\s\S])*?)\*\/\s*(\w+): '([A-Z_]+)'/g;
   for (const m of source.matchAll(member)) {
     const summary = m[1]
       .split('\n')
       .map((l) => l.replace(/^\s*\*\s?/, '').trim())
       .join(' ')
+      .replace(/\{@link\s+([^}]+)\}/g, '`$1`')
       .trim();
     members.push({ name: m[2], code: m[3], summary });
   }

@@ -107,6 +107,9 @@ describe('the error page', () => {
     const { page, entries } = errorReference(read('docs/errors.md'), errors);
     const members = errorCodeMembers(errors);
     expect(members.length).toBeGreaterThan(10);
+    // Each member has its own comment, not the one of the object above it.
+    expect(members[0]).toMatchObject({ name: 'InvalidOption', code: 'ERR_INVALID_OPTION' });
+    expect(members[0].summary).toMatch(/^An option is missing/);
     for (const m of members) {
       const entry = entries.find((e) => e.code === m.code);
       expect(entry, m.code).toBeDefined();

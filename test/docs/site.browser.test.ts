@@ -73,7 +73,7 @@ beforeAll(async () => {
     width: 1280,
     height: 900,
   }));
-}, 300_000);
+}, 600_000);
 
 afterAll(async () => {
   await context?.close();

@@ -56,6 +56,23 @@ function itemsOf(folder: string, order: readonly string[] = []): Item[] {
   return names.map((n) => ({ text: titleOf(join(dir, `${n}.md`)), link: `/${folder}/${n}` }));
 }
 
+/** The API reference's entry points: every folder below reference/api with an index page, by name. */
+function apiItems(): Item[] {
+  const found: Item[] = [];
+  const visit = (dir: string, rel: string) => {
+    if (!existsSync(dir)) return;
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      if (!entry.isDirectory()) continue;
+      const sub = join(dir, entry.name);
+      const link = `${rel}${entry.name}/`;
+      if (existsSync(join(sub, 'index.md'))) found.push({ text: titleOf(join(sub, 'index.md')), link });
+      visit(sub, link);
+    }
+  };
+  visit(join(pages, 'reference/api'), '/reference/api/');
+  return found.sort((a, b) => a.text.replace(/^@/, '').localeCompare(b.text.replace(/^@/, '')));
+}
+
 const guides = itemsOf('guide', GUIDE_ORDER);
 const started = guides.filter((i) => i.link.startsWith('/guide/getting-started'));
 
@@ -88,7 +105,7 @@ export default defineConfig({
     sidebar: [
       { text: 'Getting started', items: started },
       { text: 'Guides', items: guides.filter((i) => !started.includes(i)) },
-      { text: 'Library entry points', collapsed: true, items: itemsOf('library') },
+      { text: 'Library guides', collapsed: true, items: itemsOf('library') },
       {
         text: 'Reference',
         items: [
@@ -100,6 +117,7 @@ export default defineConfig({
           { text: 'Benchmark run log', link: '/reference/benchmark-log' },
         ],
       },
+      { text: 'API reference', collapsed: true, items: apiItems() },
       { text: 'Project', collapsed: true, items: itemsOf('project') },
     ],
   },
