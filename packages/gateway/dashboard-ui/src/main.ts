@@ -19,6 +19,7 @@ import {
 } from './panels.js';
 import { RateChart } from './rate-chart.js';
 import { RateModel, type View } from './rate-model.js';
+import { renderUnits, UnitRates } from './units-panel.js';
 
 /** Session storage only: the token lives as long as the tab, and is never written to a URL or a cookie. */
 const TOKEN_KEY = 'rate-limit-dashboard.token';
@@ -35,6 +36,8 @@ let view: View = { kind: 'all' };
 let status: DashboardStatus | undefined;
 const shed = new ShedRates();
 let shedRates: readonly number[] = [0, 0, 0];
+const units = new UnitRates();
+let unitRates: ReadonlyMap<string, number> = new Map();
 let configVersion = -1;
 let historySeconds = 300;
 
@@ -169,6 +172,7 @@ function onTick(m: TickMessage): void {
 function onStatus(s: DashboardStatus): void {
   status = s;
   shedRates = shed.update(s.at, s.capacity?.overload?.shed);
+  unitRates = units.update(s.at, s.units);
   if (configVersion !== -1 && s.configVersion !== configVersion && api !== undefined) {
     // The gateway reloaded its configuration: show the new one.
     api.config().then(showConfig, () => undefined);
@@ -250,6 +254,7 @@ function refresh(): void {
     renderTopKeys(byId('top-keys'), status.topLimitedKeys, KEY_ACTIONS);
     renderTenants(byId('top-tenants'), status.topTenants);
     renderCapacity(byId('capacity-card'), byId('capacity'), status.capacity, shedRates);
+    renderUnits(byId('units-card'), byId('units-charged'), status.units, unitRates);
   }
 }
 

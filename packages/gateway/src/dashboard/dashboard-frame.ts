@@ -112,6 +112,14 @@ export interface CapacityView {
   readonly overload?: OverloadView;
 }
 
+/** Units charged to a policy whose cost is settled from the response (`cost:`, `count:`), since start. */
+export interface UnitsView {
+  readonly policy: string;
+  /** `tokens`, `bytes`, `units` (an upstream header) or `requests` (`count:`). */
+  readonly unit: string;
+  readonly units: number;
+}
+
 /** The slow-changing state sent with every tick. */
 export interface DashboardStatus {
   /** Unix milliseconds when the status was taken. */
@@ -125,6 +133,8 @@ export interface DashboardStatus {
   readonly topTenants: Insight<TenantUsageView> & { readonly thresholds?: readonly number[] };
   /** Concurrency policies and load shedding, when configured. */
   readonly capacity?: CapacityView;
+  /** Units charged per policy whose cost is settled from the response, when any is configured. */
+  readonly units?: readonly UnitsView[];
 }
 
 /** The first message of a stream: the whole history. */

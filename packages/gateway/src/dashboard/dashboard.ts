@@ -15,6 +15,7 @@ import type {
 } from './dashboard-frame.js';
 import { RateWindow } from './rate-window.js';
 import { storeHealth } from './store-health.js';
+import { unitsView } from './units-view.js';
 
 /** What the dashboard reads from the gateway. */
 export interface DashboardSource {
@@ -207,6 +208,7 @@ export class Dashboard {
       topLimitedKeys: this.#topLimitedKeys(),
       topTenants: await this.#topTenants(),
       capacity: capacityView(s.runtime),
+      units: unitsView(s.runtime),
     };
   }
 

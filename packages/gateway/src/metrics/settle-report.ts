@@ -7,6 +7,9 @@ export interface WarnLogger {
   warn(facts: object, message: string): void;
 }
 
+/** Policies whose units the dashboard's totals keep. */
+const MAX_POLICIES = 100;
+
 /** A warning about the same rule and reason is logged at most this often. */
 const WARN_EVERY_MS = 60_000;
 
@@ -22,6 +25,8 @@ export class SettleReport implements SettleEvents {
   readonly #logger: WarnLogger;
   readonly #now: () => number;
   readonly #warned = new Map<string, { at: number; since: number }>();
+  /** Units charged since start, per policy (bounded like the metric's labels: the configuration's policies). */
+  readonly #totals = new Map<string, { readonly unit: string; units: number }>();
   #metrics: PrometheusSettleMetrics | undefined;
 
   /**
@@ -39,6 +44,17 @@ export class SettleReport implements SettleEvents {
 
   recordUnits(policy: string, unit: string, units: number): void {
     this.#sink().recordUnits(policy, unit, units);
+    if (!(units > 0)) return;
+    const t = this.#totals.get(policy);
+    if (t !== undefined) t.units += units;
+    else if (this.#totals.size < MAX_POLICIES) this.#totals.set(policy, { unit, units });
+  }
+
+  /** Units charged since the gateway started, per policy, largest first: what the dashboard shows. */
+  totals(): { readonly policy: string; readonly unit: string; readonly units: number }[] {
+    return [...this.#totals]
+      .map(([policy, t]) => ({ policy, unit: t.unit, units: t.units }))
+      .sort((a, b) => b.units - a.units);
   }
 
   recordSettleFallback(rule: string, reason: string): void {
