@@ -102,7 +102,9 @@ export function logArguments(
         throw new UsageError(`cannot read the log ${JSON.stringify(name)}: ${(e as Error).message}`);
       }
     }
-    return { name: name === '-' ? 'stdin' : name, open: () => openLog(name, io.stdin) };
+    return name === '-'
+      ? { name: 'stdin', open: () => openLog(name, io.stdin), readOnce: true }
+      : { name, open: () => openLog(name, io.stdin) };
   });
   try {
     return {

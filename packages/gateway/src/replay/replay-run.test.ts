@@ -134,6 +134,38 @@ describe('sluice replay', () => {
     expect(within.span?.from).toBe('2026-12-03T06:00:08.000Z');
   });
 
+  it('decides a log that can be read again as one read once: its first late line starts the replay over', async () => {
+    // In order for 300 lines, then one 30 s late: a short first window would decide it late.
+    const body = [
+      ...Array.from({ length: 300 }, (_, i) =>
+        studio(
+          `06:${String(Math.floor(i / 60)).padStart(2, '0')}:${String(i % 60).padStart(2, '0')}`,
+          `198.51.100.${i % 3}`,
+        ),
+      ),
+      studio('06:04:30', '198.51.100.1'),
+    ].join('\n');
+    const reports = await Promise.all(
+      [false, true].map(async (readOnce) =>
+        replayReport(
+          await runReplay({
+            config: { name: 'example', config: config() },
+            logs: [{ ...log('late.log', body), readOnce }],
+          }),
+        ),
+      ),
+    );
+    expect(reports[0]).toEqual(reports[1]);
+    expect(reports[0].outOfOrder).toEqual({
+      lines: 0,
+      maxSeconds: 0,
+      windowSeconds: 120,
+      reordered: 1,
+      early: 0,
+    });
+    expect(reports[0].logs[0]).toMatchObject({ lines: 301, requests: 301 });
+  });
+
   it('decides lines written at their request end but stamped at its start as a live gateway decided them in time order', async () => {
     // 800 requests of 3 clients at distinct seconds of 20 minutes against the studio rule (10 per minute: each
     // client sends 13), each taking up to 59 s: a web server writes each line when its request ends.

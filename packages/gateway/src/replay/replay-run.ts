@@ -16,6 +16,8 @@ export { type LogStats, UNKNOWN_SHOWN } from './log-line-reader.js';
 export interface ReplayLog {
   readonly name: string;
   readonly open: () => LogBytes;
+  /** True when the log can be read only once (standard input): it is never read again from its start. */
+  readonly readOnce?: boolean;
 }
 
 /** A configuration to replay, with its name in the report. */
@@ -82,6 +84,35 @@ export interface LineOrder {
  * @returns the engines (their counts) and the logs' statistics, once every queued request has settled.
  */
 export async function runReplay(o: ReplayRunOptions): Promise<ReplayRun> {
+  const windowMs = o.reorderWindowMs ?? DEFAULT_REORDER_WINDOW_MS;
+  // Holding lines for the whole window costs an ordered log a seventh of its CPU (notes/replay-benchmarks.md). A log
+  // that can be read again is first replayed with a short window; the first line later than it allows starts the
+  // replay over with the whole window. Both give the same decisions: with no line late, either window lets the
+  // lines go in time order, ties in reading order.
+  if (windowMs > FIRST_WINDOW_MS && o.onDecision === undefined && o.logs.every((l) => l.readOnce !== true)) {
+    const quick = await replayOnce(o, FIRST_WINDOW_MS, windowMs);
+    if (quick !== undefined) return quick;
+  }
+  return (await replayOnce(o, windowMs, windowMs)) as ReplayRun;
+}
+
+/**
+ * The first window of a log that can be read again: long enough for the disorder of several workers writing one log,
+ * short enough that the lines it holds die young.
+ */
+const FIRST_WINDOW_MS = 2000;
+
+/**
+ * One replay with a reorder window of `windowMs`; when it is shorter than `reportedMs`, the first line later than it
+ * allows stops the replay, which answers `undefined` (the lines decided so far are dropped with its engines).
+ */
+async function replayOnce(
+  o: ReplayRunOptions,
+  windowMs: number,
+  reportedMs: number,
+): Promise<ReplayRun | undefined> {
+  const stopOnLate = windowMs < reportedMs;
+  let stopped = false;
   const fields = o.fields ?? fieldMap([]);
   const a = new ReplayEngine(o.config.config);
   const b = o.against === undefined ? undefined : new ReplayEngine(o.against.config);
@@ -90,7 +121,7 @@ export async function runReplay(o: ReplayRunOptions): Promise<ReplayRun> {
   // Lines are put back in time order within the window, then decided in batches (D-G64) of one log each: a batch
   // goes to the engines when full, when the next line is another log's, and at the end. Its records are the
   // window's, given back once decided.
-  const window = new ReorderWindow(o.reorderWindowMs ?? DEFAULT_REORDER_WINDOW_MS);
+  const window = new ReorderWindow(windowMs);
   const batch: LogRecord[] = new Array(REPLAY_BATCH);
   const lines = new Int32Array(REPLAY_BATCH);
   const outA: (Verdict | Promise<Verdict> | undefined)[] = new Array(REPLAY_BATCH).fill(undefined);
@@ -138,20 +169,24 @@ export async function runReplay(o: ReplayRunOptions): Promise<ReplayRun> {
     if (filled === REPLAY_BATCH) decideBatch();
   };
 
+  // A stopped replay reads no further block.
+  const logs = stopOnLate
+    ? o.logs.map((l) => ({ ...l, open: () => until(l.open(), () => stopped) }))
+    : o.logs;
   if (o.logs.length === 1) {
     const reader = readers[0];
-    await readLog(o.logs[0], reader, (line, no) => {
-      if (reader.read(line, no, window.slot())) {
-        window.commit(no);
-        while (window.ready) take();
-      }
+    await readLog(logs[0], reader, (line, no) => {
+      if (stopped || !reader.read(line, no, window.slot())) return;
+      window.commit(no);
+      if (stopOnLate && window.late > 0) stopped = true;
+      else while (window.ready) take();
     });
   } else {
     // Each log is read into a ring of its own while the merge takes the earliest first record of them all into the
     // window. The readers run only while the merge awaits.
     const rings = o.logs.map(() => new RecordRing());
     const failures: unknown[] = [];
-    const reading = o.logs.map((log, i) => {
+    const reading = logs.map((log, i) => {
       const reader = readers[i];
       const ring = rings[i];
       return readLog(
@@ -188,16 +223,21 @@ export async function runReplay(o: ReplayRunOptions): Promise<ReplayRun> {
       }
       if (best < 0) break;
       const ring = rings[best];
-      const rec = window.slot();
-      rec.copyFrom(ring.head);
-      rec.source = best;
-      window.commit(ring.headLine);
+      if (!stopped) {
+        const rec = window.slot();
+        rec.copyFrom(ring.head);
+        rec.source = best;
+        window.commit(ring.headLine);
+        if (stopOnLate && window.late > 0) stopped = true;
+        else while (window.ready) take();
+      }
+      // Once stopped, the rings are emptied until their readers see the end.
       ring.shift();
-      while (window.ready) take();
     }
     await Promise.all(reading);
     if (failures.length > 0) throw failures[0];
   }
+  if (stopped) return undefined;
   while (window.size > 0) take();
   decideBatch();
   await a.finish();
@@ -212,13 +252,21 @@ export async function runReplay(o: ReplayRunOptions): Promise<ReplayRun> {
       : { against: { config: o.against, engine: b, flips: flips! } }),
     logs: readers.map((r) => r.stats),
     order: {
-      windowSeconds: (o.reorderWindowMs ?? DEFAULT_REORDER_WINDOW_MS) / 1000,
+      windowSeconds: reportedMs / 1000,
       reordered: window.reordered,
       late: window.late,
       maxLateSeconds: window.maxLateMs / 1000,
       early: window.early,
     },
   };
+}
+
+/** The blocks of a log until `stop()` says the replay stopped. */
+async function* until(blocks: LogBytes, stop: () => boolean): AsyncGenerator<Buffer | string> {
+  for await (const b of blocks) {
+    if (stop()) return;
+    yield b;
+  }
 }
 
 /**
