@@ -1,0 +1,89 @@
+import type { ChildProcess } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { connect } from 'node:net';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { serveArgs, spawnSluice, startUpstream, type TestUpstream, tempDir } from './support.js';
+
+const N = 3;
+const CLIENTS = 60;
+const tmp = tempDir();
+const spawned: ChildProcess[] = [];
+let upstream: TestUpstream;
+
+beforeAll(async () => {
+  upstream = await startUpstream();
+});
+afterAll(async () => {
+  for (const c of spawned) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  await upstream.close();
+  tmp.cleanup();
+});
+
+/** A raw GET on a connection of its own (so the kernel spreads them over the threads); resolves with its status. */
+function rawGet(url: string, path: string): Promise<number> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname, () =>
+      socket.write(`GET ${path} HTTP/1.1\r\nhost: ${hostname}\r\nconnection: close\r\n\r\n`),
+    );
+    let text = '';
+    socket.setEncoding('utf8');
+    socket.on('data', (c: string) => {
+      text += c;
+    });
+    socket.on('end', () => resolve(Number(text.slice(9, 12))));
+    socket.on('error', reject);
+  });
+}
+
+describe('concurrency limits with sluice serve --threads 2', () => {
+  it('one count across the threads: never more than N in flight per key', async () => {
+    let inFlight = 0;
+    let most = 0;
+    const held: ServerResponse[] = [];
+    upstream.handler = (req: IncomingMessage, res: ServerResponse) => {
+      inFlight++;
+      most = Math.max(most, inFlight);
+      res.on('close', () => inFlight--);
+      req.resume();
+      held.push(res);
+    };
+    const file = join(tmp.dir, 'threads-concurrency.yaml');
+    writeFileSync(
+      file,
+      'rateLimiting:\n  defaultTier: t\n  tiers:\n    t: { requestsPerMinute: 60000, burstLimit: 10000 }\n' +
+        `  endpoints:\n    - { pattern: "/api/reports/*", name: reports, concurrent: ${N} }\n` +
+        'server: { port: 1 }\nupstream: { url: "http://127.0.0.1:1" }\n',
+    );
+    const p = spawnSluice(process.execPath, serveArgs(file, upstream.url, 2), spawned);
+    const { url } = JSON.parse(await p.waitFor(/sluice gateway listening/)) as { url: string };
+    await p.waitFor(/"thread":1.*sluice gateway listening/);
+    const answers: number[] = [];
+    const all = Array.from({ length: CLIENTS }, () =>
+      rawGet(url, '/api/reports/q').then((s) => answers.push(s)),
+    );
+    // Every request but the N the upstream holds is answered while they run: 429, whichever thread took it.
+    while (answers.length < CLIENTS - N) await new Promise((r) => setTimeout(r, 20));
+    expect(answers).toEqual(Array(CLIENTS - N).fill(429));
+    expect(held).toHaveLength(N);
+    expect(most).toBe(N);
+    for (const res of held.splice(0)) res.end('done');
+    await Promise.all(all);
+    expect(answers.filter((s) => s === 200)).toHaveLength(N);
+    // Both threads answered some, and every slot came back: N more are admitted at once.
+    const threads = new Set(
+      p.lines
+        .filter((l) => l.startsWith('{') && l.includes('"msg":"request"'))
+        .map((l) => (JSON.parse(l) as { thread?: number }).thread),
+    );
+    expect(threads).toEqual(new Set([0, 1]));
+    const again = Array.from({ length: N }, () => rawGet(url, '/api/reports/again'));
+    while (held.length < N) await new Promise((r) => setTimeout(r, 20));
+    for (const res of held.splice(0)) res.end('done');
+    expect(await Promise.all(again)).toEqual(Array(N).fill(200));
+    p.child.kill('SIGTERM');
+    expect(await p.exited).toBe(0);
+  }, 60_000);
+});
