@@ -57,8 +57,8 @@ function typeOf(node: Node, ref: string | undefined, root?: Node): string {
     return alts
       .map((a) => (a.node.properties === undefined ? typeOf(a.node, a.ref, root) : 'object'))
       .join(', or ');
-  if (Array.isArray(node.enum)) return `one of ${node.enum.map((v) => `\`${String(v)}\``).join(', ')}`;
-  if (node.const !== undefined) return `\`${String(node.const)}\``;
+  if (Array.isArray(node.enum)) return `one of ${node.enum.map((v) => code(String(v))).join(', ')}`;
+  if (node.const !== undefined) return code(String(node.const));
   const types = Array.isArray(node.type) ? node.type : node.type === undefined ? [] : [node.type];
   const items = node.items as Node | undefined;
   let shown = types.join(' or ');
@@ -75,7 +75,7 @@ function typeOf(node: Node, ref: string | undefined, root?: Node): string {
 }
 
 function defaultOf(node: Node): string {
-  if (node.default !== undefined && typeof node.default !== 'object') return `\`${String(node.default)}\``;
+  if (node.default !== undefined && typeof node.default !== 'object') return code(String(node.default));
   const description = typeof node.description === 'string' ? node.description : '';
   const stated = /\b(?:by )?default(?:s to|:)? ([^;,)]+)/i.exec(description);
   return stated === null ? '' : stated[1].trim().replace(/\.$/, '');
@@ -103,7 +103,7 @@ function rangeOf(node: Node): string {
   if (n('maxProperties') !== undefined) parts.push(`at most ${plural(n('maxProperties') as number, 'key')}`);
   if (node.uniqueItems === true) parts.push('no repeated items');
   if (typeof node.pattern === 'string' && !Array.isArray(node.enum))
-    parts.push(`matches \`${node.pattern}\``);
+    parts.push(`matches ${code(node.pattern)}`);
   return parts.join('; ');
 }
 
@@ -162,9 +162,17 @@ function cell(text: string): string {
   return text === '' ? ' ' : text.replace(/\|/g, '\\|').replace(/\n/g, ' ');
 }
 
-/** Escapes what Markdown or the site's templates would read as markup in plain prose. */
+/** A code span of any text: one holding a backtick (a header name's pattern) is fenced with two. */
+function code(text: string): string {
+  return text.includes('`') ? `\`\` ${text} \`\`` : `\`${text}\``;
+}
+
+/** Escapes what Markdown or the site's templates would read as markup in plain prose, code spans left as written. */
 function prose(text: string): string {
-  return text.replace(/</g, '&lt;').replace(/\{\{/g, '&#123;&#123;');
+  return text
+    .split(/(`[^`]*`)/)
+    .map((part, i) => (i % 2 === 1 ? part : part.replace(/</g, '&lt;').replace(/\{\{/g, '&#123;&#123;')))
+    .join('');
 }
 
 /**

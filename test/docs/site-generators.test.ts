@@ -51,6 +51,16 @@ describe('the configuration reference', () => {
     expect(entries.find((e) => e.path === 'rateLimiting.endpoints[].pattern')?.required).toBe(true);
   });
 
+  it('writes a pattern holding a backtick as one code span, and keeps `<` in code spans as written', () => {
+    const header = entries.find((e) => e.path === 'apiKeys.header' || e.path === 'identity.apiKeys.header');
+    expect(header?.range).toBe("matches `` ^[A-Za-z0-9!#$%&'*+.^_`|~-]+$ ``");
+    const schema = {
+      type: 'object',
+      properties: { a: { type: 'string', description: 'In `<name>`, a <name>.' } },
+    };
+    expect(configReferencePage(schema, '')).toContain('In `<name>`, a &lt;name>.');
+  });
+
   it('ends with the example file, as shipped', () => {
     expect(page).toContain(read('packages/gateway/examples/rate-limits.yaml').trimEnd());
   });
