@@ -57,11 +57,18 @@ const change = (r: OverrideRule): OverrideChange => ({
 
 /** Hides the store's log of changes, so that every write rebuilds the index from the whole list, as before. */
 function withoutLog(store: OverrideStore): OverrideStore {
+  const bare = new WeakMap<object, { version: number; rules: readonly OverrideRule[] }>();
   return {
     kind: store.kind,
+    // One bare snapshot per snapshot of the store, so that the index is rebuilt per write, not per decision.
     snapshot: () => {
       const s = store.snapshot();
-      return { version: s.version, rules: s.rules };
+      let b = bare.get(s);
+      if (b === undefined) {
+        b = { version: s.version, rules: s.rules };
+        bare.set(s, b);
+      }
+      return b;
     },
     set: (r, c) => store.set(r, c),
     remove: (id, c) => store.remove(id, c),

@@ -2,6 +2,14 @@ import type { ListedOverride } from '../../src/admission/override-control.js';
 import type { GatewayConfig } from '../../src/config/gateway-config.js';
 import type { BucketView } from '../../src/server/admin-server.js';
 
+/** A page of the rules in force, as the overrides panel shows it. */
+export interface OverridesPage {
+  readonly rules: readonly ListedOverride[];
+  /** Rules in force in all. */
+  readonly total: number;
+  /** Rules before this page. */
+  readonly offset: number;
+}
 /** The admin token was missing or refused (HTTP 401). */
 export class UnauthorizedError extends Error {
   constructor() {
@@ -46,6 +54,15 @@ export class AdminApi {
   /** The overrides and blocks in force (`GET /overrides`). */
   async overrides(): Promise<readonly ListedOverride[]> {
     return (await this.#json<{ overrides: ListedOverride[] }>('GET', '/overrides')).overrides;
+  }
+
+  /** One page of the overrides and blocks in force (`GET /overrides?offset=&limit=`), and how many there are. */
+  async overridesPage(offset: number, limit: number): Promise<OverridesPage> {
+    const r = await this.#json<{ overrides: ListedOverride[]; total: number }>(
+      'GET',
+      `/overrides?offset=${offset}&limit=${limit}`,
+    );
+    return { rules: r.overrides, total: r.total, offset };
   }
 
   /** Removes a rule (`DELETE /overrides?id=...`), with the reason for the audit log. */

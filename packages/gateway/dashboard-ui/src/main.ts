@@ -1,5 +1,6 @@
 import './styles.css';
 import { keyAsPattern } from 'sluice';
+import type { ListedOverride } from '../../src/admission/override-control.js';
 import type { GatewayConfig } from '../../src/config/gateway-config.js';
 import type { DashboardStatus, SnapshotMessage, TickMessage } from '../../src/dashboard/dashboard-frame.js';
 import { AdminApi, UnauthorizedError } from './admin-api.js';
@@ -8,7 +9,7 @@ import { renderConfig } from './config-view.js';
 import { byId, fill, h } from './dom.js';
 import { openEventStream, type StreamState } from './event-stream.js';
 import { clock, count, orNone, percent, rate } from './format.js';
-import { renderOverrides, tickCountdowns } from './overrides-panel.js';
+import { OVERRIDES_PAGE_SIZE, renderOverrides, tickCountdowns } from './overrides-panel.js';
 import {
   type KeyActions,
   renderInspection,
@@ -60,14 +61,21 @@ function setConnection(state: StreamState | 'locked', detail?: string): void {
 const OVERRIDES_REFRESH_MS = 5000;
 let overridesTimer: ReturnType<typeof setInterval> | undefined;
 let overridesTick = 0;
+/** The first rule of the page the overrides panel shows. */
+let overridesOffset = 0;
 
 async function refreshOverrides(): Promise<void> {
   const a = api;
   if (a === undefined) return;
   const host = byId('overrides');
   try {
-    const rules = await a.overrides();
-    renderOverrides(host, rules, Date.now(), (rule) => {
+    let page = await a.overridesPage(overridesOffset, OVERRIDES_PAGE_SIZE);
+    // Rules ended or were removed since: the last page that still has rules.
+    if (page.rules.length === 0 && page.total > 0) {
+      overridesOffset = Math.floor((page.total - 1) / OVERRIDES_PAGE_SIZE) * OVERRIDES_PAGE_SIZE;
+      page = await a.overridesPage(overridesOffset, OVERRIDES_PAGE_SIZE);
+    }
+    const remove = (rule: ListedOverride) => {
       const what = rule.effect === 'block' ? 'block' : 'override';
       if (
         !window.confirm(
@@ -78,6 +86,10 @@ async function refreshOverrides(): Promise<void> {
       a.removeOverride(rule.id, 'removed from the dashboard').then(refreshOverrides, (e: Error) => {
         byId('overrides-error').textContent = e.message;
       });
+    };
+    renderOverrides(host, page, Date.now(), remove, (offset) => {
+      overridesOffset = offset;
+      void refreshOverrides();
     });
     byId('overrides-error').textContent = '';
   } catch (e) {

@@ -15,7 +15,8 @@ export type SendJson = (status: number, body?: unknown, extra?: Record<string, s
 
 /**
  * The admin routes of run-time overrides and blocks:
- * - `GET /overrides` (and `GET /blocks`, blocks only): the rules in force with the seconds left;
+ * - `GET /overrides` (and `GET /blocks`, blocks only): the rules in force with the seconds left; with `?offset=&limit=`
+ *   one page of them (limit 1 to 1,000) and their `total`, as the dashboard reads 100,000 rules;
  * - `PUT /overrides`: set one (JSON body: `pattern`, optional `policy` or `tier`, then `quota`/`window`/`burst`,
  *   `unlimited: true` or `block: 403 | 429`, optional `ttlSeconds` or `expiresAt`, and `reason`);
  * - `DELETE /overrides?id=<id>&reason=<why>`: remove one (404 when none has the id);
@@ -54,7 +55,16 @@ export async function serveOverrides(
     if (req.method === 'GET') {
       await control.refresh();
       checkLoaded(control);
-      send(200, { store: control.kind, overrides: control.list() });
+      const page = pageOf(url);
+      if (typeof page === 'string') {
+        sendProblem(res, Problems.badRequest(page), instance, '');
+        return true;
+      }
+      if (page === undefined) send(200, { store: control.kind, overrides: control.list() });
+      else {
+        const { rules, total } = control.page(page.offset, page.limit);
+        send(200, { store: control.kind, overrides: rules, total, offset: page.offset, limit: page.limit });
+      }
       return true;
     }
     if (req.method === 'PUT') {
@@ -134,4 +144,25 @@ async function readJson(req: IncomingMessage, res: ServerResponse): Promise<unkn
   if (declared <= REFUSED_DRAIN_LIMIT) await drainBody(req, REFUSED_DRAIN_LIMIT);
   res.setHeader('connection', 'close');
   throw new OverrideInputError('body', `body must be at most ${MAX_BODY} bytes`);
+}
+
+/** The most rules one page of `GET /overrides` holds. */
+const PAGE_MAX = 1000;
+
+/**
+ * The page asked by `?offset=&limit=`: `undefined` when neither is given (every rule), or why it is refused.
+ */
+function pageOf(url: URL): { offset: number; limit: number } | string | undefined {
+  const o = url.searchParams.get('offset');
+  const l = url.searchParams.get('limit');
+  if (o === null && l === null) return undefined;
+  const offset = o === null ? 0 : Number(o);
+  const limit = l === null ? 100 : Number(l);
+  if (!/^\d+$/.test(o ?? '0') || !Number.isSafeInteger(offset)) {
+    return `offset must be an integer >= 0, got ${JSON.stringify(o)}`;
+  }
+  if (!/^\d+$/.test(l ?? '100') || limit < 1 || limit > PAGE_MAX) {
+    return `limit must be an integer from 1 to ${PAGE_MAX}, got ${JSON.stringify(l)}`;
+  }
+  return { offset, limit };
 }
