@@ -122,6 +122,7 @@ export class Penalties {
         return undefined;
       }
     }
+    const before = { level: s.level, blockedUntil: s.blockedUntil };
     const repeat = s.blockedUntil !== Number.NEGATIVE_INFINITY && now - s.blockedUntil < c.forgetAfterMs;
     s.level = repeat ? s.level + 1 : 0;
     const durationMs = Math.min(c.blockMs * 2 ** Math.min(s.level, 40), c.maxBlockMs);
@@ -138,9 +139,16 @@ export class Penalties {
       )
       .then(
         (set) => {
-          if (set !== undefined) this.#onBlock(block);
-          // An operator's rule landed first (another gateway or thread): it stays, and this key has no block.
-          else if (this.#active.get(key) === block.durationMs + now) this.#active.delete(key);
+          if (set !== undefined) {
+            this.#onBlock(block);
+            return;
+          }
+          // An operator's rule landed first (another gateway or thread): it stays, and this key had no block, so
+          // none counts toward the next one's length.
+          if (s.blockedUntil !== now + durationMs) return;
+          s.level = before.level;
+          s.blockedUntil = before.blockedUntil;
+          this.#active.delete(key);
         },
         (e: unknown) => this.#logger.warn({ err: e, key }, 'penalty block could not be set'),
       );

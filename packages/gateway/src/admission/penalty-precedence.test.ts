@@ -109,4 +109,34 @@ describe.each(STORES)('penalties beside operator rules (%s store)', (_name, open
     expect(await store.set(stale, change, { automatic: true })).toBe(false);
     expect(store.snapshot().rules).toMatchObject([{ author: 'alice', status: 403 }]);
   });
+
+  it('counts no block when the store keeps an operator rule this gateway had not seen yet', async () => {
+    let stale = false;
+    const { control, store, blocks, deny, settle, advance } = setup((now) => {
+      const inner = open(now);
+      // As a gateway on Redis between two reads: the snapshot it holds lags the store.
+      const empty = Object.freeze({ version: 0, rules: Object.freeze([]) });
+      return {
+        kind: inner.kind,
+        snapshot: () => (stale ? empty : inner.snapshot()),
+        set: (r, c, o) => inner.set(r, c, o),
+        remove: (id, c) => inner.remove(id, c),
+        history: () => inner.history(),
+        refresh: () => inner.refresh(),
+        close: () => inner.close(),
+      };
+    });
+    await control.set({ pattern: 'ip:192.0.2.11', block: 403, ttlSeconds: 60, reason: 'abuse' }, 'alice');
+    stale = true;
+    expect(deny('ip:192.0.2.11', 3)).toMatchObject({ level: 0 });
+    await settle();
+    expect(blocks).toEqual([]);
+    stale = false;
+    expect(store.snapshot().rules).toMatchObject([{ author: 'alice', status: 403 }]);
+    // The operator's rule ends: the key's next penalty is a first one, not a doubled one.
+    advance(61_000);
+    expect(deny('ip:192.0.2.11', 3)).toMatchObject({ level: 0, durationMs: 20_000 });
+    await settle();
+    expect(blocks).toHaveLength(1);
+  });
 });
