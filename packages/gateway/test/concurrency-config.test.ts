@@ -140,3 +140,37 @@ describe('load shedding in the configuration', () => {
     ]);
   });
 });
+
+describe('a policy class counting requests in flight', () => {
+  const CLASS = `rateLimiting:
+  defaultTier: free
+  tiers:
+    free: { requestsPerMinute: 60 }
+  endpoints:
+    - { pattern: /api/reports/*, class: rl.reports }
+    - { pattern: /api/exports/*, class: rl.reports }
+ratelimit:
+  rl.reports: { concurrent: 2, key: principal }
+`;
+
+  it('gives the endpoint rules naming it one concurrency policy, keyed by the class', () => {
+    const r = load(CLASS);
+    if (!r.ok) throw new Error(JSON.stringify(r.violations));
+    const limits = new GatewayLimits(r.config, new MemoryStore({ sweepIntervalMs: 0 }));
+    expect(limits.limiter.policies.find((p) => p.name === 'rl.reports')).toMatchObject({ concurrent: 2 });
+    const rules = limits.options.rules?.filter((x) => x.name === 'rl.reports') ?? [];
+    expect(rules.map((x) => [x.path, x.policies, x.key])).toEqual([
+      ['/api/reports/*', ['rl.reports'], 'principal'],
+      ['/api/exports/*', ['rl.reports'], 'principal'],
+    ]);
+  });
+
+  it('refuses a rate key beside concurrent, and the class as the public-auth class, at their lines', () => {
+    expect(violations(CLASS.replace('concurrent: 2,', 'concurrent: 2, burst: 5,'))).toEqual([
+      '9:39 ratelimit["rl.reports"].burst: "burst" cannot be combined with "concurrent": a count of requests in flight has no rate; name a class of its own for the rate',
+    ]);
+    expect(violations(`${CLASS}identity:\n  publicAuthClass: rl.reports\n`)).toEqual([
+      '11:20 identity.publicAuthClass: class "rl.reports" counts requests in flight: failed credentials need a rate class',
+    ]);
+  });
+});

@@ -104,6 +104,8 @@ export interface ClassConfig {
   readonly cost?: CostConfig | undefined;
   /** Which responses count, for the endpoint rules naming the class. */
   readonly count?: CountOption | undefined;
+  /** Slots per key of a class counting requests in flight (`concurrent`); `undefined` for a rate class. */
+  readonly concurrent?: number | undefined;
 }
 
 /** JWT verification settings. */

@@ -12,7 +12,8 @@ const SECTION_SETTINGS = new Set(['max_tracked_keys', 'sweep_interval', 'catalog
 interface RawClass {
   readonly per_minute?: number;
   readonly refill?: { readonly tokens?: number; readonly every?: number | string };
-  readonly burst: number;
+  readonly burst?: number;
+  readonly concurrent?: number;
   readonly key?: KeyKind;
   readonly scope?: ClassScope;
   readonly cost?: Parameters<typeof resolveCost>[0]['cost'];
@@ -57,10 +58,16 @@ export function resolveClasses(section: Readonly<Record<string, unknown>> | unde
           message: `class "${name}" has scope ${fixed.scope} in catalogue "${catalogueName}"; name a class of your own for another scope`,
         });
     }
+    if (c.concurrent !== undefined) {
+      classes[name] = concurrencyClass(name, c, fixed?.key ?? c.key ?? 'caller', issues);
+      continue;
+    }
+    if (c.burst === undefined)
+      issues.push({ path: ['ratelimit', name], message: 'missing required key "burst"' });
     classes[name] = Object.freeze({
       name,
       ...resolveClassRate(name, c, issues),
-      burst: c.burst,
+      burst: c.burst ?? 0,
       key: fixed?.key ?? c.key ?? 'caller',
       scope: fixed?.scope ?? c.scope ?? 'request',
       ...resolveCost(c, ['ratelimit', name], issues),
@@ -74,6 +81,37 @@ export function resolveClasses(section: Readonly<Record<string, unknown>> | unde
       });
   }
   return { classes, issues };
+}
+
+/** Keys of a class that describe a rate, which a count of requests in flight does not have. */
+const RATE_KEYS = ['per_minute', 'refill', 'burst', 'cost', 'count'] as const;
+
+/**
+ * A class that counts requests in flight (`concurrent`): endpoint rules naming it count their requests in flight
+ * per key of the class's kind. A rate key beside `concurrent` is refused at its key, and so is scope `connection`
+ * (a connection is not a request in flight).
+ */
+function concurrencyClass(name: string, c: RawClass, key: KeyKind, issues: SectionIssue[]): ClassConfig {
+  for (const k of RATE_KEYS) {
+    if (c[k] !== undefined)
+      issues.push({
+        path: ['ratelimit', name, k],
+        message: `"${k}" cannot be combined with "concurrent": a count of requests in flight has no rate; name a class of its own for the rate`,
+      });
+  }
+  if (c.scope === 'connection')
+    issues.push({
+      path: ['ratelimit', name, 'scope'],
+      message: 'a class counting requests in flight is taken per request: remove scope: connection',
+    });
+  return Object.freeze({
+    name,
+    perMinute: 0,
+    burst: 0,
+    key,
+    scope: 'request',
+    concurrent: c.concurrent,
+  });
 }
 
 /**
@@ -107,6 +145,11 @@ export function connectionScopeIssues(
     issues.push({
       path: ['identity', 'publicAuthClass'],
       message: message(publicAuthClass, 'failed credentials are counted per HTTP request and cannot use it'),
+    });
+  if (publicAuthClass !== undefined && classes[publicAuthClass]?.concurrent !== undefined)
+    issues.push({
+      path: ['identity', 'publicAuthClass'],
+      message: `class "${publicAuthClass}" counts requests in flight: failed credentials need a rate class`,
     });
   return issues;
 }

@@ -92,7 +92,7 @@ export function resolveRuleConcurrency(
   issues: SemanticIssue[],
 ): { readonly concurrency?: ConcurrencyConfig } {
   const slots = e.concurrent as number | undefined;
-  if (slots === undefined) return {};
+  if (slots === undefined) return classConcurrency(e, root, path, issues);
   for (const k of WINDOW_KEYS) {
     if (e[k] !== undefined) {
       issues.push({
@@ -103,6 +103,24 @@ export function resolveRuleConcurrency(
     }
   }
   redisIssue(root, [...path, 'concurrent'], issues);
+  return {
+    concurrency: Object.freeze({ slots, retryAfterSeconds: retryAfterOf(root.rateLimiting as Raw, issues) }),
+  };
+}
+
+/** The concurrency of the class an endpoint rule names (`ratelimit.<class>.concurrent`), if it counts in flight. */
+function classConcurrency(
+  e: Raw,
+  root: Raw,
+  path: ConfigPath,
+  issues: SemanticIssue[],
+): { readonly concurrency?: ConcurrencyConfig } {
+  if (typeof e.class !== 'string') return {};
+  const c = (root.ratelimit as Record<string, Raw | undefined> | undefined)?.[e.class];
+  const slots =
+    c !== undefined && Object.hasOwn(root.ratelimit as object, e.class) ? c.concurrent : undefined;
+  if (typeof slots !== 'number') return {};
+  redisIssue(root, [...path, 'class'], issues);
   return {
     concurrency: Object.freeze({ slots, retryAfterSeconds: retryAfterOf(root.rateLimiting as Raw, issues) }),
   };
