@@ -35,7 +35,10 @@ export class LogRecord {
     this.cost = 1;
   }
 
-  /** Takes every field of another record (a line moved from its log's ring into the replay's reorder window). */
+  /**
+   * Takes every field of another record (a line moved from its log's ring into the replay's reorder window). A
+   * field added to the class must be copied here too, or the merge of several logs loses it.
+   */
   copyFrom(o: LogRecord): void {
     this.timeMs = o.timeMs;
     this.method = o.method;
