@@ -186,6 +186,25 @@ describe('the references', () => {
     for (const e of entries) expect(html, e.path).toContain(`id="${entryAnchor(e.path)}"`);
   });
 
+  it('show on each guide the example files its markers name, as they are', async () => {
+    const guides = readdirSync(join(ROOT, 'docs/guide')).filter((f) => f.endsWith('.md'));
+    let shown = 0;
+    for (const guide of guides) {
+      const text = readFileSync(join(ROOT, 'docs/guide', guide), 'utf8');
+      const files = [...text.matchAll(/^<!-- example: (\S+) -->$/gm)].map((m) => m[1]);
+      if (files.length === 0) continue;
+      await page.goto(`${origin}/guide/${guide.replace(/\.md$/, '.html')}`);
+      const blocks = (await page.locator('.vp-doc div[class*="language-"] pre code').allTextContents()).map(
+        (b) => b.trimEnd(),
+      );
+      for (const file of files) {
+        expect(blocks, `${guide} shows ${file}`).toContain(readFileSync(join(ROOT, file), 'utf8').trimEnd());
+        shown++;
+      }
+    }
+    expect(shown).toBeGreaterThanOrEqual(6);
+  });
+
   it('show the example files as they are, the files test/examples.test.ts runs', async () => {
     await page.goto(`${origin}/guide/examples.html`);
     const blocks = await page.locator('.vp-doc div[class*="language-"] pre code').allTextContents();
