@@ -140,8 +140,10 @@ function closeAfter(res: ServerResponse): boolean | Promise<boolean> {
 
 /**
  * Answers a denied request with the verdict's status, headers and problem body, and ends the response. The
- * connection stays open for the next request, unless a large or chunked request body is still unread: then the
- * answer says `Connection: close` and Node closes the socket once it is sent, rather than read the upload.
+ * connection stays open for the next request: the rest of a chunked body is read and dropped first (up to
+ * `DENIAL_DRAIN_LIMIT` and `DENIAL_DRAIN_MS`, so the answer then goes out a little later), a small declared one
+ * after the answer. A larger upload, or one whose `100 Continue` was held back (`deferContinue`), gets
+ * `Connection: close` and Node closes the socket once the answer is sent, rather than read the upload.
  */
 export function sendDenial(res: ServerResponse, verdict: Verdict): void {
   const close = closeAfter(res);
