@@ -1,9 +1,7 @@
 import type { AdaptiveLimitOptions, Priority, ShedderSettings } from '../config/resolve-overload.js';
 import { AdaptiveLimit } from './adaptive-limit.js';
 
-/** Every {@link Priority}, most important first: the metric label's values. */
-export const PRIORITIES: readonly Priority[] = Object.freeze(['critical', 'normal', 'sheddable']);
-
+/** Each priority's place in the counts of requests shed, most important first. */
 const PRIORITY_INDEX: Readonly<Record<Priority, number>> = Object.freeze({
   critical: 0,
   normal: 1,
@@ -55,7 +53,7 @@ export class LoadShedder {
     return this.#inFlight;
   }
 
-  /** Requests refused so far, per priority, in {@link PRIORITIES} order. */
+  /** Requests refused so far, per priority: critical, normal, sheddable. */
   get shed(): readonly number[] {
     return this.#shed;
   }

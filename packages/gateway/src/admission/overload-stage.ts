@@ -1,14 +1,20 @@
 import type { ResponseEnd, ResponseObserver } from 'sluice/http';
 import type { GatewayConfig } from '../config/gateway-config.js';
 import type { OverloadConfig, Priority } from '../config/resolve-overload.js';
-import type { Admission } from './admit-request.js';
 import { LoadShedder } from './load-shedder.js';
 
 /** What {@link OverloadStage.enter} answers for a request it sheds. */
 export const SHED = Symbol('shed');
 
-/** An admitted request: allowed or exempt. */
-type Admitted = Exclude<Admission, { readonly kind: 'deny' }>;
+/**
+ * What the stage reads of an admitted request (an `Admission` that is not a denial): its kind, the reason of an
+ * exemption, its tier. Structural, so admission's module and this one do not import each other.
+ */
+export interface AdmittedFacts {
+  readonly kind: 'allow' | 'exempt';
+  readonly reason?: string;
+  readonly tier: string | undefined;
+}
 
 /** The prefix of the rule that carries a tier's buckets (as `limits/gateway-limits.ts` names it). */
 const TIER_RULE = 'tier:';
@@ -48,7 +54,7 @@ export class OverloadStage {
   }
 
   /** The priority of an admitted request, or `undefined` for one never shed (an exempt endpoint). */
-  priorityOf(a: Admitted, rules: readonly string[] | undefined): Priority | undefined {
+  priorityOf(a: AdmittedFacts, rules: readonly string[] | undefined): Priority | undefined {
     if (a.kind === 'exempt' && a.reason === 'endpoint') return undefined;
     if (rules !== undefined && rules.length > 0) {
       let p = this.#byRules.get(rules);
@@ -71,7 +77,7 @@ export class OverloadStage {
    *   or `undefined` when it is never shed.
    */
   enter(
-    a: Admitted,
+    a: AdmittedFacts,
     rules: readonly string[] | undefined,
     nowMs: number,
   ): ResponseObserver | typeof SHED | undefined {

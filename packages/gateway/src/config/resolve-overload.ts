@@ -1,5 +1,5 @@
-import type { SemanticIssue } from './semantic-issue.js';
 import { durationMs } from './duration.js';
+import type { SemanticIssue } from './semantic-issue.js';
 
 /** How much a request matters when the upstream is over capacity: `priority` of tiers and endpoint rules. */
 export type Priority = 'critical' | 'normal' | 'sheddable';

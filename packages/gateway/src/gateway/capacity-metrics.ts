@@ -1,7 +1,7 @@
 import type { Registry } from 'prom-client';
 import type { Runtime } from '../admission/runtime.js';
-import { inFlightGauges } from './in-flight-gauges.js';
-import { overloadMetrics } from './overload-metrics.js';
+import { inFlightGauges } from '../metrics/in-flight-gauges.js';
+import { overloadMetrics } from '../metrics/overload-metrics.js';
 
 /**
  * The metrics of capacity protection, registered once per gateway: the in-flight gauges of the concurrency
@@ -12,6 +12,6 @@ import { overloadMetrics } from './overload-metrics.js';
  * @param prefix - `metrics.prefix`.
  */
 export function capacityMetrics(runtime: () => Runtime, registry: Registry, prefix: string): void {
-  inFlightGauges({ runtime, registry, prefix });
-  overloadMetrics({ runtime, registry, prefix });
+  inFlightGauges({ policies: () => runtime().plan.limiter.policies, registry, prefix });
+  overloadMetrics({ shedder: () => runtime().overload?.shedder, registry, prefix });
 }

@@ -20,7 +20,6 @@ import {
 import { LimitedKeyFacts } from '../dashboard/limited-key-facts.js';
 import { createLogger, type Logger } from '../log/create-logger.js';
 import { logConfigWarnings } from '../log/log-config-warnings.js';
-import { capacityMetrics } from '../metrics/capacity-metrics.js';
 import { SettleReport } from '../metrics/settle-report.js';
 import { TappedMetrics } from '../metrics/tapped-metrics.js';
 import { UpstreamProxy } from '../proxy/upstream-proxy.js';
@@ -30,6 +29,7 @@ import { ConnectionCounts } from '../server/connection-counts.js';
 import { ProxyServer } from '../server/proxy-server.js';
 import { createStore, type OpenedStore } from '../store/create-store.js';
 import { observeStore } from '../store/observe-store.js';
+import { capacityMetrics } from './capacity-metrics.js';
 import { type ConnectionLimits, connectionLimits } from './connection-limits.js';
 import type { GatewayOptions } from './gateway-options.js';
 import { bucketsOf } from './key-buckets.js';

@@ -1,11 +1,11 @@
 import promClient, { type Registry } from 'prom-client';
+import type { Policy } from 'sluice';
 import { inFlightRequests } from 'sluice/http';
-import type { Runtime } from '../admission/runtime.js';
 
 /** What the in-flight gauges read of the gateway. */
 export interface InFlightHost {
-  /** The configuration in effect, read at each scrape: a reload's policies show at the next. */
-  readonly runtime: () => Runtime;
+  /** The policies of the configuration in effect, read at each scrape: a reload's show at the next. */
+  readonly policies: () => readonly Policy[];
   readonly registry: Registry;
   /** `metrics.prefix`. */
   readonly prefix: string;
@@ -35,7 +35,7 @@ export function inFlightGauges(host: InFlightHost): void {
       // Reset first: a policy a reload removed leaves the scrape.
       this.reset();
       inFlight.reset();
-      for (const p of host.runtime().plan.limiter.policies) {
+      for (const p of host.policies()) {
         if (p.concurrent === 0) continue;
         inFlight.set({ policy: p.name }, inFlightRequests(p));
         this.set({ policy: p.name }, p.concurrent);

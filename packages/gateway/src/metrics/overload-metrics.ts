@@ -1,12 +1,21 @@
 import promClient, { type Registry } from 'prom-client';
-import type { LoadShedder } from '../admission/load-shedder.js';
-import { PRIORITIES } from '../admission/load-shedder.js';
-import type { Runtime } from '../admission/runtime.js';
+import type { Priority } from '../config/resolve-overload.js';
+
+/** What the metrics read of the load shedder: its limit, requests in flight, and requests shed by priority. */
+export interface ShedderView {
+  readonly limit: number;
+  readonly inFlight: number;
+  /** Requests shed so far, in {@link PRIORITY_LABELS} order. */
+  readonly shed: readonly number[];
+}
+
+/** The label values of `<prefix>_shed_total`, in the shedder's order. */
+export const PRIORITY_LABELS: readonly Priority[] = Object.freeze(['critical', 'normal', 'sheddable']);
 
 /** What the overload metrics read of the gateway. */
 export interface OverloadMetricsHost {
-  /** The configuration in effect, read at each scrape. */
-  readonly runtime: () => Runtime;
+  /** The shedder of the configuration in effect, read at each scrape; `undefined` without `overload:`. */
+  readonly shedder: () => ShedderView | undefined;
   readonly registry: Registry;
   /** `metrics.prefix`. */
   readonly prefix: string;
@@ -22,7 +31,7 @@ export function overloadMetrics(host: OverloadMetricsHost): void {
   const { registry, prefix } = host;
   // What the counter has been given of each shedder's counts: a shedder made anew (the section removed and added
   // again) starts from nothing.
-  const given = new WeakMap<LoadShedder, number[]>();
+  const given = new WeakMap<ShedderView, number[]>();
   const limit = new promClient.Gauge({
     name: `${prefix}_overload_limit`,
     help: 'The limit of requests in flight toward the upstream in effect (overload:), fixed or learned from latency.',
@@ -40,7 +49,7 @@ export function overloadMetrics(host: OverloadMetricsHost): void {
     labelNames: ['priority'],
     registers: [registry],
     collect() {
-      const shedder = host.runtime().overload?.shedder;
+      const shedder = host.shedder();
       if (shedder === undefined) {
         limit.reset();
         inFlight.reset();
@@ -52,9 +61,9 @@ export function overloadMetrics(host: OverloadMetricsHost): void {
         given.set(shedder, seen);
       }
       const shed = shedder.shed;
-      for (let i = 0; i < PRIORITIES.length; i++) {
+      for (let i = 0; i < PRIORITY_LABELS.length; i++) {
         // Every priority has its series from the start, so a rate over it never misses the first refusals.
-        this.inc({ priority: PRIORITIES[i] }, shed[i] - seen[i]);
+        this.inc({ priority: PRIORITY_LABELS[i] }, shed[i] - seen[i]);
         seen[i] = shed[i];
       }
       limit.set(shedder.limit);

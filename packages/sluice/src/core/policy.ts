@@ -1,4 +1,4 @@
-import { defineConcurrencyPolicy } from './concurrency-policy.js';
+import { concurrencyOptions } from './concurrency-policy.js';
 import {
   booleanOption,
   integerOption,
@@ -118,9 +118,7 @@ const KNOWN = ['name', 'quota', 'window', 'burst', 'shadow', 'queue', 'refill'];
  */
 export function definePolicy(options: PolicyOptions, path = 'policy'): Policy {
   const o = objectOption(path, options);
-  if (o.concurrent !== undefined) {
-    return defineConcurrencyPolicy(o, path, booleanOption(`${path}.shadow`, o.shadow, false));
-  }
+  if (o.concurrent !== undefined) return concurrencyPolicy(o, path);
   rejectUnknownKeys(path, o, KNOWN);
   const name = stringOption(`${path}.name`, o.name);
   const refill = refillOption(path, o.refill);
@@ -177,6 +175,37 @@ export function definePolicy(options: PolicyOptions, path = 'policy'): Policy {
         : Math.ceil((capacityUnits + deepest) / stepUnits) * stepMs,
     concurrent: 0,
     retryAfterHint: 0,
+  });
+}
+
+/**
+ * A concurrency policy: a bucket of `concurrent` tokens that never refills (D-G89). Admission takes a token in the
+ * same `decide` as the request's rate policies; the end of the response gives it back (`refund`, never above the
+ * slots). One token is 1000 units, as for a one-second window, so the arithmetic stays the rate policies'.
+ */
+function concurrencyPolicy(o: Record<string, unknown>, path: string): Policy {
+  const shadow = booleanOption(`${path}.shadow`, o.shadow, false);
+  const { name, slots, retryAfter } = concurrencyOptions(o, path);
+  return Object.freeze({
+    name,
+    quota: slots,
+    window: 1,
+    burst: slots,
+    shadow,
+    queue: undefined,
+    refill: undefined,
+    stepMs: 0,
+    stepUnits: 0,
+    unitsPerToken: 1000,
+    capacityUnits: slots * 1000,
+    refillPerMs: 0,
+    refillPerSecond: 0,
+    debtUnits: 0,
+    settleDebtUnits: 0,
+    // Never full by time: only its releases fill it (and then it is dropped like any full bucket).
+    fillMs: Number.MAX_SAFE_INTEGER,
+    concurrent: slots,
+    retryAfterHint: retryAfter,
   });
 }
 
