@@ -65,17 +65,17 @@ export async function handleUpgrade(
     writeRawResponse(socket, admission.status, admission.headers, admission.body);
     return;
   }
-  // Admission admits canonical targets only; anything else must not reach the upstream.
   // Only an upgrade that holds something (a concurrency slot) is fed; its socket's close ends it exactly once,
   // however the upgrade goes on: switched (held while the connection lives), answered, refused or failed.
   const feed =
     admission.kind === 'allow' && admission.observer !== undefined
       ? new UpgradeFeed(admission.observer, socket)
       : undefined;
+  // Admission admits canonical targets only; anything else must not reach the upstream.
   if (!target.ok) {
     host.logger.error({ reqId: id }, 'admission admitted a request target it refuses');
-    writeRawResponse(socket, 500, [], '');
     feed?.answered(500);
+    writeRawResponse(socket, 500, [], '');
     return;
   }
   const path = target.path;
@@ -91,8 +91,8 @@ export async function handleUpgrade(
     upstreamHeaders(rt, req, id, clientIp),
     admittedHeaders(rt, id, admission),
     rt.config.upstream.queueTimeoutMs,
-  );
     feed,
+  );
   const outcome = admission.kind === 'exempt' ? `exempt_${admission.reason}` : 'proxied';
   if (result.kind === 'switched') {
     ctx.keepUpgraded(socket);
@@ -108,8 +108,8 @@ export async function handleUpgrade(
     // As a plain request's (request-pipeline): 503 with one queue wait as Retry-After, counted.
     host.metrics.recordUpstreamRefusal?.('queue_timeout');
     const p = Problems.upstreamQueueTimeout(result.error.queueTimeoutMs);
-    writeRawResponse(
     feed?.answered(p.status);
+    writeRawResponse(
       socket,
       p.status,
       problemHeaders(rt, id, [['retry-after', busyRetryAfter(result.error.queueTimeoutMs)]]),
@@ -122,8 +122,8 @@ export async function handleUpgrade(
       result.kind === 'timeout' ? Problems.gatewayTimeout() : Problems.badGateway(),
       path,
       id,
-    );
       feed,
+    );
   }
   host.logger.warn({ reqId: id, kind: result.kind, err: result.error.message }, 'upgrade not passed through');
 }
