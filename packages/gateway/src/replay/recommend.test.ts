@@ -169,6 +169,31 @@ describe('sluice recommend', () => {
     );
   });
 
+  it('measures a log that starts over at its first late line as one read once', async () => {
+    const lines: string[] = [];
+    for (let i = 0; i < 900; i++) {
+      // The last lines come 40 s late, after 800 in order: the measuring replay starts over with the whole window.
+      const s = i < 800 ? i : i - 40;
+      const t = `03/Dec/2026:06:${String(Math.floor(s / 60)).padStart(2, '0')}:${String(s % 60).padStart(2, '0')} +0000`;
+      lines.push(`10.0.0.${i % 5} - - [${t}] "GET /api/orders/${i % 9} HTTP/1.1" 200 1 "-" "t"`);
+    }
+    const file = join(dir, 'late.log');
+    writeFileSync(file, `${lines.join('\n')}\n`);
+    const [again, once] = await Promise.all(
+      [false, true].map((readOnce) =>
+        recommend({
+          logs: [{ name: file, open: () => createReadStream(file), readOnce }],
+          spare: 0.01,
+          top: 5,
+        }),
+      ),
+    );
+    expect(again.groups).toEqual(once.groups);
+    expect(again.yaml).toBe(once.yaml);
+    expect(again.requests).toBe(900);
+    expect(again.groups.find((g) => g.group === 'tier:standard')?.requests).toBe(900);
+  });
+
   it('proposes no endpoint rule for static files, and says how many requests they were', async () => {
     const lines: string[] = [];
     for (let i = 0; i < 1200; i++) {

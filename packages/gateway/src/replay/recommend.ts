@@ -123,9 +123,9 @@ export async function recommend(o: RecommendOptions): Promise<Recommendation> {
     text: OBSERVER_YAML,
   };
   const withConfig = o.config !== undefined;
-  const dist = new RateDistribution(PAIR_CAP);
+  let dist = new RateDistribution(PAIR_CAP);
   let staticRequests = 0;
-  const staticPaths = new Set<string>();
+  let staticPaths = new Set<string>();
   // Group names are built once per tier, rule and path template, so each request finds its groups by strings
   // whose hashes V8 already holds. A name is copied on entry: one cut from the log's text would otherwise keep that
   // text alive (docs/DECISIONS.md, D-G32). Each map stops growing at MAX_TEMPLATES.
@@ -177,8 +177,17 @@ export async function recommend(o: RecommendOptions): Promise<Recommendation> {
     if (d instanceof Promise) void d.then((x) => seen(x, timeMs, cost, tier, template));
     else seen(d, timeMs, cost, tier, template);
   };
+  // A replay that starts over (a line later than its first, short window) measures from the start again.
+  const restart = () => {
+    dist = new RateDistribution(PAIR_CAP);
+    staticRequests = 0;
+    staticPaths = new Set<string>();
+    firstMs = Number.POSITIVE_INFINITY;
+    lastMs = Number.NEGATIVE_INFINITY;
+  };
   const run = await runReplay({
     config: base,
+    onRestart: restart,
     logs: o.logs,
     format: o.format,
     fields: o.fields,

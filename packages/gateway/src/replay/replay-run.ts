@@ -43,6 +43,12 @@ export interface ReplayRunOptions {
   readonly reorderWindowMs?: number;
   /** Sees every request with its decision under `config` (a promise for one that waited in a queue). */
   readonly onDecision?: (r: LogRecord, v: Verdict | Promise<Verdict>) => void;
+  /**
+   * Called when the replay starts over from the first line (a line later than its first, short window): what
+   * `onDecision` saw is to be forgotten. Without it, a replay with `onDecision` holds the whole window from the
+   * start.
+   */
+  readonly onRestart?: () => void;
 }
 
 /** The engines after a replay, and what reading the logs found. */
@@ -89,9 +95,11 @@ export async function runReplay(o: ReplayRunOptions): Promise<ReplayRun> {
   // that can be read again is first replayed with a short window; the first line later than it allows starts the
   // replay over with the whole window. Both give the same decisions: with no line late, either window lets the
   // lines go in time order, ties in reading order.
-  if (windowMs > FIRST_WINDOW_MS && o.onDecision === undefined && o.logs.every((l) => l.readOnce !== true)) {
+  const restartable = o.onDecision === undefined || o.onRestart !== undefined;
+  if (windowMs > FIRST_WINDOW_MS && restartable && o.logs.every((l) => l.readOnce !== true)) {
     const quick = await replayOnce(o, FIRST_WINDOW_MS, windowMs);
     if (quick !== undefined) return quick;
+    o.onRestart?.();
   }
   return (await replayOnce(o, windowMs, windowMs)) as ReplayRun;
 }
