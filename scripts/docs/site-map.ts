@@ -80,6 +80,33 @@ export function pageFor(target: string, pages: readonly SitePage[]): string | un
   return undefined;
 }
 
+/** The HTML elements a document may write as markup; any other `<name` in prose is text. */
+const HTML_TAGS = new Set(
+  'a abbr b blockquote br caption code dd del details div dl dt em figcaption figure h1 h2 h3 h4 h5 h6 hr i img kbd li ol p picture pre s small source span strong sub summary sup table tbody td tfoot th thead tr u ul video'.split(
+    ' ',
+  ),
+);
+
+/**
+ * Writes `<` as `&lt;` before a name that is no HTML element (`<tier>.concurrent`, `<prefix>_total`, a custom
+ * element named in prose) outside code spans: GitHub shows such text as written, while the site compiles a page
+ * into a template, where it would open an element that never closes and fail the build.
+ */
+export function escapeStrayTags(markdown: string): string {
+  return markdown
+    .split(/(`+[^`]*?`+)/)
+    .map((part, i) =>
+      i % 2 === 1
+        ? part
+        : part.replace(/<(\/?)([A-Za-z][\w-]*)/g, (whole, slash: string, name: string, at: number) => {
+            const rest = part.slice(at + 1);
+            if (/^[a-z][a-z0-9+.-]*:/i.test(rest)) return whole; // an autolink, <https://...>
+            return HTML_TAGS.has(name.toLowerCase()) ? whole : `&lt;${slash}${name}`;
+          }),
+    )
+    .join('');
+}
+
 /** Whether a link target leaves the repository (a URL with a scheme, or a mail address). */
 function isExternal(target: string): boolean {
   return /^[a-z][a-z0-9+.-]*:/i.test(target);
@@ -110,7 +137,7 @@ export function rewriteLinks(
       if (i % 2 === 1) return part;
       // A code span wrapped over two lines: markdown-it reads an HTML-like `<name>` inside it as a tag, which the
       // page's template then refuses; on one line it stays code.
-      const joined = part.replace(/(^|[^`])`([^`\n]+)\n([^`\n]+)`(?!`)/g, '$1`$2 $3`');
+      const joined = escapeStrayTags(part.replace(/(^|[^`])`([^`\n]+)\n([^`\n]+)`(?!`)/g, '$1`$2 $3`'));
       return joined.replace(
         /(!?)\[([^\]\n]*)\]\(([^)\s]+)\)/g,
         (whole, bang: string, text: string, target: string) => {

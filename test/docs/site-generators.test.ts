@@ -13,7 +13,7 @@ import { splitBenchmarks } from '../../scripts/docs/benchmark-pages.js';
 import { configEntries, configReferencePage, entryAnchor } from '../../scripts/docs/config-reference.js';
 import { errorCodeMembers, errorReference } from '../../scripts/docs/error-reference.js';
 import { exampleFiles, examplesPage, inlineExamples } from '../../scripts/docs/example-pages.js';
-import { rewriteLinks, sitePages } from '../../scripts/docs/site-map.js';
+import { escapeStrayTags, rewriteLinks, sitePages } from '../../scripts/docs/site-map.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const read = (path: string) => readFileSync(join(ROOT, path), 'utf8');
@@ -199,6 +199,15 @@ describe('the pages and their links', () => {
       titles,
     );
     expect(out).toBe('[NGINX auth_request](/guide/nginx) and [its README](/guide/nginx)');
+  });
+
+  it('writes a stray <name> of prose as text, leaving HTML, autolinks and code spans as they are', () => {
+    const text =
+      'policy <tier>.concurrent, <sluice-rate-limit-status>, `<code>`, <br>, <details>, <https://x.dev>';
+    expect(escapeStrayTags(text)).toBe(
+      'policy &lt;tier>.concurrent, &lt;sluice-rate-limit-status>, `<code>`, <br>, <details>, <https://x.dev>',
+    );
+    expect(escapeStrayTags('`` a`<b> ``, </name>')).toBe('`` a`<b> ``, &lt;/name>');
   });
 
   it('joins a code span wrapped over two lines, so that `<name>` in it stays code', () => {
