@@ -21,8 +21,9 @@ export function hashString(s: string, seed: number): number {
   return (h ^ (h >>> 16)) >>> 0;
 }
 
-/** The two seeds of a client key's hashes. */
+/** The seed of a client key's first hash: a sketch's register and rank, and half of its fingerprint. */
 export const SEED_A = 0x5eed0001;
+/** The seed of a client key's second hash: the other half of its fingerprint in the first-request table. */
 export const SEED_B = 0x5eed0002;
 
 /**
