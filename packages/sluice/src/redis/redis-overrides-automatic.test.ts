@@ -132,4 +132,24 @@ describe('automatic rules in Redis', () => {
     await o.refresh();
     expect(o.loaded).toBe(true);
   });
+
+  it('reads the rules as soon as its connection opens, not at its next periodic read', async () => {
+    const port = await freePort();
+    const redis = await client(port, false);
+    // Reads every second: the first one, made before the connection opened, failed.
+    const o = new RedisOverrides({ client: redis, prefix: `auto${++prefixes}:`, refreshMs: 1000 });
+    opened.push(o);
+    // Not events.once: the refused attempts before the server starts emit 'error', which would reject it.
+    const connected = new Promise((resolve) => redis.once('ready', resolve));
+    const late = await startRedisServer({ port });
+    try {
+      await connected;
+      // Answers come in order on one connection: once this one is in, so is a read sent when it opened.
+      await redis.ping();
+      expect(o.loaded).toBe(true);
+    } finally {
+      o.close();
+      await late.stop();
+    }
+  });
 });

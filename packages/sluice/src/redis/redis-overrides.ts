@@ -84,6 +84,8 @@ export class RedisOverrides implements OverrideStore {
   readonly #keys: string[];
   readonly #now: () => number;
   readonly #timer: ReturnType<typeof setInterval>;
+  /** Stops reading at each new connection. */
+  readonly #offConnect: (() => void) | undefined;
   #snapshot = EMPTY_OVERRIDES;
   /** The rules of the snapshot by id, updated from Redis's change log (see `override-change-log.ts`). */
   readonly #byId = new Map<string, OverrideRule>();
@@ -114,6 +116,9 @@ export class RedisOverrides implements OverrideStore {
     this.#timer = setInterval(() => void this.refresh(), refreshMs);
     this.#timer.unref?.();
     void this.refresh();
+    // A connection that opens (again) reads the rules at once: a gateway whose Redis comes back knows and applies
+    // its blocks from then on, not up to `refreshMs` later (D-G77).
+    this.#offConnect = this.#client.onConnect?.(() => void this.refresh());
   }
 
   snapshot(): OverrideSnapshot {
@@ -180,6 +185,7 @@ export class RedisOverrides implements OverrideStore {
 
   close(): void {
     clearInterval(this.#timer);
+    this.#offConnect?.();
   }
 
   /** A read that starts after the write: one in flight may have started before it. */
