@@ -9,8 +9,8 @@ export const HELP_COMMANDS: readonly (readonly string[])[] = [
   ['--help'],
   ['replay', '--help'],
   ['recommend', '--help'],
+  // `sluice block --help` prints the same text: one help covers both commands.
   ['override', '--help'],
-  ['block', '--help'],
 ];
 
 async function helpOf(argv: readonly string[]): Promise<string> {
@@ -34,7 +34,7 @@ export async function cliReferencePage(): Promise<string> {
     '# Command line',
     '',
     'The `sluice` command of `@sluice/gateway` (`npx sluice`). Each section is the text the command prints for',
-    'the invocation in its heading.',
+    'the invocation in its heading (`sluice block --help` prints the text of `sluice override --help`).',
     '',
   ];
   for (const argv of HELP_COMMANDS) {
