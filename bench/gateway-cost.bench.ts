@@ -2,8 +2,8 @@
  * CPU per request of gateways side by side: this tree and another copy of the repository (BENCH_BASELINE), each
  * under the logging settings of a set, beside the bare Node.js proxy (`gateway/bare-proxy.ts`), all pinned to the
  * last CPU while wrk and the upstream run on the first. Every process's CPU time comes from procfs around each
- * wrk run; rounds alternate the order (A B C ..., then ... C B A) and every figure is a median over rounds with its
- * spread (lowest and highest), as is each round's ratio to the reference, so the machine's noise shows.
+ * wrk run; rounds alternate the order (A B C ..., then ... C B A) and every figure is a median over rounds with
+ * its spread (lowest and highest), as is each round's ratio to the reference, so the machine's noise shows.
  *
  *   BENCH_BASELINE=/tmp/base npx tsx bench/gateway-cost.bench.ts            # set "path": both trees at warn
  *   BENCH_BASELINE=/tmp/base BENCH_SET=log npx tsx bench/gateway-cost.bench.ts   # the request log's cost

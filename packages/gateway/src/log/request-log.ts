@@ -28,10 +28,11 @@ const MILLION = 1_000_000;
 
 /**
  * The request log: which requests get a line (`logging.requests`) and the line itself. A line is what
- * `logger.info(fields, 'request')` writes, byte for byte in its parsed form, but built without pino's per-call work:
- * the bindings (`"service":"sluice"`, a thread's number) are serialized once, the time string is reused within a
- * millisecond, and each field is one `JSON.stringify` of a string. Lines go out whatever the logger's level: the
- * setting decides, so `level: warn` with `requests: all` keeps the request lines and hides the info lines.
+ * `logger.info(fields, 'request')` writes, equal to it once parsed, but built without pino's per-call work: the
+ * bindings (`"service":"sluice"`, a thread's number) are serialized once, the time string is reused within a
+ * millisecond, the texts of the method, outcome and tier are kept while they repeat, and any other field is
+ * quoted as it is when it is printable ASCII, else by `JSON.stringify`. Lines go out whatever the logger's level:
+ * the setting decides, so `level: warn` with `requests: all` keeps the request lines and hides the info lines.
  *
  * On the logger's own standard output (no destination given to `createLogger`) the lines of one event-loop turn
  * are written together, after the requests that produced them, in one system call instead of one each; a line
@@ -75,8 +76,8 @@ export class RequestLog {
   }
 
   /**
-   * Whether the request gets a line under `setting`. Requests served as asked (forwarded, exempt, the gateway's own
-   * endpoints, preflights) are the routine ones; every other outcome (a denial, a block, a shed, a refusal, an
+   * Whether the request gets a line under `setting`. Requests served as asked (forwarded, exempt, the gateway's
+   * own endpoints, preflights) are the routine ones; every other outcome (a denial, a block, a shed, a refusal, an
    * error, an upstream failure, a client gone) is logged under `denied` and under a share.
    *
    * @param setting - `logging.requests` of the configuration in effect.
