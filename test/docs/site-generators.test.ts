@@ -221,6 +221,46 @@ describe('the pages and their links', () => {
   });
 });
 
+describe('the READMEs and the guides moved out of them', () => {
+  const sources = [
+    'README.md',
+    'packages/gateway/README.md',
+    'packages/sluice/README.md',
+    ...[
+      'getting-started-library',
+      'getting-started-gateway',
+      'getting-started-sdk',
+      'configuration',
+      'tiers-and-endpoint-rules',
+      'identity',
+      'proxy',
+      'stores-and-fleets',
+      'failure-modes',
+      'headers-metrics-quotas',
+      'operator-controls',
+      'operations',
+      'replay-and-recommend',
+      'troubleshooting',
+    ].map((g) => `docs/guide/${g}.md`),
+  ];
+
+  it.each(sources)('%s links only to files of the repository that exist, as GitHub shows them', (source) => {
+    const text = read(source).replace(/^```[\s\S]*?^```/gm, '');
+    const broken: string[] = [];
+    for (const m of text.matchAll(/\]\(([^)\s#]+)(#[^)]*)?\)/g)) {
+      const target = m[1];
+      if (/^[a-z][a-z0-9+.-]*:/i.test(target)) continue;
+      const path = join(ROOT, source, '..', decodeURIComponent(target));
+      try {
+        readFileSync(path);
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== 'EISDIR') broken.push(target);
+      }
+    }
+    expect(broken).toEqual([]);
+  });
+});
+
 describe('examples and benchmarks', () => {
   it('puts each example file on a page as it is, the files test/examples.test.ts runs', () => {
     const files = exampleFiles(ROOT);
