@@ -50,6 +50,11 @@ function get(url: string): Promise<number> {
   });
 }
 
+/** Lets the promise chains started so far run up to their next wait (a sleep on the manual clock). */
+async function turns(): Promise<void> {
+  for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+}
+
 const END = { completed: true, status: 200, bytesSent: 0, bytesReceived: 0 };
 
 describe('concurrency policies over HTTP', () => {
@@ -85,6 +90,49 @@ describe('concurrency policies over HTTP', () => {
     expect((http.evaluate(request('/api/reports/6')) as Verdict).action).toBe('deny');
     // A path without a concurrency rule carries no observer.
     expect((http.evaluate(request('/api/other')) as Verdict).observer).toBeUndefined();
+  });
+
+  it('a request waiting in a queue holds no slot: it takes one after its wait, or is refused then', async () => {
+    const clock = new ManualClock(0);
+    const store = new MemoryStore({ clock, sweepIntervalMs: 0 });
+    const limiter = new Limiter({
+      policies: [
+        { name: 'reports', concurrent: 1 },
+        { name: 'rl', quota: 60, window: 60, burst: 1, queue: { limit: 5, maxWaitMs: 10_000 } },
+      ],
+      store,
+      clock,
+    });
+    const http = createHttpLimiter({
+      limiter,
+      rules: [{ path: '/api/reports/*', policies: ['rl', 'reports'] }],
+      headers: 'draft-11',
+    });
+    const slot = [{ policy: limiter.policy('reports'), key: 'ip:192.0.2.1' }];
+    const free = () => store.peek(slot, 1).outcomes[0].remaining;
+    const a = http.evaluate(request('/api/reports/a')) as Verdict;
+    expect(a.action).toBe('allow');
+    // B waits a second for its token; while it waits, A's is the only slot held.
+    const b = http.evaluate(request('/api/reports/b')) as Promise<Verdict>;
+    a.observer?.end(END);
+    expect(free()).toBe(1);
+    await turns();
+    clock.advance(1000);
+    const admitted = await b;
+    expect(admitted.action).toBe('allow');
+    expect(free()).toBe(0);
+    // C waits too, and finds the slot still held by B when its wait ends: refused, its token given back.
+    const c = http.evaluate(request('/api/reports/c')) as Promise<Verdict>;
+    await turns();
+    clock.advance(1000);
+    const refused = await c;
+    expect(refused.status).toBe(429);
+    expect(JSON.parse(refused.body as string)['violated-policies']).toEqual(['reports']);
+    // The token it waited for is back: the headers say what the buckets hold after the refusal.
+    expect(refused.headers).toContainEqual(['RateLimit', '"rl";r=1;t=0, "reports";r=0']);
+    expect(refused.headers).toContainEqual(['Retry-After', '1']);
+    admitted.observer?.end(END);
+    expect(free()).toBe(1);
   });
 
   it('through node:http: 200 concurrent clients, never more than N in flight at the handler, all slots back', async () => {

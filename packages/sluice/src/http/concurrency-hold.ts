@@ -1,4 +1,4 @@
-import type { Check, MaybePromise, RateLimitStore } from '../core/index.js';
+import type { Check, Decision, Limiter, MaybePromise, PolicyOutcome, RateLimitStore } from '../core/index.js';
 import { addInFlight } from './in-flight-tally.js';
 import { isPromiseLike, whenReady } from './maybe-promise.js';
 import { composeObservers, type ResponseObserver } from './response-observer.js';
@@ -102,4 +102,60 @@ export function holding(
   onError?: (error: unknown) => void,
 ): MaybePromise<Verdict> {
   return whenReady(v, (x) => holdSlots(x, store, checks, cost, onError));
+}
+
+/**
+ * Waits in a queue for the rate policies of a request, and only then takes its concurrency slots: a request that
+ * waits holds no slot (its place in the queue is a debt of tokens, not a request in flight). When a slot is not
+ * free once the wait is over, the request is refused for it and the tokens it waited for go back. Without a
+ * concurrency check this is `limiter.wait` itself.
+ *
+ * @param limiter - the engine.
+ * @param checks - the request's checks, in the plan's order.
+ * @param cost - the request's cost.
+ * @param signal - aborts the wait (the client went away).
+ * @returns one decision over every check, in their order, as the plan's headers read it.
+ */
+export async function waitThenSlots(
+  limiter: Limiter,
+  checks: readonly Check[],
+  cost: number,
+  signal: AbortSignal | undefined,
+): Promise<Decision> {
+  const options = { cost, signal };
+  if (!hasSlots(checks)) return limiter.wait(checks, options);
+  const rate: Check[] = [];
+  const slots: Check[] = [];
+  for (const c of checks) (c.policy.concurrent > 0 ? slots : rate).push(c);
+  const store = limiter.store;
+  const waited = await limiter.wait(rate, options);
+  if (!waited.allowed) return merged(checks, waited, await store.peek(slots, cost));
+  const taken = await store.decide(slots, cost);
+  if (taken.allowed) return merged(checks, waited, taken);
+  // Given back only to the buckets that gave tokens, as an abandoned wait gives them back; the headers then say
+  // what the buckets hold after it.
+  await store.refund(
+    rate.filter((_, i) => !waited.outcomes[i].limited),
+    cost,
+  );
+  const now = await store.peek(rate, cost);
+  return merged(checks, { ...waited, outcomes: now.outcomes }, taken);
+}
+
+/** The two decisions as one over `checks` in their order: allowed when both are, the longer Retry-After. */
+function merged(checks: readonly Check[], rate: Decision, slots: Decision): Decision {
+  const outcomes: PolicyOutcome[] = [];
+  let r = 0;
+  let s = 0;
+  for (const c of checks) outcomes.push(c.policy.concurrent > 0 ? slots.outcomes[s++] : rate.outcomes[r++]);
+  const allowed = rate.allowed && slots.allowed;
+  return {
+    allowed,
+    reason: !rate.allowed ? rate.reason : slots.reason,
+    cost: rate.cost,
+    retryAfterSeconds: allowed ? 0 : Math.max(rate.retryAfterSeconds, slots.retryAfterSeconds),
+    delayMs: rate.delayMs,
+    outcomes,
+    violated: allowed ? rate.violated : [...rate.violated, ...slots.violated],
+  };
 }

@@ -9,7 +9,7 @@ import {
 } from '../core/index.js';
 import { OverrideApplier } from './apply-overrides.js';
 import type { ClientIpResolver } from './client-ip.js';
-import { hasSlots, holding } from './concurrency-hold.js';
+import { hasSlots, holding, waitThenSlots } from './concurrency-hold.js';
 import { disconnectSignal } from './disconnect-signal.js';
 import type { HeaderMode } from './header-mode.js';
 import {
@@ -214,7 +214,6 @@ export function createHttpLimiter<R extends HttpRequestInfo = HttpRequestInfo>(
           : plan.settle !== undefined && d.reason !== 'store_unavailable'
             ? settling(req, ip, plan, checks, key, identity, cost, d)
             : writer.decided(req, plan, key, identity, d, ip);
-      // Concurrency slots are held until the response ends: only such a request pays for the observer.
       return hasSlots(checks) ? holding(v, limiter.store, checks, cost, o.onStoreError) : v;
     }
     const decided = plan;
@@ -290,7 +289,7 @@ export function createHttpLimiter<R extends HttpRequestInfo = HttpRequestInfo>(
     const start = o.wallClock();
     queued(q, 1);
     try {
-      const d = await limiter.wait(checks, { cost, signal: req.signal ?? signalOf(req.disconnect) });
+      const d = await waitThenSlots(limiter, checks, cost, req.signal ?? signalOf(req.disconnect));
       if (d.allowed) queueMetrics?.recordQueueWait?.(q.name, d.delayMs / 1000, 'admitted');
       // A request that waited settles its cost like any other.
       if (plan.settle !== undefined && d.allowed) {
