@@ -101,6 +101,11 @@ describe('the Redis store', () => {
     try {
       await redis.kill();
       expect(await statuses(agent, `${a.gateway.url}/x`, 5)).toEqual([200, 200, 200, 200, 200]);
+      // A gateway that admits through the outage stays in its Service: were every replica to leave it, the open
+      // failure mode would become a total outage.
+      const ready = await send(agent, `${a.gateway.url}/ready`);
+      expect(ready.status).toBe(200);
+      expect(ready.json()).toEqual({ status: 'degraded', store: 'redis', failureMode: 'open' });
     } finally {
       await a.gateway.close();
       await b.gateway.close();

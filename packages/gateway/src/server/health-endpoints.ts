@@ -43,8 +43,9 @@ export function isHealthRequest(method: string, path: string): boolean {
 
 /**
  * Answers the gateway's own endpoints on the proxy listener: `/health` (the process runs), `/ready` (every
- * thread listens, not draining, the overrides and blocks are read, and the store answers within a second) and `/metrics` (Prometheus text, 404 when `metrics.enabled` is
- * false).
+ * thread listens, not draining, the overrides and blocks are read, and the store answers within a second or is
+ * down while its failure mode decides: 200 `degraded` for `open`) and `/metrics` (Prometheus text, 404 when
+ * `metrics.enabled` is false).
  *
  * @param draining - true once shutdown began: `/ready` answers 503 so that load balancers stop sending.
  */
@@ -81,7 +82,14 @@ export async function answerHealth(
       send(503, { status: 'overrides_unknown', store: source.store.kind });
       return;
     }
-    const ok = await storeAnswers(source.runtime);
+    const store = await storeState(source.runtime);
+    if (store === 'admitting') {
+      // The store is down but the failure mode admits: leaving the load balancer would turn every replica's open
+      // failure mode into a total outage, so the gateway stays ready and says it is degraded.
+      send(200, { status: 'degraded', store: source.store.kind, failureMode: 'open' });
+      return;
+    }
+    const ok = store === 'answers';
     send(ok ? 200 : 503, { status: ok ? 'ready' : 'store_unavailable', store: source.store.kind });
     return;
   }
@@ -115,17 +123,21 @@ export function serveMetrics(source: MetricsSource, req: IncomingMessage, res: S
   );
 }
 
-/** True when the store answers a read within its timeout (a peek of a key no one uses). */
-async function storeAnswers(rt: Runtime): Promise<boolean> {
+/**
+ * What a read of a key no one uses tells of the store: it `answers` within its timeout; it is down and its failure
+ * mode is `open` (`admitting`); or it is down and denies, or does not answer at all (`unavailable`).
+ */
+async function storeState(rt: Runtime): Promise<'answers' | 'admitting' | 'unavailable'> {
   const plan = rt.plan;
   try {
     const d = await withTimeout(
       Promise.resolve(plan.limiter.peek([{ policy: plan.publicAuth, key: '\u0000ready' }], 1)),
       STORE_PROBE_MS,
     );
-    return d !== undefined && d.reason !== 'store_unavailable' && d.reason !== 'store_unavailable_open';
+    if (d === undefined || d.reason === 'store_unavailable') return 'unavailable';
+    return d.reason === 'store_unavailable_open' ? 'admitting' : 'answers';
   } catch {
-    return false;
+    return 'unavailable';
   }
 }
 
