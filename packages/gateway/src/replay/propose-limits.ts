@@ -75,7 +75,8 @@ export function proposeLimits(
     : groups.filter((g) => g.group.startsWith('tier:')).map((g) => g.group.slice(5));
   for (const name of tierNames) {
     const g = byName.get(`tier:${name}`);
-    if (g === undefined) continue; // a tier nobody used keeps its limits
+    // A tier nobody used, or no client more than once (no rate to measure), keeps its limits.
+    if (g === undefined || g.sortedPeaks[1].length === 0) continue;
     const minuteMs = RATE_WINDOWS_MS[1];
     const short = seenMs < minuteMs;
     const perMinute = short
@@ -115,6 +116,23 @@ export function proposeLimits(
   for (const r of rules) {
     const g = byName.get(`rule:${r.name}`);
     if (g === undefined) continue;
+    if (g.sortedPeaks[0].length === 0) {
+      // No client sent it more than one request: there is no rate to propose (a limit of 1 would refuse any
+      // client's second request). A rule of the file keeps its numbers and says why; a template gets no rule.
+      if (withConfig)
+        out.push({
+          kind: 'rule',
+          name: r.pattern,
+          policy: r.name,
+          perMinute: 0,
+          burst: 0,
+          perHour: 0,
+          windowSeconds: r.window,
+          ...(r.index === undefined ? {} : { index: r.index }),
+          kept: r.kept ?? 'no client sent it more than one request',
+        });
+      continue;
+    }
     // The measured window closest to the rule's, scaled to it; a window longer than the logs was measured over
     // their span.
     const w = r.window <= 1 ? 0 : r.window <= 60 ? 1 : 2;

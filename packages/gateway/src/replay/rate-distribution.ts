@@ -164,7 +164,11 @@ export class RateDistribution {
           requests[w][k] = this.#peaks.requests(s);
         });
       }
-      const clients = g.sketch === undefined ? n + g.once : Math.max(n, Math.round(g.sketch.estimate()));
+      // An estimate is never above the group's requests, nor below the clients measured one by one.
+      const clients =
+        g.sketch === undefined
+          ? n + g.once
+          : Math.max(n, Math.min(g.requests, Math.round(g.sketch.estimate())));
       out.push({
         group,
         requests: g.requests,

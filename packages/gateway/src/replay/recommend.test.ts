@@ -194,6 +194,27 @@ describe('sluice recommend', () => {
     expect(again.groups.find((g) => g.group === 'tier:standard')?.requests).toBe(900);
   });
 
+  it('proposes no rule where no client sent more than one request: there is no rate to measure', async () => {
+    const lines: string[] = [];
+    for (let i = 0; i < 600; i++) {
+      const t = `03/Dec/2026:06:${String(Math.floor(i / 20)).padStart(2, '0')}:${String(i % 20).padStart(2, '0')} +0000`;
+      lines.push(
+        i % 2 === 0
+          ? `10.0.0.${i % 5} - - [${t}] "GET /api/items HTTP/1.1" 200 1 "-" "t"`
+          : `172.16.${i >> 8}.${i & 255} - - [${t}] "GET /api/once/${i} HTTP/1.1" 200 1 "-" "t"`,
+      );
+    }
+    const file = join(dir, 'once.log');
+    writeFileSync(file, `${lines.join('\n')}\n`);
+    const r = await recommend({
+      logs: [{ name: file, open: () => createReadStream(file) }],
+      spare: 0.01,
+      top: 10,
+    });
+    expect(r.proposals.map((p) => p.name).sort()).toEqual(['/api/items', 'standard']);
+    expect(r.clients).toBe(305);
+  });
+
   it('proposes no endpoint rule for static files, and says how many requests they were', async () => {
     const lines: string[] = [];
     for (let i = 0; i < 1200; i++) {
