@@ -85,15 +85,6 @@ export class Limiter {
           },
         );
       }
-      // The Redis script refills every bucket by time and holds no leases: a concurrency policy there would hand
-      // slots back on its own, and those of a crashed process never (docs/guide/capacity.md).
-      if (policy.concurrent > 0 && store.kind === 'redis') {
-        throw invalidOption(
-          `policies[${i}].concurrent`,
-          'a store that counts requests in flight (MemoryStore, SharedStore); the Redis store does not',
-          policy.concurrent,
-        );
-      }
       this.#byName.set(policy.name, policy);
       this.#known.add(policy);
       list.push(policy);

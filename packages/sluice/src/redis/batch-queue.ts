@@ -1,7 +1,12 @@
-import type { Check, Decision, EvaluateMode } from '../core/index.js';
+import { type Check, type Decision, ErrorCode, type EvaluateMode, SluiceError } from '../core/index.js';
+import { clusterSlot } from './cluster-slot.js';
+import type { KeyLayout } from './key-layout.js';
 
-/** The script's operation codes: decide, reserve, peek, refund (`f`), settle (`s`), reset (`x`). See lua-script.ts. */
-export type Op = 'd' | 'r' | 'p' | 'f' | 's' | 'x';
+/**
+ * The script's operation codes: decide, reserve, peek, refund (`f`), settle (`s`), reset (`x`), lease renewal
+ * (`l`, concurrency slots). See lua-script.ts.
+ */
+export type Op = 'd' | 'r' | 'p' | 'f' | 's' | 'x' | 'l';
 
 /** The operation code of each decision mode. */
 export const OP_OF: Readonly<Record<EvaluateMode, Op>> = Object.freeze({
@@ -17,7 +22,7 @@ export interface Entry {
   readonly mode: EvaluateMode | undefined;
   readonly checks: readonly Check[];
   readonly keys: readonly string[];
-  /** Whole tokens; for a settlement the signed delta. */
+  /** Whole tokens; for a settlement the signed delta; for a lease renewal the slots this store still holds. */
   readonly cost: number;
   /** The injected clock's reading, or '' for the server's clock. */
   readonly now: string;
@@ -31,6 +36,47 @@ export interface Entry {
   resolve: (value: Decision | undefined) => void;
   reject: (error: unknown) => void;
 }
+
+/**
+ * A new entry: each check's Redis key, and on a Cluster the slot they share.
+ *
+ * @param now - the injected clock's reading, or '' for the server's clock.
+ * @param local - local time of the call, in whole milliseconds.
+ * @throws SluiceError `ERR_CROSS_SLOT` when the keys of a call on a Cluster span slots.
+ */
+export function newEntry(
+  layout: KeyLayout,
+  cluster: boolean,
+  checks: readonly Check[],
+  cost: number,
+  op: Op,
+  mode: EvaluateMode | undefined,
+  now: string,
+  local: number,
+  denyEpoch: number,
+): Entry {
+  const n = checks.length;
+  const keys: string[] = new Array(n);
+  let slot = 0;
+  for (let i = 0; i < n; i++) {
+    keys[i] = layout.key(checks[i].policy, checks[i].key);
+    if (cluster) {
+      const s = clusterSlot(keys[i]);
+      if (i > 0 && s !== slot) {
+        throw new SluiceError(
+          ErrorCode.CrossSlot,
+          `checks of one call must share a hash tag on a Redis Cluster: "${keys[0]}" and "${keys[i]}" differ`,
+          { keys: [keys[0], keys[i]] },
+        );
+      }
+      slot = s;
+    }
+  }
+  const queuedAt = performance.now();
+  return { op, mode, checks, keys, cost, now, local, denyEpoch, slot, queuedAt, resolve: noop, reject: noop };
+}
+
+function noop(): void {}
 
 /** Settings and callbacks of a {@link BatchQueue}. */
 export interface BatchQueueOptions {

@@ -96,6 +96,37 @@ export class DenyCache {
   }
 
   /**
+   * Takes in a decision Redis answered for a call that started at deny epoch `epoch`: a denial is remembered and
+   * an admission refreshes what is remembered, unless a refund or reset came since the call started (its answer
+   * may predate it, D-R07): then an admission only drops those buckets. A call holding concurrency slots is never
+   * remembered: another store's release gives a slot back at no time a snapshot could tell (D-G108).
+   *
+   * @param units - each check's units before the decision, as the script returned them.
+   * @param phases - stepped policies' phases, or `undefined` when none is stepped.
+   * @param now - local time of the call.
+   */
+  answered(
+    checks: readonly Check[],
+    keys: readonly string[],
+    epoch: number,
+    units: Float64Array,
+    phases: Float64Array | undefined,
+    decision: Decision,
+    now: number,
+  ): void {
+    let slots = false;
+    for (let i = 0; i < checks.length; i++) if (checks[i].policy.concurrent > 0) slots = true;
+    if (epoch === this.#epoch && !slots) {
+      // evaluate() takes nothing from `units` on a denial, so they still hold the levels before the decision.
+      if (decision.allowed) this.refresh(keys, units, phases, now);
+      else this.remember(checks, keys, units, phases, decision, now);
+    } else if (decision.allowed) {
+      // It took tokens, so what is remembered of these buckets is too high now.
+      this.drop(keys);
+    }
+  }
+
+  /**
    * Records a denial Redis answered.
    *
    * @param before - each check's units at the decision (after refill), as the script returned them.

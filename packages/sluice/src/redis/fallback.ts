@@ -124,15 +124,24 @@ export class Fallback {
     if (p === undefined) {
       const n = this.#nodeCount;
       const share = (v: number) => Math.max(1, Math.floor(v / n));
-      p = definePolicy({
-        name: src.name,
-        quota: share(src.quota),
-        window: src.window,
-        burst: share(src.burst),
-        shadow: src.shadow,
-        queue: src.queue && { limit: share(src.queue.limit), maxWaitMs: src.queue.maxWaitMs },
-        refill: src.refill && { tokens: share(src.refill.tokens), every: src.refill.every },
-      });
+      // Slots in flight are shared like a burst; they never refill, so the local share stays a concurrency policy.
+      p =
+        src.concurrent > 0
+          ? definePolicy({
+              name: src.name,
+              concurrent: share(src.concurrent),
+              retryAfter: src.retryAfterHint,
+              shadow: src.shadow,
+            })
+          : definePolicy({
+              name: src.name,
+              quota: share(src.quota),
+              window: src.window,
+              burst: share(src.burst),
+              shadow: src.shadow,
+              queue: src.queue && { limit: share(src.queue.limit), maxWaitMs: src.queue.maxWaitMs },
+              refill: src.refill && { tokens: share(src.refill.tokens), every: src.refill.every },
+            });
       this.#localPolicies.set(src, p);
     }
     return p;

@@ -28,14 +28,25 @@
  * KEYS: every bucket key of every entry, in order.
  * ARGV[1]: extra TTL milliseconds (non-zero only with an injected clock).
  * ARGV[2]: number of policies m, then m x (quota, unitsPerToken, burst, shadow 0/1, queue limit (0: none), queue
- * maxWaitMs, step ms (0: continuous refill)): each policy of the call once, so entries name their policies by index.
+ * maxWaitMs, step ms (0: continuous refill; -1: a concurrency policy, followed by two more arguments: the calling
+ * store's instance id and its lease milliseconds)): each policy of the call once, so entries name their policies by
+ * index.
+ *
+ * Concurrency slots (step -1, D-G108): the bucket's value is the list `<instance>=<slots>@<lease end ms>,...` of
+ * the stores holding slots of that key, in the key itself (so in its hash tag: one Cluster slot), expiring with the
+ * last lease. A read counts only the holders whose lease has not ended (a store that crashed or lost Redis stops
+ * renewing, so its slots come back within the lease) and drops the others at the next write; the units held are
+ * the slots nobody holds, which nothing refills. A take adds to the calling store's own count, a refund takes from
+ * it only (never from another store's), and every write of its own count renews its lease. A renewal (op `l`,
+ * cost: the slots the store still runs) sets its count to the smaller of the two, so a release lost while Redis was
+ * unreachable is not renewed forever.
  *
  * Stepped refill (step ms > 0, core/bucket-math.ts `refill` and `nextLast`): `floor(elapsed / step)` whole steps of
  * `quota x unitsPerToken` units each, and a bucket's stored time is the start of its current step rather than its
  * last use; a bucket that is full starts a new timeline at the next take. Its TTL is the time to the step that
  * fills it.
  * Then runs of entries that share everything but their keys, until the end of ARGV: op (d decide, r reserve,
- * p peek, f refund, s settle (cost: the signed delta), x reset), cost, now (empty: server TIME), n checks, per check the policy's index (1-based),
+ * p peek, f refund, s settle (cost: the signed delta), x reset, l lease renewal), cost, now (empty: server TIME), n checks, per check the policy's index (1-based),
  * and the number of entries in the run (each takes the next n KEYS). Concurrent calls of one limiter usually
  * share their shape, so a batch of 64 decisions sends about 6 arguments besides its keys.
  * Reply of the general form (the short form's is described at its path below): per decide/reserve/peek entry the
@@ -48,6 +59,7 @@ if redis.replicate_commands then redis.replicate_commands() end
 -- Locals, not globals: every global lookup goes through the protected global table of the scripting engine.
 local ARGV, KEYS, tonumber, call, pcall, unpack = ARGV, KEYS, tonumber, redis.call, redis.pcall, unpack
 local fmt, floor, ceil, find, sub = string.format, math.floor, math.ceil, string.find, string.sub
+local gmatch, concat = string.gmatch, table.concat
 -- Redis before 7.0 has no PEXPIRETIME, which reads a server-clock bucket: an error that says so, not a wrong answer.
 local NEEDS_7 = 'ERR the rate-limit script needs Redis 7.0 or later, or Valkey'
 -- 2^53 - 1: a settled cost's debt keeps every sum below it (core/policy.ts settleDebtUnits).
@@ -143,14 +155,21 @@ local slack = tonumber(ARGV[1])
 -- Flat tables with a fixed stride instead of a table per field or per record, each created with room for one
 -- record: a table that grows from empty is reallocated at 1, 2, 4 and 8 entries, which cost more server time than
 -- the arithmetic of a one-decision call (D-R10).
--- Policies, ten fields each from base b = (index - 1) x 10: b+1 quota, b+2 unitsPerToken, b+3 burst, b+4 shadow,
+-- Policies, twelve fields each from base b = (index - 1) x 12: b+1 quota, b+2 unitsPerToken, b+3 burst, b+4 shadow,
 -- b+5 queue limit in units, b+6 queue maxWaitMs, b+7 capacity, b+8 ms to fill from empty, b+9 step ms (0:
--- continuous), b+10 units per step.
-local PP = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+-- continuous, -1: concurrency), b+10 units per step, b+11 instance id (concurrency), b+12 lease ms (concurrency).
+local PP = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
 local a = 3
-for b = 0, (tonumber(ARGV[2]) - 1) * 10, 10 do
+for b = 0, (tonumber(ARGV[2]) - 1) * 12, 12 do
   local quota, upt, burst = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
   local step = tonumber(ARGV[a + 6])
+  if step < 0 then
+    -- Concurrency slots: nothing refills them (quota 0, so elapsed time adds no units), no queue, no debt.
+    PP[b + 1], PP[b + 2], PP[b + 3], PP[b + 4], PP[b + 5], PP[b + 6], PP[b + 7], PP[b + 8], PP[b + 9], PP[b + 10] =
+      0, upt, burst, ARGV[a + 3] == '1', 0, 0, burst * upt, 0, -1, 0
+    PP[b + 11], PP[b + 12] = ARGV[a + 7], tonumber(ARGV[a + 8])
+    a = a + 9
+  else
   local limit, cap = tonumber(ARGV[a + 4]) * upt, burst * upt
   PP[b + 1], PP[b + 2], PP[b + 3], PP[b + 4], PP[b + 5], PP[b + 6], PP[b + 7] =
     quota, upt, burst, ARGV[a + 3] == '1', limit, tonumber(ARGV[a + 5]), cap
@@ -165,7 +184,9 @@ for b = 0, (tonumber(ARGV[2]) - 1) * 10, 10 do
   else
     PP[b + 8], PP[b + 9], PP[b + 10] = ceil((cap + deep) / quota), 0, 0
   end
+  PP[b + 11], PP[b + 12] = false, 0
   a = a + 7
+  end
 end
 
 -- One MGET per 1,000 keys instead of a GET per bucket (unpack is bounded by the Lua stack).
@@ -188,6 +209,9 @@ end
 -- Buckets, seven fields each from base s: s+1 key, s+2 units (false: missing, a full bucket), s+3 last time
 -- (false: missing), s+4 stored in Redis, s+5 dirty, s+6 TTL to write, s+7 capacity.
 local slotOf, SL, ns = {}, {false, false, false, false, false, false, false}, 0
+-- Concurrency buckets only, by bucket base s: {slots of the other live holders, their list entries, policy base,
+-- latest lease end among them}.
+local CL = {}
 -- Checks of the current run, four fields each from base x = (i - 1) x 4: x+1 policy base, x+2 bucket base,
 -- x+3 units held now, x+4 (stepped) the bucket's time after the refill (nextLast).
 local X = {0, 0, 0, 0}
@@ -197,6 +221,11 @@ local X = {0, 0, 0, 0}
 local function keep(s, units, now, pb, t)
   local cap = PP[pb + 7]
   if SL[s + 2] == false and units >= cap then return end
+  if PP[pb + 9] < 0 then
+    -- Concurrency: the write renews this store's lease from now; the TTL comes from the leases (see the end).
+    SL[s + 2], SL[s + 3], SL[s + 5], SL[s + 7] = units, now, true, cap
+    return
+  end
   local step, last = PP[pb + 9], now
   if step > 0 then
     last = t
@@ -233,7 +262,7 @@ while a <= nargs do
   end
   a = a + 4
   for x = 1, n * 4, 4 do
-    X[x] = (tonumber(ARGV[a]) - 1) * 10
+    X[x] = (tonumber(ARGV[a]) - 1) * 12
     a = a + 1
   end
   local count = tonumber(ARGV[a])
@@ -248,14 +277,33 @@ while a <= nargs do
         slotOf[key] = s
         SL[s + 1], SL[s + 5] = key, false
         local v = raw[k]
-        if v then
+        local pb = X[x + 1]
+        if PP[pb + 9] < 0 then
+          -- Concurrency: the slots of live holders are taken, this store's own counted apart from the others'.
+          local others, own, list, till, me = 0, 0, {}, 0, PP[pb + 11]
+          if v then
+            for id, c, t in gmatch(v, '([^=,]+)=(%d+)@(%d+)') do
+              c, t = tonumber(c), tonumber(t)
+              if t > now then
+                if id == me then
+                  own = c
+                else
+                  others = others + c
+                  list[#list + 1] = fmt('%s=%d@%d', id, c, t)
+                  if t > till then till = t end
+                end
+              end
+            end
+          end
+          CL[s] = {others, list, pb, till}
+          SL[s + 2], SL[s + 3], SL[s + 4] = PP[pb + 7] - (others + own) * PP[pb + 2], now, v ~= false and v ~= nil
+        elseif v then
           local d = tonumber(v)
           if d then
             -- The server-clock format (D-R12): d units short of full, expiring at its time after the refill
             -- plus its time to full, so that time is the expiry less the time to full of d.
             local xt = pcall('PEXPIRETIME', key)
             if type(xt) ~= 'number' then return {err = NEEDS_7} end
-            local pb = X[x + 1]
             local step = PP[pb + 9]
             if xt < 0 then
               -- No expiry (a PERSIST from outside): its time is unknown, so it refills from now on.
@@ -316,8 +364,10 @@ while a <= nargs do
       for x = 0, (n - 1) * 4, 4 do
         local s, pb = X[x + 2], X[x + 1]
         if SL[s + 2] ~= false then
-          local u = X[x + 3] + cost * PP[pb + 2]
-          if u > PP[pb + 7] then u = PP[pb + 7] end
+          local u, top = X[x + 3] + cost * PP[pb + 2], PP[pb + 7]
+          -- A release gives back this store's own slots only, never another holder's.
+          if PP[pb + 9] < 0 then top = top - CL[s][1] * PP[pb + 2] end
+          if u > top then u = top end
           keep(s, u, now, pb, X[x + 4])
         end
       end
@@ -328,7 +378,8 @@ while a <= nargs do
       -- gives back (never above the burst), positive takes, down to the settled debt's floor.
       for x = 0, (n - 1) * 4, 4 do
         local s, pb = X[x + 2], X[x + 1]
-        if cost > 0 or SL[s + 2] ~= false then
+        -- A concurrency policy's slots are held and released, never settled.
+        if PP[pb + 9] >= 0 and (cost > 0 or SL[s + 2] ~= false) then
           local upt, cap, limit, quota, step = PP[pb + 2], PP[pb + 7], PP[pb + 5], PP[pb + 1], PP[pb + 9]
           local sd = MAXN - cap - limit - quota
           if step > 0 and PP[pb + 10] > quota then sd = MAXN - cap - limit - PP[pb + 10] end
@@ -356,6 +407,19 @@ while a <= nargs do
       o = o + 1
       out[o] = '1'
     elseif op == 'x' then
+      o = o + 1
+      out[o] = '1'
+    elseif op == 'l' then
+      -- A lease renewal: this store's count becomes the smaller of what Redis holds and what it still runs (cost).
+      for x = 0, (n - 1) * 4, 4 do
+        local s, pb = X[x + 2], X[x + 1]
+        if PP[pb + 9] < 0 and SL[s + 2] ~= false then
+          local cap, upt, others = PP[pb + 7], PP[pb + 2], CL[s][1]
+          local own = (cap - X[x + 3]) / upt - others
+          if own > cost then own = cost end
+          SL[s + 2], SL[s + 3], SL[s + 5], SL[s + 7] = cap - (others + own) * upt, now, true, cap
+        end
+      end
       o = o + 1
       out[o] = '1'
     else
@@ -406,7 +470,27 @@ while a <= nargs do
 end
 
 for s = 0, (ns - 1) * 7, 7 do
-  if SL[s + 5] then
+  local c = CL[s]
+  if c and SL[s + 5] then
+    -- Concurrency: the live holders' list with this store's count and a lease from its last write, expiring with
+    -- the last lease; nobody holding anything deletes it.
+    local u, pb, list, till, at = SL[s + 2], c[3], c[2], c[4], SL[s + 3]
+    local own = 0
+    if u ~= false then own = (PP[pb + 7] - u) / PP[pb + 2] - c[1] end
+    if own > 0 then
+      local mine = at + PP[pb + 12]
+      list[#list + 1] = fmt('%s=%d@%d', PP[pb + 11], own, mine)
+      if mine > till then till = mine end
+    end
+    if u == false or #list == 0 then
+      -- A reset (u false) forgets every holder; an empty list holds nothing.
+      if SL[s + 4] then call('DEL', SL[s + 1]) end
+    else
+      local ttl = till - at + slack
+      if ttl < 1 then ttl = 1 end
+      call('PSETEX', SL[s + 1], fmt('%d', ttl), concat(list, ','))
+    end
+  elseif SL[s + 5] then
     local u = SL[s + 2]
     if u == false or u >= SL[s + 7] then
       if SL[s + 4] then call('DEL', SL[s + 1]) end
@@ -428,4 +512,4 @@ return out
  * Node module; redis-store.test.ts fails when the script changes and this is not updated (a stale value would cost
  * a NOSCRIPT round trip on every call, never a wrong decision).
  */
-export const SCRIPT_SHA = 'fc5ba3419f7390edb2104345881fd70b9d07043a';
+export const SCRIPT_SHA = 'e2add381b014b579a77d5b9e83e88e8c3281d0b5';

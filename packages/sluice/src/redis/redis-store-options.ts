@@ -52,6 +52,12 @@ export interface RedisStoreOptions {
     readonly probeIntervalMs?: number;
   };
   /**
+   * How long the slots of a concurrency policy that this store holds outlive its last renewal, in milliseconds
+   * (integer from 1,000 to 3,600,000, default 5,000). The store renews them every third of it, with one timer; the
+   * slots of a store that crashed or lost Redis come back to the others within this time.
+   */
+  readonly leaseTimeMs?: number;
+  /**
    * Where to write one warn-level line on entering the failure mode and one on leaving it (pino fits as it is).
    * Default: no lines; the `failover` and `recover` events fire either way.
    */
@@ -72,6 +78,7 @@ export interface ResolvedRedisStoreOptions {
   readonly batchMaxInFlight: number;
   readonly failureThreshold: number;
   readonly probeIntervalMs: number;
+  readonly leaseTimeMs: number;
   readonly logger: StoreLogger | undefined;
 }
 
@@ -86,6 +93,7 @@ const KNOWN = [
   'denyCache',
   'batch',
   'breaker',
+  'leaseTimeMs',
   'logger',
 ];
 
@@ -147,6 +155,7 @@ export function resolveRedisStoreOptions(options: RedisStoreOptions): ResolvedRe
     batchMaxInFlight: integerOption('batch.maxInFlight', batch.maxInFlight, 1, 1024, 8),
     failureThreshold: integerOption('breaker.failureThreshold', breaker.failureThreshold, 1, 1_000_000, 3),
     probeIntervalMs: integerOption('breaker.probeIntervalMs', breaker.probeIntervalMs, 1, 3_600_000, 250),
+    leaseTimeMs: integerOption('leaseTimeMs', o.leaseTimeMs, 1_000, 3_600_000, 5_000),
     logger,
   });
 }

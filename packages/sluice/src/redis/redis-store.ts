@@ -10,14 +10,14 @@ import {
   type RateLimitStore,
   SluiceError,
 } from '../core/index.js';
-import { BatchQueue, type Entry, OP_OF, type Op } from './batch-queue.js';
+import { BatchQueue, type Entry, newEntry, OP_OF, type Op } from './batch-queue.js';
 import { Breaker, probeTimer } from './breaker.js';
 import { CallTimeouts, timeoutError } from './call-timeout.js';
 import type { RedisScriptClient } from './client-adapter.js';
-import { clusterSlot } from './cluster-slot.js';
 import { DenyCache } from './deny-cache.js';
 import { Fallback } from './fallback.js';
 import { KeyLayout } from './key-layout.js';
+import { holdsSlots, LeaseBook } from './lease-book.js';
 import { SCRIPT, SCRIPT_SHA } from './lua-script.js';
 import {
   type RedisStoreOptions,
@@ -71,6 +71,7 @@ export class RedisStore implements RateLimitStore {
   readonly #queue: BatchQueue;
   readonly #args: ScriptArgs;
   readonly #timeouts: CallTimeouts<{ readonly entries: Entry[]; readonly epoch: number }>;
+  readonly #leases: LeaseBook;
   #closed = false;
 
   /**
@@ -84,7 +85,10 @@ export class RedisStore implements RateLimitStore {
     this.#layout = new KeyLayout(o.prefix, o.hashTag);
     this.#injected = o.clock !== undefined;
     this.#clock = o.clock ?? monotonicClock;
-    this.#args = new ScriptArgs(this.#injected ? '60000' : '0');
+    // An id for this store's concurrency leases: random, since two gateways may start in the same millisecond.
+    const instance = `${Math.random().toString(36).slice(2, 10)}${Date.now().toString(36)}`;
+    this.#args = new ScriptArgs(this.#injected ? '60000' : '0', instance, o.leaseTimeMs);
+    this.#leases = new LeaseBook(probeTimer(o.clock), o.leaseTimeMs, () => this.renewLeases());
     this.#timeouts = new CallTimeouts(o.timeoutMs, (call) => {
       this.#n.timeouts++;
       this.#callFailed(call.payload.entries, timeoutError(o.timeoutMs));
@@ -181,6 +185,7 @@ export class RedisStore implements RateLimitStore {
   async refund(checks: readonly Check[], cost: number): Promise<void> {
     const entry = this.#entry(checks, cost, 'f', undefined);
     this.#deny?.forget(entry.keys);
+    this.#leases.release(checks, entry.keys, cost);
     if (!this.#breaker.usable()) {
       this.#fallbackRefund(checks, cost);
       return;
@@ -226,9 +231,23 @@ export class RedisStore implements RateLimitStore {
     this.#fallback.reset(checks);
   }
 
+  /**
+   * Renews the leases of the concurrency slots this store holds (its timer calls it every third of `leaseTimeMs`):
+   * one entry per key held, riding the batches like any call, each setting this store's count in Redis to the
+   * slots it still runs. Skipped while Redis is unreachable: the leases then end, and the slots with them.
+   */
+  renewLeases(): Promise<void> {
+    if (this.#closed || !this.#breaker.usable()) return Promise.resolve();
+    const sent = this.#leases
+      .renewals()
+      .map((r) => this.#queue.push(this.#entry(r.checks, r.count, 'l', undefined)));
+    return Promise.all(sent).then(noop);
+  }
+
   /** Stops accepting calls; calls already accepted complete. The client connection stays open (it is the caller's). */
   close(): void {
     this.#closed = true;
+    this.#leases.close();
     this.#breaker.close();
     this.#deny?.clear();
     this.#fallback.close();
@@ -248,7 +267,9 @@ export class RedisStore implements RateLimitStore {
         }
       }
       if (!this.#breaker.usable()) return Promise.resolve(this.#fallbackDecision(entry, mode));
-      return this.#queue.push(entry) as Promise<Decision>;
+      const d = this.#queue.push(entry) as Promise<Decision>;
+      // Slots taken are counted for their leases' renewal; a peek takes none.
+      return mode === 'peek' || !holdsSlots(checks) ? d : this.#leases.track(checks, entry.keys, cost, d);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -256,38 +277,19 @@ export class RedisStore implements RateLimitStore {
 
   #entry(checks: readonly Check[], cost: number, op: Op, mode: EvaluateMode | undefined): Entry {
     if (this.#closed) throw new SluiceError(ErrorCode.StoreClosed, 'the Redis store is closed');
-    const n = checks.length;
-    const keys: string[] = new Array(n);
-    let slot = 0;
-    for (let i = 0; i < n; i++) {
-      keys[i] = this.#layout.key(checks[i].policy, checks[i].key);
-      if (this.#client.cluster) {
-        const s = clusterSlot(keys[i]);
-        if (i > 0 && s !== slot) {
-          throw new SluiceError(
-            ErrorCode.CrossSlot,
-            `checks of one call must share a hash tag on a Redis Cluster: "${keys[0]}" and "${keys[i]}" differ`,
-            { keys: [keys[0], keys[i]] },
-          );
-        }
-        slot = s;
-      }
-    }
     const local = Math.floor(this.#clock.now());
-    return {
+    const at = this.#injected ? String(local) : '';
+    return newEntry(
+      this.#layout,
+      this.#client.cluster,
+      checks,
+      cost,
       op,
       mode,
-      checks,
-      keys,
-      cost,
-      now: this.#injected ? String(local) : '',
+      at,
       local,
-      denyEpoch: this.#deny?.epoch ?? 0,
-      slot,
-      queuedAt: performance.now(),
-      resolve: noop,
-      reject: noop,
-    };
+      this.#deny?.epoch ?? 0,
+    );
   }
 
   #send(entries: Entry[]): void {
@@ -343,18 +345,7 @@ export class RedisStore implements RateLimitStore {
       return;
     }
     this.#n.redisDecisions++;
-    // An answer to a call that started before a refund or reset here may predate it: not remembered (D-R07).
-    if (this.#deny !== undefined) {
-      if (e.denyEpoch === this.#deny.epoch) {
-        // evaluate() takes nothing from `units` on a denial, so they still hold the levels before the decision.
-        if (decision.allowed) this.#deny.refresh(e.keys, units, phases, e.local);
-        else this.#deny.remember(e.checks, e.keys, units, phases, decision, e.local);
-      } else if (decision.allowed) {
-        // It took tokens, so what is remembered of these buckets is too high now, and this answer may predate
-        // the refund or reset: ask Redis next time.
-        this.#deny.drop(e.keys);
-      }
-    }
+    this.#deny?.answered(e.checks, e.keys, e.denyEpoch, units, phases, decision, e.local);
     e.resolve(decision);
   };
 
@@ -362,6 +353,11 @@ export class RedisStore implements RateLimitStore {
     try {
       if (e.mode !== undefined) {
         e.resolve(this.#fallbackDecision(e, e.mode));
+        return;
+      }
+      // A renewal Redis did not take: the next one may, or the lease ends.
+      if (e.op === 'l') {
+        e.resolve(undefined);
         return;
       }
       if (e.op === 'f' || e.op === 's') {

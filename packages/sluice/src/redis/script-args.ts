@@ -17,14 +17,18 @@ export interface ScriptCall {
  */
 export class ScriptArgs {
   readonly #slack: string;
+  readonly #lease: readonly [string, string];
   readonly #policyArgs = new WeakMap<Policy, readonly string[]>();
 
   /**
    * @param slack - extra milliseconds of key TTL, as a string: `'60000'` with an injected clock (which
    * need not run at the server's pace), else `'0'`.
+   * @param instance - this store's id among the stores holding concurrency slots (no `=`, `,` or `@`).
+   * @param leaseMs - how long the slots it holds outlive its last renewal, in milliseconds.
    */
-  constructor(slack: string) {
+  constructor(slack: string, instance = 'i', leaseMs = 5_000) {
     this.#slack = slack;
+    this.#lease = [instance, String(leaseMs)];
   }
 
   /** The keys and arguments of one script call carrying `entries`, in order. */
@@ -55,7 +59,8 @@ export class ScriptArgs {
         if (policies.includes(c.policy)) continue;
         policies.push(c.policy);
         const pa = this.#argsOf(c.policy);
-        for (let i = 0; i < POLICY_ARGS; i++) args.push(pa[i]);
+        // Every argument but the last (the short form's capacity): seven, nine for a concurrency policy.
+        for (let i = 0; i < pa.length - 1; i++) args.push(pa[i]);
       }
     }
     args[1] = String(policies.length);
@@ -79,11 +84,16 @@ export class ScriptArgs {
     return { keys, args };
   }
 
-  /** A policy's seven arguments of the general form, then its capacity in units (for the short form), built once. */
+  /**
+   * A policy's arguments of the general form (seven; a concurrency policy's step is `-1`, followed by this store's
+   * instance id and lease milliseconds), then its capacity in units (for the short form), built once.
+   */
   #argsOf(p: Policy): readonly string[] {
     let args = this.#policyArgs.get(p);
     if (args === undefined) {
-      args = Object.freeze([...policyArgs(p), String(p.burst * p.unitsPerToken)]);
+      const general = policyArgs(p);
+      if (p.concurrent > 0) general.push(...this.#lease);
+      args = Object.freeze([...general, String(p.burst * p.unitsPerToken)]);
       this.#policyArgs.set(p, args);
     }
     return args;
@@ -103,7 +113,8 @@ function shortPolicy(entries: readonly Entry[]): Policy | undefined {
   const e = entries[0];
   if (n > SHORT_MAX_KEYS || e.op !== 'd' || e.checks.length !== 1) return undefined;
   const p = e.checks[0].policy;
-  if (p.stepMs !== 0 || p.shadow || (p.queue?.limit ?? 0) !== 0) return undefined;
+  // A concurrency policy's slots are leases, which only the general form keeps.
+  if (p.stepMs !== 0 || p.shadow || p.concurrent > 0 || (p.queue?.limit ?? 0) !== 0) return undefined;
   if (n === 1) return p;
   for (let i = 1; i < n; i++) {
     const o = entries[i];
@@ -127,12 +138,9 @@ function shortPolicy(entries: readonly Entry[]): Policy | undefined {
   return p;
 }
 
-/** How many arguments describe a policy in the script's general form. */
-const POLICY_ARGS = 7;
-
 /**
  * A policy's seven script arguments (lua-script.ts): quota, unitsPerToken, burst, shadow (1/0), queue limit,
- * queue maxWaitMs, step ms (0: continuous refill).
+ * queue maxWaitMs, step ms (0: continuous refill; -1: a concurrency policy, whose slots never refill).
  */
 export function policyArgs(p: Policy): string[] {
   return [
@@ -142,7 +150,7 @@ export function policyArgs(p: Policy): string[] {
     p.shadow ? '1' : '0',
     String(p.queue?.limit ?? 0),
     String(p.queue?.maxWaitMs ?? 0),
-    String(p.stepMs),
+    p.concurrent > 0 ? '-1' : String(p.stepMs),
   ];
 }
 
