@@ -65,15 +65,26 @@ describe('concurrency limits in the configuration', () => {
     ]);
   });
 
-  it('refuses concurrency limits on the Redis store, at their keys', () => {
-    expect(
-      violations(`${GOOD}store:\n  type: redis\n  url: redis://127.0.0.1:6379\n`).filter((v) =>
-        v.includes('Redis'),
-      ),
-    ).toEqual([
-      '5:56 rateLimiting.tiers.free.concurrentRequests: concurrency limits need the memory store (one process, or --threads); the Redis store does not hold them yet',
-      '8:19 rateLimiting.endpoints[0].concurrent: concurrency limits need the memory store (one process, or --threads); the Redis store does not hold them yet',
+  it('takes concurrency limits on the Redis store, with store.leaseTime (default 5s)', () => {
+    const redis = `${GOOD}store:\n  type: redis\n  url: redis://127.0.0.1:6379\n`;
+    const r = load(redis);
+    if (!r.ok) throw new Error(JSON.stringify(r.violations));
+    expect(r.config.store.leaseTimeMs).toBe(5_000);
+    const leased = load(`${redis}  leaseTime: 2s\n`);
+    if (!leased.ok) throw new Error(JSON.stringify(leased.violations));
+    expect(leased.config.store.leaseTimeMs).toBe(2_000);
+  });
+
+  it('refuses store.leaseTime on the memory store, at its key', () => {
+    expect(violations(`${GOOD}store:\n  type: memory\n  leaseTime: 2s\n`)).toEqual([
+      '11:3 store.leaseTime: applies only to store type "redis"',
     ]);
+  });
+
+  it.each(['500ms', '2h'])('refuses store.leaseTime: %s (1s to 1h)', (value) => {
+    expect(
+      violations(`${GOOD}store:\n  type: redis\n  url: redis://127.0.0.1:6379\n  leaseTime: ${value}\n`),
+    ).toEqual([`12:14 store.leaseTime: must be between 1s and 3600s, got "${value}"`]);
   });
 
   it('refuses zero or negative slots, and concurrentRequests on an unlimited tier', () => {

@@ -218,6 +218,8 @@ export interface GatewayConfig {
     readonly timeoutMs: number;
     /** Gateways sharing the Redis store's limits; the `local` failure mode divides every limit by it. */
     readonly nodeCount: number;
+    /** How long a gateway's concurrency slots on the Redis store outlive its last renewal (`store.leaseTime`). */
+    readonly leaseTimeMs: number;
   };
   readonly identity: {
     readonly jwt: JwtConfig | undefined;

@@ -16,19 +16,6 @@ export interface ConcurrencyConfig {
 /** Keys of an endpoint rule that describe a window, which a count of requests in flight does not have. */
 const WINDOW_KEYS = ['limit', 'window', 'burst', 'refill', 'class', 'queue'];
 
-/**
- * A concurrency limit on the Redis store: refused, since its script refills every bucket by time and holds no
- * leases (a slot would come back on its own, and those of a gateway that crashed never).
- */
-function redisIssue(root: Raw, path: ConfigPath, issues: SemanticIssue[]): void {
-  if ((root.store as Raw | undefined)?.type !== 'redis') return;
-  issues.push({
-    path,
-    message:
-      'concurrency limits need the memory store (one process, or --threads); the Redis store does not hold them yet',
-  });
-}
-
 /** The Retry-After seconds of `rateLimiting.concurrencyRetryAfter`: whole seconds of at least 1, default 1. */
 function retryAfterOf(rl: Raw, issues: SemanticIssue[]): number {
   const raw = rl.concurrencyRetryAfter as number | string | undefined;
@@ -49,7 +36,7 @@ function retryAfterOf(rl: Raw, issues: SemanticIssue[]): number {
  * tier is exempt from every limit, so a concurrency limit on it would never apply: refused.
  *
  * @param t - the tier as parsed.
- * @param root - the whole configuration as parsed (`rateLimiting.concurrencyRetryAfter`, `store.type`).
+ * @param root - the whole configuration as parsed (`rateLimiting.concurrencyRetryAfter`).
  * @param path - where the tier is.
  * @param issues - where issues are added.
  */
@@ -69,7 +56,6 @@ export function resolveTierConcurrency(
     });
     return {};
   }
-  redisIssue(root, [...path, 'concurrentRequests'], issues);
   return {
     concurrency: Object.freeze({ slots, retryAfterSeconds: retryAfterOf(root.rateLimiting as Raw, issues) }),
   };
@@ -81,7 +67,7 @@ export function resolveTierConcurrency(
  * key, with the way out.
  *
  * @param e - the endpoint rule as parsed.
- * @param root - the whole configuration as parsed (`rateLimiting.concurrencyRetryAfter`, `store.type`).
+ * @param root - the whole configuration as parsed (`rateLimiting.concurrencyRetryAfter`).
  * @param path - where the rule is.
  * @param issues - where issues are added.
  */
@@ -102,7 +88,6 @@ export function resolveRuleConcurrency(
       });
     }
   }
-  redisIssue(root, [...path, 'concurrent'], issues);
   return {
     concurrency: Object.freeze({ slots, retryAfterSeconds: retryAfterOf(root.rateLimiting as Raw, issues) }),
   };
@@ -120,7 +105,6 @@ function classConcurrency(
   const slots =
     c !== undefined && Object.hasOwn(root.ratelimit as object, e.class) ? c.concurrent : undefined;
   if (typeof slots !== 'number') return {};
-  redisIssue(root, [...path, 'class'], issues);
   return {
     concurrency: Object.freeze({ slots, retryAfterSeconds: retryAfterOf(root.rateLimiting as Raw, issues) }),
   };

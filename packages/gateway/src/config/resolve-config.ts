@@ -34,7 +34,7 @@ import { exactRange, patternIssue, policyNameIssue } from './rule-issues.js';
 import type { SemanticIssue } from './semantic-issue.js';
 import { shadowIssues } from './shadow-issues.js';
 import { didYouMean as hint, unknownName } from './suggest.js';
-import { checkUrl, durationIn, STORE_TIMEOUT_MS, timerMs } from './value-ranges.js';
+import { checkUrl, durationIn, STORE_LEASE_MS, STORE_TIMEOUT_MS, timerMs } from './value-ranges.js';
 import type { ConfigPath } from './violation.js';
 
 // The raw shape after schema validation: only the types the schema guarantees, so every access is checked here.
@@ -230,7 +230,8 @@ export function resolveConfig(
   let redis: RedisConfig | undefined;
   const topologies = ['url', 'cluster', 'sentinel'].filter((k) => store[k] !== undefined);
   if (storeType === 'memory') {
-    for (const k of [...topologies, ...(store.nodeCount === undefined ? [] : ['nodeCount'])])
+    const redisOnly = ['nodeCount', 'leaseTime'].filter((k) => store[k] !== undefined);
+    for (const k of [...topologies, ...redisOnly])
       issues.push({ path: ['store', k], message: `applies only to store type "redis"`, atKey: true });
   } else {
     if (topologies.length !== 1) {
@@ -347,6 +348,7 @@ export function resolveConfig(
       failureMode: store.failureMode ?? 'open',
       timeoutMs: durationIn(store.timeout, ['store', 'timeout'], STORE_TIMEOUT_MS, issues) ?? 100,
       nodeCount: store.nodeCount ?? 1,
+      leaseTimeMs: durationIn(store.leaseTime, ['store', 'leaseTime'], STORE_LEASE_MS, issues) ?? 5_000,
     },
     identity: resolveIdentity(identity, fileAt, publicAuth),
     exemptions: {

@@ -30,6 +30,9 @@ export const MAX_THREADS = 100;
 /** The range of `store.timeout`: the Redis store waits 1 ms to 60 s for an answer before the failure mode. */
 export const STORE_TIMEOUT_MS = { min: 1, max: 60_000 } as const;
 
+/** The range of `store.leaseTime`: the Redis store's concurrency leases last 1 s to 1 h (its `leaseTimeMs`). */
+export const STORE_LEASE_MS = { min: 1_000, max: 3_600_000 } as const;
+
 /**
  * Reads a duration that must lie in `[min, max]` milliseconds after rounding, reporting one issue with the
  * given value otherwise.

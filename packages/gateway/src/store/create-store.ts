@@ -120,6 +120,7 @@ export function createStore(
     failureMode: config.store.failureMode,
     timeoutMs: config.store.timeoutMs,
     nodeCount: config.store.nodeCount * threads,
+    leaseTimeMs: config.store.leaseTimeMs,
   });
   const overrideStore = new RedisOverrides({
     client,

@@ -172,6 +172,40 @@ describe('RedisStore: concurrency slots', () => {
     b.close();
   });
 
+  it('follows the failure mode while Redis is down: open admits, closed denies, local counts the slots here', async () => {
+    const down = new Redis({ host: '127.0.0.1', port: 1, enableOfflineQueue: false, lazyConnect: true });
+    down.on('error', () => {});
+    const key = fresh('down');
+    const make = (failureMode: 'open' | 'closed' | 'local') =>
+      new RedisStore({ client: down, failureMode, clock: new ManualClock(START), leaseTimeMs: LEASE });
+    const open = make('open');
+    const closed = make('closed');
+    const local = make('local');
+    for (let i = 0; i < 5; i++) {
+      expect((await open.decide(on(slots, key), 1)).reason).toBe('store_unavailable_open');
+      expect((await closed.decide(on(slots, key), 1)).reason).toBe('store_unavailable');
+    }
+    const got = [];
+    for (let i = 0; i < 4; i++) got.push((await local.decide(on(slots, key), 1)).allowed);
+    expect(got).toEqual([true, true, true, false]);
+    await local.refund(on(slots, key), 1);
+    expect((await local.decide(on(slots, key), 1)).allowed).toBe(true);
+    // With three gateways each holds a third of the slots locally, and time gives none back.
+    const clock = new ManualClock(START);
+    const third = new RedisStore({
+      client: down,
+      failureMode: 'local',
+      nodeCount: 3,
+      clock,
+      leaseTimeMs: LEASE,
+    });
+    expect((await third.decide(on(slots, key), 1)).allowed).toBe(true);
+    clock.advance(60_000);
+    expect((await third.decide(on(slots, key), 1)).allowed).toBe(false);
+    for (const s of [open, closed, local, third]) s.close();
+    down.disconnect();
+  });
+
   it('refuses a lease time out of range, naming the option', () => {
     expect(() => new RedisStore({ client: redis, leaseTimeMs: 10 })).toThrow(/leaseTimeMs.*1000.*10/s);
   });
