@@ -57,6 +57,9 @@ redis.call('LTRIM', KEYS[3], -tonumber(ARGV[4]), -1)
 return old`;
 
 /** Options of {@link RedisOverrides}. */
+/** Expired rules are dropped with a write at most this often (see `#expired`). */
+const PRUNE_EVERY_MS = 1000;
+
 export interface RedisOverridesOptions {
   /** The connection (what `RedisStore` takes: ioredis, node-redis or a `RedisScriptClient`). */
   readonly client: unknown;
@@ -90,6 +93,7 @@ export class RedisOverrides implements OverrideStore {
   /** The rules of the snapshot by id, updated from Redis's change log (see `override-change-log.ts`). */
   readonly #byId = new Map<string, OverrideRule>();
   #epoch = '';
+  #pruneAt = 0;
   /** The changes read, for the limiters' indexes. */
   readonly #log = new OverrideLog(0);
   #refreshing: Promise<void> | undefined;
@@ -144,9 +148,7 @@ export class RedisOverrides implements OverrideStore {
   async set(rule: OverrideRule, change: OverrideChange, options?: OverrideWriteOptions): Promise<boolean> {
     const now = this.#now();
     const automatic = options?.automatic === true;
-    const expired = this.#snapshot.rules
-      .filter((r) => r.expiresAt !== undefined && r.expiresAt <= now && r.id !== rule.id)
-      .map((r) => r.id);
+    const expired = this.#expired(now, rule.id);
     const written = await this.#call(SET, [
       rule.id,
       JSON.stringify(rule),
@@ -226,12 +228,32 @@ export class RedisOverrides implements OverrideStore {
     // one included (a Redis restarted from an older snapshot).
     const version = read.version;
     const log = this.#log;
+    let list: readonly OverrideRule[] | undefined;
+    // The list is built on first read and kept: a read of one changed rule copies nothing. A snapshot read for the
+    // first time after a later read shows the rules of then (newer ones, never older).
     this.#snapshot = Object.freeze({
       version,
-      rules: Object.freeze([...byId.values()]),
+      get rules(): readonly OverrideRule[] {
+        list ??= Object.freeze([...byId.values()]);
+        return list;
+      },
       changesSince: (v: number) => log.since(v, version),
       ruleOf: (id: string) => byId.get(id),
     });
+  }
+
+  /**
+   * The ids of expired rules a write drops with it, looked for at most once a second: a pass over every rule,
+   * not one per write.
+   */
+  #expired(now: number, except: string): string[] {
+    if (now < this.#pruneAt) return [];
+    this.#pruneAt = now + PRUNE_EVERY_MS;
+    const out: string[] = [];
+    for (const [id, r] of this.#byId) {
+      if (r.expiresAt !== undefined && r.expiresAt <= now && id !== except) out.push(id);
+    }
+    return out;
   }
 
   async #call(script: string, args: string[]): Promise<unknown> {
