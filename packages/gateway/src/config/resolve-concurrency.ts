@@ -78,7 +78,7 @@ export function resolveRuleConcurrency(
   issues: SemanticIssue[],
 ): { readonly concurrency?: ConcurrencyConfig } {
   const slots = e.concurrent as number | undefined;
-  if (slots === undefined) return classConcurrency(e, root, path, issues);
+  if (slots === undefined) return classConcurrency(e, root, issues);
   for (const k of WINDOW_KEYS) {
     if (e[k] !== undefined) {
       issues.push({
@@ -97,7 +97,6 @@ export function resolveRuleConcurrency(
 function classConcurrency(
   e: Raw,
   root: Raw,
-  path: ConfigPath,
   issues: SemanticIssue[],
 ): { readonly concurrency?: ConcurrencyConfig } {
   if (typeof e.class !== 'string') return {};
