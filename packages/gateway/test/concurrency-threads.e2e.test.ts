@@ -38,7 +38,7 @@ function rawGet(url: string, path: string): Promise<number> {
   });
 }
 
-describe('concurrency limits with sluice serve --threads 2', () => {
+describe('concurrency limits and load shedding with sluice serve --threads 2', () => {
   it('one count across the threads: never more than N in flight per key', async () => {
     let inFlight = 0;
     let most = 0;
@@ -83,6 +83,45 @@ describe('concurrency limits with sluice serve --threads 2', () => {
     while (held.length < N) await new Promise((r) => setTimeout(r, 20));
     for (const res of held.splice(0)) res.end('done');
     expect(await Promise.all(again)).toEqual(Array(N).fill(200));
+    p.child.kill('SIGTERM');
+    expect(await p.exited).toBe(0);
+  }, 60_000);
+
+  it('load shedding counts the process: overload.maxInFlight over both threads', async () => {
+    let inFlight = 0;
+    let most = 0;
+    const held: ServerResponse[] = [];
+    upstream.handler = (req: IncomingMessage, res: ServerResponse) => {
+      inFlight++;
+      most = Math.max(most, inFlight);
+      res.on('close', () => inFlight--);
+      req.resume();
+      held.push(res);
+    };
+    const file = join(tmp.dir, 'threads-overload.yaml');
+    writeFileSync(
+      file,
+      'rateLimiting:\n  defaultTier: t\n  tiers:\n    t: { requestsPerMinute: 60000, burstLimit: 10000 }\n' +
+        `overload: { maxInFlight: ${N}, reserve: 0 }\n` +
+        'server: { port: 1 }\nupstream: { url: "http://127.0.0.1:1" }\n',
+    );
+    const p = spawnSluice(process.execPath, serveArgs(file, upstream.url, 2), spawned);
+    const { url } = JSON.parse(await p.waitFor(/sluice gateway listening/)) as { url: string };
+    await p.waitFor(/"thread":1.*sluice gateway listening/);
+    const answers: number[] = [];
+    const all = Array.from({ length: CLIENTS }, () => rawGet(url, '/work').then((s) => answers.push(s)));
+    while (answers.length < CLIENTS - N) await new Promise((r) => setTimeout(r, 20));
+    expect(answers).toEqual(Array(CLIENTS - N).fill(503));
+    expect(most).toBe(N);
+    for (const res of held.splice(0)) res.end('done');
+    await Promise.all(all);
+    expect(answers.filter((s) => s === 200)).toHaveLength(N);
+    const threads = new Set(
+      p.lines
+        .filter((l) => l.startsWith('{') && l.includes('"msg":"request"'))
+        .map((l) => (JSON.parse(l) as { thread?: number }).thread),
+    );
+    expect(threads).toEqual(new Set([0, 1]));
     p.child.kill('SIGTERM');
     expect(await p.exited).toBe(0);
   }, 60_000);

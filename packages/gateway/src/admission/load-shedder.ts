@@ -1,5 +1,6 @@
 import type { AdaptiveLimitOptions, Priority, ShedderSettings } from '../config/resolve-overload.js';
 import { AdaptiveLimit } from './adaptive-limit.js';
+import { type InFlightCount, LocalInFlight } from './in-flight-count.js';
 
 /** Each priority's place in the counts of requests shed, most important first. */
 const PRIORITY_INDEX: Readonly<Record<Priority, number>> = Object.freeze({
@@ -19,14 +20,18 @@ const PRIORITY_INDEX: Readonly<Record<Priority, number>> = Object.freeze({
 export class LoadShedder {
   #settings: ShedderSettings;
   #adaptive: AdaptiveLimit | undefined;
-  #inFlight = 0;
+  readonly #inFlight: InFlightCount;
   readonly #shed = [0, 0, 0];
   #lastWarnMs = Number.NEGATIVE_INFINITY;
   #shedSinceWarn = 0;
 
-  /** @param settings - the `overload:` section. */
-  constructor(settings: ShedderSettings) {
+  /**
+   * @param settings - the `overload:` section.
+   * @param count - where requests in flight are counted: this thread's own (default), or every thread's.
+   */
+  constructor(settings: ShedderSettings, count: InFlightCount = new LocalInFlight()) {
     this.#settings = settings;
+    this.#inFlight = count;
     this.#adaptive = settings.adaptive === undefined ? undefined : new AdaptiveLimit(settings.adaptive);
   }
 
@@ -50,7 +55,7 @@ export class LoadShedder {
 
   /** Requests admitted and not ended. */
   get inFlight(): number {
-    return this.#inFlight;
+    return this.#inFlight.value;
   }
 
   /** Requests refused so far, per priority: critical, normal, sheddable. */
@@ -73,7 +78,8 @@ export class LoadShedder {
    *   exactly once), or 0 when shed.
    */
   tryEnter(priority: Priority): number {
-    if (this.#inFlight < this.capacityOf(priority)) return ++this.#inFlight;
+    const at = this.#inFlight.enterBelow(this.capacityOf(priority));
+    if (at > 0) return at;
     this.#shed[PRIORITY_INDEX[priority]]++;
     this.#shedSinceWarn++;
     return 0;
@@ -88,7 +94,7 @@ export class LoadShedder {
    */
   release(latencyMs: number, completed: boolean, atEntry: number): void {
     if (completed) this.#adaptive?.sample(latencyMs, atEntry);
-    if (this.#inFlight > 0) this.#inFlight--;
+    this.#inFlight.leave();
   }
 
   /**

@@ -1,6 +1,7 @@
 import type { ResponseEnd, ResponseObserver } from 'sluice/http';
 import type { GatewayConfig } from '../config/gateway-config.js';
 import type { OverloadConfig, Priority } from '../config/resolve-overload.js';
+import type { InFlightCount } from './in-flight-count.js';
 import { LoadShedder } from './load-shedder.js';
 
 /** What {@link OverloadStage.enter} answers for a request it sheds. */
@@ -38,15 +39,21 @@ export class OverloadStage {
    * @param config - the configuration (its tiers' and endpoint rules' priorities).
    * @param overload - its `overload:` section.
    * @param previous - the stage of the configuration being replaced, whose shedder is kept.
+   * @param count - where a new shedder counts requests in flight (shared by the threads of a process).
    */
-  constructor(config: GatewayConfig, overload: OverloadConfig, previous?: OverloadStage) {
+  constructor(
+    config: GatewayConfig,
+    overload: OverloadConfig,
+    previous?: OverloadStage,
+    count?: InFlightCount,
+  ) {
     this.config = overload;
     this.#tiers = config.tiers;
     const rules = new Map<string, Priority>();
     for (const e of config.endpoints)
       if (e.priority !== undefined && !rules.has(e.name)) rules.set(e.name, e.priority);
     this.#rules = rules;
-    if (previous === undefined) this.shedder = new LoadShedder(overload);
+    if (previous === undefined) this.shedder = new LoadShedder(overload, count);
     else {
       this.shedder = previous.shedder;
       this.shedder.configure(overload);

@@ -19,6 +19,7 @@ import { reserveBodyBytes } from '../limits/settle-options.js';
 import type { UpstreamProxy, UpstreamProxyOptions } from '../proxy/upstream-proxy.js';
 import { QuotaCategories } from '../quota/quota-categories.js';
 import { callerIdentifier, type GatewayRequest } from './identify-caller.js';
+import { SharedInFlight } from './in-flight-count.js';
 import { MtlsSubjects } from './mtls-subjects.js';
 import { OverloadStage } from './overload-stage.js';
 
@@ -52,6 +53,8 @@ export interface RuntimeEvents {
    * client.
    */
   readonly upstreamPool?: (options: UpstreamProxyOptions) => UpstreamProxy;
+  /** The word load shedding counts requests in flight on, shared by the threads of `--threads`; else its own. */
+  readonly overloadCount?: SharedArrayBuffer | undefined;
 }
 
 /**
@@ -98,7 +101,10 @@ export class Runtime {
     this.problemType = problemTypeResolver(config.problems.typeBase);
     this.quotaCategories = config.quota === undefined ? undefined : new QuotaCategories(config.quota);
     const o = config.overload;
-    this.overload = o === undefined ? undefined : new OverloadStage(config, o, previous?.overload);
+    this.overload =
+      o === undefined
+        ? undefined
+        : new OverloadStage(config, o, previous?.overload, sharedCount(this.events.overloadCount));
     this.#trusted = parseTrustedProxies('server.trustedProxies', config.server.trustedProxies);
     this.clientIp = createClientIpResolver({
       trustedProxies: config.server.trustedProxies,
@@ -168,4 +174,9 @@ function poolSettings(
 ): Omit<GatewayConfig['upstream'], 'queueTimeoutMs' | 'maxBodies' | 'maxBodiesPerClient'> {
   const { queueTimeoutMs: _wait, maxBodies: _bodies, maxBodiesPerClient: _cap, ...pool } = c.upstream;
   return pool;
+}
+
+/** The shared count of requests in flight on `buffer`, when the threads share one. */
+function sharedCount(buffer: SharedArrayBuffer | undefined): SharedInFlight | undefined {
+  return buffer === undefined ? undefined : new SharedInFlight(buffer);
 }

@@ -134,6 +134,7 @@ export class Gateway extends EventEmitter {
         onStoreError: (e) => this.logger.error({ err: e }, 'rate-limit store failed'),
         overrides: this.#opened.overrideStore,
         upstreamPool: (o) => new UpstreamProxy(o),
+        overloadCount: options.thread?.overloadCount,
       }),
       store: this.store,
       logger: this.logger,

@@ -3,6 +3,7 @@ import { Worker } from 'node:worker_threads';
 import { ErrorCode, SluiceError } from 'sluice';
 import { MemoryQuotaStore } from 'sluice/quota';
 import { SharedOverrides, SharedStore } from 'sluice/shared';
+import { SHARED_IN_FLIGHT_BYTES } from '../admission/in-flight-count.js';
 import type { GatewayConfig } from '../config/gateway-config.js';
 import { type ConfigOverrides, loadConfigText, readConfigSource } from '../config/load-config.js';
 import { formatViolations } from '../config/violation.js';
@@ -60,6 +61,8 @@ export class ThreadedGateway {
   readonly #hashSecret = randomBytes(32).toString('hex');
   /** The proxy connections open over every thread, against the process's caps. */
   readonly #connections = ConnectionCounts.create();
+  /** The requests in flight load shedding counts over every thread. */
+  readonly #overloadCount = new SharedArrayBuffer(SHARED_IN_FLIGHT_BYTES);
   /** Tenant quota usage kept in memory, for every thread (created on the first call). */
   #quotaStore: MemoryQuotaStore | undefined;
   /** Threads that were told every thread listens and have not answered `serving` yet. */
@@ -236,6 +239,7 @@ export class ThreadedGateway {
       threads: this.#threads,
       hashSecret: this.#hashSecret,
       connections: this.#connections.buffer,
+      overloadCount: this.#overloadCount,
     };
     const w = new Worker(WORKER, { workerData: data });
     this.#workers.push(w);

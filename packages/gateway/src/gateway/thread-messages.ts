@@ -45,6 +45,8 @@ export interface GatewayThread {
    * process's, so `server.maxConnections` and `server.maxConnectionsPerClient` cap the process, not each thread.
    */
   readonly connections?: SharedArrayBuffer;
+  /** The requests in flight load shedding counts over every thread (`overload:` caps the process). */
+  readonly overloadCount?: SharedArrayBuffer;
 }
 
 /** What the main thread hands each worker thread (its `workerData`). */
@@ -65,6 +67,8 @@ export interface ThreadWorkerData {
   readonly hashSecret: string;
   /** The proxy connections open over every thread: see {@link GatewayThread.connections}. */
   readonly connections: SharedArrayBuffer;
+  /** The requests in flight load shedding counts: see {@link GatewayThread.overloadCount}. */
+  readonly overloadCount: SharedArrayBuffer;
 }
 
 /** Messages from the main thread to a worker thread. */

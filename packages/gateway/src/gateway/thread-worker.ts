@@ -70,6 +70,7 @@ async function start(): Promise<Gateway | undefined> {
         forgetOnPeers,
         hashSecret: data.hashSecret,
         connections: data.connections,
+        overloadCount: data.overloadCount,
         // The first thread serves the dashboard and the admin API: the others feed it what they keep alone
         // (only when there is an admin listener to show it: it needs a restart to appear).
         ...(data.index === 0

@@ -21,8 +21,11 @@ export function aggregateThreadMetrics(perThread: readonly ThreadMetrics[], pref
   return promClient.AggregatorRegistry.aggregate(marked).metrics();
 }
 
-/** Gauges each thread counts for itself: the process's value is their sum. */
-const SUMMED_GAUGES = new Set(['queue_length', 'in_flight_requests', 'overload_in_flight', 'overload_limit']);
+/**
+ * Gauges each thread counts for itself: the process's value is their sum. The overload limit and its count in
+ * flight are the process's in every thread (one shared count), so they take the largest like the other gauges.
+ */
+const SUMMED_GAUGES = new Set(['queue_length', 'in_flight_requests']);
 
 function aggregatorOf(name: string, type: string, prefix: string): Aggregator {
   if (name.startsWith(`${prefix}_process_`) || name.startsWith(`${prefix}_nodejs_`)) return 'first';
