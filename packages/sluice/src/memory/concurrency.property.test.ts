@@ -87,13 +87,3 @@ describe('concurrency policies on the memory store', () => {
     expect(() => definePolicy({ name: 'x', concurrent: 1.5 })).toThrow(/policy\.concurrent/);
   });
 });
-
-describe('concurrency policies and the Redis store', () => {
-  it('are refused when the limiter is built, naming the policy', async () => {
-    const { Limiter } = await import('../core/limiter.js');
-    const redisLike = { kind: 'redis', decide: () => undefined } as never;
-    expect(() => new Limiter({ policies: [{ name: 'r', concurrent: 2 }], store: redisLike })).toThrow(
-      /policies\[0\]\.concurrent must be a store that counts requests in flight/,
-    );
-  });
-});
