@@ -56,10 +56,10 @@ redis.call('RPUSH', KEYS[3], ARGV[2] .. old .. ARGV[3])
 redis.call('LTRIM', KEYS[3], -tonumber(ARGV[4]), -1)
 return old`;
 
-/** Options of {@link RedisOverrides}. */
 /** Expired rules are dropped with a write at most this often (see `#expired`). */
 const PRUNE_EVERY_MS = 1000;
 
+/** Options of {@link RedisOverrides}. */
 export interface RedisOverridesOptions {
   /** The connection (what `RedisStore` takes: ioredis, node-redis or a `RedisScriptClient`). */
   readonly client: unknown;
