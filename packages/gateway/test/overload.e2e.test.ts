@@ -128,3 +128,54 @@ upstream:
     expect(r.statusCode).toBe(200);
   });
 });
+
+describe('an adaptive overload limit at the gateway', () => {
+  const { dir, cleanup } = tempDir();
+  const agent = new Agent({ connections: 50, keepAliveTimeout: 1000 });
+  let upstream: TestUpstream;
+  let t: TestGateway;
+
+  beforeAll(async () => {
+    upstream = await startUpstream();
+    upstream.handler = new LoadedUpstream().handler;
+    t = await startGateway(join(dir, 'adaptive.yaml'), {
+      yaml: `rateLimiting:
+  defaultTier: free
+  tiers:
+    free: { requestsPerMinute: 600000, burstLimit: 100000 }
+overload:
+  adaptive: { min: 2, max: 40, initial: 8 }
+upstream:
+  url: ${upstream.url}
+`,
+    });
+  });
+  afterAll(async () => {
+    await t.gateway.close();
+    await agent.close();
+    await upstream.close();
+    cleanup();
+  });
+
+  it('measures its baseline at min, then serves within min and max, the limit in /metrics', async () => {
+    const statuses: number[] = [];
+    // 4 clients, 40 requests each: enough responses for the baseline (25 admitted at min, while the rest of a burst
+    // is shed) and round trips after it.
+    await Promise.all(
+      Array.from({ length: 4 }, async () => {
+        for (let i = 0; i < 40; i++) {
+          const r = await request(`${t.gateway.url}/work`, { dispatcher: agent });
+          await r.body.text();
+          statuses.push(r.statusCode);
+        }
+      }),
+    );
+    expect(statuses.every((s) => s === 200 || s === 503)).toBe(true);
+    expect(statuses.filter((s) => s === 200).length).toBeGreaterThanOrEqual(25);
+    const metrics = await (await request(`${t.gateway.url}/metrics`, { dispatcher: agent })).body.text();
+    const limit = Number(/sluice_overload_limit (\d+)/.exec(metrics)?.[1]);
+    expect(limit).toBeGreaterThanOrEqual(2);
+    expect(limit).toBeLessThanOrEqual(40);
+    expect(metrics).toContain('sluice_overload_in_flight 0');
+  });
+});
