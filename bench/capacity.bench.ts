@@ -4,16 +4,18 @@
  * 1. A concurrency take and release on the memory store: `decide` of one concurrency check (admitted) then
  *    `refund` of it, per pair, against a rate-only `decide` of one check; nanoseconds per operation.
  * 2. `HttpLimiter.evaluate` of a request whose rules hold no concurrency policy, through this tree's `sluice/http`
- *    and through the sources of the commit before the response-observer seam (`BENCH_BEFORE`, default 5d3a841),
- *    exported with `git archive` into a scratch folder of the repository (removed at exit), interleaved round by
- *    round; and the same request through a concurrency rule, with its observer ended, for the cost when used.
+ *    and through other sources exported with `git archive` into a scratch folder of the repository (removed at
+ *    exit), interleaved in slices: `BENCH_BEFORE=<commit>` (default 5d3a841, the commit before the
+ *    response-observer seam), or `BENCH_BEFORE=seam`: this commit's sources with the seam's per-request lines taken
+ *    out of `http-limiter.ts` (the check for slots after a decision), so only they differ. And the same request
+ *    through a concurrency rule, with its observer ended, for the cost when used.
  *
  *   npx tsx bench/capacity.bench.ts
  *   BENCH_ROUNDS=11 BENCH_OPS=2000000 npx tsx bench/capacity.bench.ts
  */
 
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, rmSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Limiter } from '../packages/sluice/src/core/index.js';
 import { createHttpLimiter, type HttpRequestInfo, type Verdict } from '../packages/sluice/src/http/index.js';
@@ -28,8 +30,26 @@ const scratch = join(process.cwd(), '.bench-before');
 rmSync(scratch, { recursive: true, force: true });
 mkdirSync(scratch, { recursive: true });
 process.on('exit', () => rmSync(scratch, { recursive: true, force: true }));
-const archive = execFileSync('git', ['archive', BEFORE, 'packages/sluice/src'], { maxBuffer: 1 << 28 });
+const archive = execFileSync('git', ['archive', BEFORE === 'seam' ? 'HEAD' : BEFORE, 'packages/sluice/src'], {
+  maxBuffer: 1 << 28,
+});
 execFileSync('tar', ['-x', '-C', scratch], { input: archive });
+if (BEFORE === 'seam') {
+  // This commit without the seam's per-request work: the verdict is returned as decided.
+  const file = join(scratch, 'packages/sluice/src/http/http-limiter.ts');
+  const text = readFileSync(file, 'utf8');
+  const cut = text
+    .replace(
+      'return hasSlots(checks) ? holding(v, limiter.store, checks, cost, o.onStoreError) : v;',
+      'return v;',
+    )
+    .replace(
+      'return hasSlots(decidedChecks) ? holding(v, limiter.store, decidedChecks, cost, o.onStoreError) : v;',
+      'return v;',
+    );
+  if (cut === text || cut.includes('hasSlots(checks) ?')) throw new Error('the seam lines were not found');
+  writeFileSync(file, cut);
+}
 const old = {
   core: (await import(
     join(scratch, 'packages/sluice/src/core/index.ts')
@@ -83,10 +103,11 @@ const now = createHttpLimiter({
 });
 const before = old.http.createHttpLimiter({
   limiter: new old.core.Limiter({
-    policies: [POLICIES[0]],
+    // The commit before the seam knows no concurrency policy; this commit without the seam gets the same as now.
+    policies: BEFORE === 'seam' ? POLICIES : [POLICIES[0]],
     store: new old.memory.MemoryStore({ sweepIntervalMs: 0 }),
   }),
-  rules: [RULES[0]],
+  rules: BEFORE === 'seam' ? RULES : [RULES[0]],
 });
 const END = { completed: true, status: 200, bytesSent: 0, bytesReceived: 0 };
 
