@@ -11,7 +11,7 @@ type Step =
   | { readonly op: 'request'; readonly client: number }
   | { readonly op: 'end'; readonly i: number; readonly twice: boolean; readonly completed: boolean };
 
-const steps = fc.array(
+const steps: fc.Arbitrary<Step[]> = fc.array(
   fc.oneof(
     fc.record({ op: fc.constant('request' as const), client: fc.integer({ min: 0, max: 2 }) }),
     fc.record({ op: fc.constant('end' as const), i: fc.nat(), twice: fc.boolean(), completed: fc.boolean() }),
