@@ -4,6 +4,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   client,
   echo,
+  rawStatus,
   send,
   startGateway,
   startUpstream,
@@ -61,6 +62,27 @@ describe('logging.requests', () => {
     expect((await t.gateway.reload()).ok).toBe(true);
     await send(agent, `${t.gateway.url}/health`, { headers: { 'x-request-id': 'health-4' } });
     expect(requestLines(t).map((l) => l.reqId)).toEqual(['limited-3', 'health-4']);
+  });
+
+  it('denied: a refused WebSocket upgrade gets its line, marked as an upgrade', async () => {
+    const t = await start(config('{ level: info, requests: denied }'));
+    const port = Number(new URL(t.gateway.url).port);
+    const upgrade = (id: string) =>
+      rawStatus(port, 'GET', '/ws', [
+        ['connection', 'upgrade'],
+        ['upgrade', 'websocket'],
+        ['sec-websocket-version', '13'],
+        ['sec-websocket-key', 'dGhlIHNhbXBsZSBub25jZQ=='],
+        ['x-request-id', id],
+      ]);
+    // Two answered by the upstream, the third refused by the tier's burst of 2.
+    await upgrade('up-1');
+    await upgrade('up-2');
+    expect(await upgrade('up-3')).toBe(429);
+    const lines = requestLines(t);
+    expect(lines.find((l) => l.reqId === 'up-3')).toMatchObject({ status: 429, upgrade: true });
+    // A served upgrade is routine: under `denied` it has no line.
+    for (const l of lines) expect(l.outcome).not.toBe('proxied');
   });
 
   it('none: no request line at level info, while the other info lines stay', async () => {
