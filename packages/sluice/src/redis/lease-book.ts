@@ -5,12 +5,17 @@ import type { ProbeTimer } from './breaker.js';
 interface Held {
   readonly checks: readonly Check[];
   count: number;
+  /** Slots of takes sent and not answered yet (part of `count`). */
+  pending: number;
 }
 
-/** One renewal to send: a key's check and the slots this store still runs on it. */
+/**
+ * One renewal to send: a key's check and the slots this store still runs on it, as the script reads a renewal's
+ * cost: `n`, or `-1 - n` when no take of the key awaits its answer (then `n` may be restored where Redis lost it).
+ */
 export interface Renewal {
   readonly checks: readonly Check[];
-  readonly count: number;
+  readonly cost: number;
 }
 
 /** Whether any check is of a concurrency policy: one pass, no allocation. */
@@ -23,7 +28,9 @@ export function holdsSlots(checks: readonly Check[]): boolean {
  * The concurrency slots one Redis store holds, per Redis key, and the one timer that renews their leases (D-G108).
  * A take is counted when it is sent and uncounted when its answer took nothing, a release when it is sent: the
  * count is never below what Redis holds for this store, except for a release Redis never heard of (an outage), so
- * a renewal, which sets the store's count in Redis to the smaller of the two, corrects exactly that. A key is kept
+ * a renewal, which sets the store's count in Redis to the smaller of the two, corrects exactly that; where Redis
+ * holds nothing of this store (its lease ended while it stalled, Redis lost the key) the renewal counts again
+ * what the store still runs. A key is kept
  * while it holds slots, plus one renewal at zero (so a lost release is undone), then forgotten: no entry per
  * request, one per key held.
  */
@@ -61,14 +68,16 @@ export class LeaseBook {
     cost: number,
     d: Promise<Decision>,
   ): Promise<Decision> {
-    this.#add(checks, keys, cost);
+    this.#add(checks, keys, cost, cost);
     this.#schedule();
     return d.then(
       (x) => {
+        this.#add(checks, keys, 0, -cost);
         if (!x.allowed || x.reason !== 'allowed') this.release(checks, keys, cost);
         return x;
       },
       (error: unknown) => {
+        this.#add(checks, keys, 0, -cost);
         this.release(checks, keys, cost);
         throw error;
       },
@@ -88,7 +97,7 @@ export class LeaseBook {
   renewals(): Renewal[] {
     const out: Renewal[] = [];
     for (const [key, h] of this.#held) {
-      out.push({ checks: h.checks, count: h.count });
+      out.push({ checks: h.checks, cost: h.pending === 0 ? -1 - h.count : h.count });
       if (h.count === 0) this.#held.delete(key);
     }
     return out;
@@ -102,15 +111,19 @@ export class LeaseBook {
     this.#held.clear();
   }
 
-  #add(checks: readonly Check[], keys: readonly string[], cost: number): void {
+  /** Adds `count` slots, `pending` of them awaiting an answer, to each concurrency check's key. */
+  #add(checks: readonly Check[], keys: readonly string[], count: number, pending: number): void {
     for (let i = 0; i < checks.length; i++) {
       if (checks[i].policy.concurrent === 0) continue;
       let h = this.#held.get(keys[i]);
       if (h === undefined) {
-        h = { checks: [checks[i]], count: 0 };
+        // An answer for a key forgotten since: nothing of it is held.
+        if (count === 0) continue;
+        h = { checks: [checks[i]], count: 0, pending: 0 };
         this.#held.set(keys[i], h);
       }
-      h.count += cost;
+      h.count += count;
+      h.pending = Math.max(0, h.pending + pending);
     }
   }
 

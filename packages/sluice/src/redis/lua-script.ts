@@ -39,7 +39,10 @@
  * the slots nobody holds, which nothing refills. A take adds to the calling store's own count, a refund takes from
  * it only (never from another store's), and every write of its own count renews its lease. A renewal (op `l`,
  * cost: the slots the store still runs) sets its count to the smaller of the two, so a release lost while Redis was
- * unreachable is not renewed forever.
+ * unreachable is not renewed forever, or to what the store runs when Redis holds nothing of it (its lease ended
+ * while it stalled, or Redis lost the key): those requests are still in flight. A cost of -1 - n says n with no
+ * take awaiting its answer; only such a count is restored where Redis holds nothing, since a take in flight may
+ * turn out refused.
  *
  * Stepped refill (step ms > 0, core/bucket-math.ts `refill` and `nextLast`): `floor(elapsed / step)` whole steps of
  * `quota x unitsPerToken` units each, and a bucket's stored time is the start of its current step rather than its
@@ -410,13 +413,17 @@ while a <= nargs do
       o = o + 1
       out[o] = '1'
     elseif op == 'l' then
-      -- A lease renewal: this store's count becomes the smaller of what Redis holds and what it still runs (cost).
+      -- A lease renewal: this store's count becomes the smaller of what Redis holds and what it still runs (cost),
+      -- or what it runs when Redis holds nothing of it (its lease ended while it stalled, or Redis lost the key),
+      -- but only when none of its takes is awaiting an answer (cost -1 - count), since one may have been refused.
+      local runs, whole = cost, cost < 0
+      if whole then runs = -1 - cost end
       for x = 0, (n - 1) * 4, 4 do
         local s, pb = X[x + 2], X[x + 1]
-        if PP[pb + 9] < 0 and SL[s + 2] ~= false then
+        if PP[pb + 9] < 0 then
           local cap, upt, others = PP[pb + 7], PP[pb + 2], CL[s][1]
           local own = (cap - X[x + 3]) / upt - others
-          if own > cost then own = cost end
+          if own > runs or (whole and own <= 0) then own = runs end
           SL[s + 2], SL[s + 3], SL[s + 5], SL[s + 7] = cap - (others + own) * upt, now, true, cap
         end
       end
@@ -512,4 +519,4 @@ return out
  * Node module; redis-store.test.ts fails when the script changes and this is not updated (a stale value would cost
  * a NOSCRIPT round trip on every call, never a wrong decision).
  */
-export const SCRIPT_SHA = 'e2add381b014b579a77d5b9e83e88e8c3281d0b5';
+export const SCRIPT_SHA = '0fa6d34ff3da1bd7c5c56a6291ff2095ac0ea8f6';

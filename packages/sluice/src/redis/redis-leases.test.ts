@@ -156,6 +156,20 @@ describe('RedisStore: concurrency slots', () => {
     b.close();
   });
 
+  it('a store whose lease ended while its requests still run counts them again at its next renewal', async () => {
+    const { clock, a, b } = pair();
+    const key = fresh('c');
+    expect((await a.decide(on(slots, key), 2)).allowed).toBe(true);
+    // a stalled for longer than its lease (a paused event loop): its slots stopped counting meanwhile.
+    clock.advance(LEASE * 2);
+    await a.renewLeases();
+    expect((await b.peek(on(slots, key), 1)).outcomes[0].remaining).toBe(1);
+    await a.refund(on(slots, key), 2);
+    expect((await b.peek(on(slots, key), 1)).outcomes[0].remaining).toBe(3);
+    a.close();
+    b.close();
+  });
+
   it('works on a Redis Cluster: the lease data of a key lives in its hash tag', async () => {
     const clock = new ManualClock(START);
     const make = () => new RedisStore({ client: clustered, clock, timeoutMs: 10_000, leaseTimeMs: LEASE });

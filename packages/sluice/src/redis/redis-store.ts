@@ -240,7 +240,7 @@ export class RedisStore implements RateLimitStore {
     if (this.#closed || !this.#breaker.usable()) return Promise.resolve();
     const sent = this.#leases
       .renewals()
-      .map((r) => this.#queue.push(this.#entry(r.checks, r.count, 'l', undefined)));
+      .map((r) => this.#queue.push(this.#entry(r.checks, r.cost, 'l', undefined)));
     return Promise.all(sent).then(noop);
   }
 

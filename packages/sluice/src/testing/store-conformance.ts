@@ -208,6 +208,35 @@ export function storeConformance(name: string, make: StoreFactory, options: Conf
       expect((await store.peek(c, 1)).outcomes[0].remaining).toBe(30);
     });
 
+    it('holds concurrency slots: all or nothing with a rate policy, never refilled by time, released up to N', async () => {
+      const { clock, store } = await setup();
+      const slots = definePolicy({ name: 'rl.slots', concurrent: 4, retryAfter: 3 });
+      const key = freshKey('slots');
+      const both = [
+        { policy: odd, key },
+        { policy: slots, key },
+      ];
+      const c = [{ policy: slots, key }];
+      expect((await store.decide(both, 3)).allowed).toBe(true);
+      // The rate policy is empty: refused, and the slot it would have taken stays free.
+      expect((await store.decide(both, 1)).violated.map((o) => o.policy.name)).toEqual(['rl.odd']);
+      expect((await store.peek(c, 1)).outcomes[0]).toMatchObject({ remaining: 1, resetSeconds: 0 });
+      expect((await store.decide(c, 1)).allowed).toBe(true);
+      // Time gives no slot back (4 s: within the Redis store's default lease, which a holder that stops renewing
+      // for longer loses, D-G108).
+      clock.advance(4_000);
+      const d = await store.decide(c, 1);
+      expect(d.allowed).toBe(false);
+      expect(d.retryAfterSeconds).toBe(3);
+      await store.refund(c, 1);
+      expect((await store.decide(c, 1)).allowed).toBe(true);
+      await store.refund(c, 9);
+      expect((await store.peek(c, 1)).outcomes[0].remaining).toBe(4);
+      await store.decide(c, 4);
+      await store.reset(c);
+      expect((await store.peek(c, 1)).outcomes[0].remaining).toBe(4);
+    });
+
     it('reserves within queue bounds and refuses beyond them', async () => {
       const { store } = await setup();
       const queued = definePolicy({
