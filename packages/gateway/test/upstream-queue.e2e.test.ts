@@ -178,9 +178,9 @@ describe('upstream.maxBodiesPerClient', () => {
     const hold = holdUpstream('/upload');
     trickledPost(base, '/upload/1', 1000, 1);
     await hold.arrived();
-    // Declared past the 64 KB a refusal reads and drops (a small body keeps the connection, as after a rate-limit
-    // denial; upstream-queue-sharing.e2e.test.ts).
-    const refused = trickledPost(base, '/upload/2', 100_000, 1);
+    // Declared past the 1 MiB a refusal reads and drops (a smaller body keeps the connection, as after a
+    // rate-limit denial; upstream-queue-sharing.e2e.test.ts).
+    const refused = trickledPost(base, '/upload/2', 2_000_000, 1);
     await refused.closed;
     expect(refused.answer().split('\r\n')[0]).toBe('HTTP/1.1 429 Too Many Requests');
     // The rest of the refused body is unread: the connection closes after the answer.
