@@ -1,5 +1,6 @@
 import { count, percent } from '../../dashboard-ui/src/format.js';
 import { RateChart } from '../../dashboard-ui/src/rate-chart.js';
+import { capacityNotes } from '../../src/replay/capacity-notes.js';
 import type { ReplayReport } from '../../src/replay/replay-report.js';
 // The dashboard's styles: the report looks like the dashboard it complements.
 import '../../dashboard-ui/src/styles.css';
@@ -123,6 +124,7 @@ function notices(r: ReplayReport): string[] {
       out.push(
         `${c.config} has a penalty: section, which replay does not apply: a live gateway also blocks keys limited ${c.penalty.after} times within ${c.penalty.withinSeconds} s, so it refuses more than shown here.`,
       );
+    for (const note of capacityNotes(c)) out.push(`${c.config}: ${note}.`);
   }
   for (const l of r.logs) {
     if (l.error !== undefined) out.push(`${l.name} was read only in part: ${l.error}.`);

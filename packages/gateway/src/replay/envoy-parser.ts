@@ -1,3 +1,4 @@
+import { envoyDuration } from './log-duration.js';
 import type { LineParser } from './log-record.js';
 import { IsoTimeParser } from './log-time.js';
 import { closingQuote, readRequestLine } from './request-line.js';
@@ -34,6 +35,7 @@ export function envoyParser(): LineParser {
     while (start < end && s.charCodeAt(start) === 32) start++;
     while (end > start && s.charCodeAt(end - 1) === 32) end--;
     into.timeMs = t;
+    into.durationMs = envoyDuration(s, q);
     into.clientIp =
       end === start || (end === start + 1 && s.charCodeAt(start) === 45) ? undefined : s.slice(start, end);
     return true;

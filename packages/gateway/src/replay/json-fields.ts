@@ -13,6 +13,7 @@ export const JSON_FIELDS = [
   'tier',
   'apikey',
   'cost',
+  'duration',
 ] as const;
 
 /** One of {@link JSON_FIELDS}. */
@@ -36,6 +37,7 @@ const DEFAULTS: Readonly<Record<JsonField, readonly string[]>> = {
   tier: ['tier'],
   apikey: [],
   cost: [],
+  duration: ['duration', 'request_time', 'duration_ms'],
 };
 
 /**

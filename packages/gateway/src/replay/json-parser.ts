@@ -1,5 +1,6 @@
 import type { FieldMap } from './json-fields.js';
 import { pick } from './json-fields.js';
+import { jsonDuration } from './log-duration.js';
 import type { LineParser, LogRecord } from './log-record.js';
 import { AnyTimeParser } from './log-time.js';
 import { readRequestLine } from './request-line.js';
@@ -54,6 +55,7 @@ export function readJsonRequest(o: unknown, fields: FieldMap, time: AnyTimeParse
   into.user = text(pick(o, fields.user));
   into.tier = text(pick(o, fields.tier));
   into.apiKeyHash = text(pick(o, fields.apikey));
+  into.durationMs = jsonDuration(o, fields.duration, pick);
   const cost = pick(o, fields.cost);
   if (cost === undefined) return true;
   // A cost that is no whole number of tokens the engine can count makes the line unreadable, not free.

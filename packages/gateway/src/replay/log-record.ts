@@ -19,6 +19,11 @@ export class LogRecord {
   apiKeyHash: string | undefined = undefined;
   /** Tokens the request costs; 1 unless the log maps a cost field. */
   cost = 1;
+  /**
+   * How long the request took, in milliseconds (NGINX `$request_time`, Apache `%D` or `%T`, Envoy `%DURATION%`, a
+   * JSON log's `duration` field), or -1 when the line has none: replay holds a concurrency slot for it.
+   */
+  durationMs = -1;
   /** The index of the log the line came from, among the logs of a replay (set by the merge of several). */
   source = 0;
 
@@ -33,6 +38,7 @@ export class LogRecord {
     this.tier = undefined;
     this.apiKeyHash = undefined;
     this.cost = 1;
+    this.durationMs = -1;
   }
 
   /**
@@ -50,6 +56,7 @@ export class LogRecord {
     this.tier = o.tier;
     this.apiKeyHash = o.apiKeyHash;
     this.cost = o.cost;
+    this.durationMs = o.durationMs;
     this.source = o.source;
   }
 

@@ -8,6 +8,7 @@ import type { GatewayConfig } from '../config/gateway-config.js';
 import type { Identity as CallerIdentity } from '../identity/identity.js';
 import { ClientAddresses } from './client-addresses.js';
 import type { LogRecord } from './log-record.js';
+import { ReplayHolds } from './replay-holds.js';
 import type { ReplayOutcome } from './replay-outcome.js';
 import { ReplayTally } from './replay-tally.js';
 
@@ -74,6 +75,8 @@ export class ReplayEngine {
   readonly store: MemoryStore;
   readonly runtime: Runtime;
   readonly tally: ReplayTally;
+  /** The responses still holding concurrency slots, ended at each line's time plus its duration. */
+  readonly holds: ReplayHolds;
   /** Lines decided at a later time than their own, and the largest such difference in milliseconds. */
   outOfOrder = 0;
   maxSkewMs = 0;
@@ -119,6 +122,7 @@ export class ReplayEngine {
       decisionsOnly: true,
     });
     this.tally = new ReplayTally(config.defaultTier, keyCap);
+    this.holds = new ReplayHolds(config);
   }
 
   /**
@@ -211,14 +215,20 @@ export class ReplayEngine {
       return v;
     }
     const v = rt.http.evaluate(this.#request.set(r, ip, ipKey));
+    const holds = this.holds;
     if (!isPromiseLike(v)) {
       this.tally.record(v, outcomeOf(v), t, line, log);
+      if (holds.active && v.observer !== undefined) holds.release(v, r.durationMs, t);
       return v;
     }
     // The waiting request holds on to its instance.
     this.#request = new ReplayRequest();
+    const durationMs = r.durationMs;
     const p = Promise.resolve(v).then((x) => {
       this.tally.record(x, outcomeOf(x), t, line, log);
+      // A queued request takes its slots when its wait is over, and holds them from then.
+      if (holds.active && x.observer !== undefined)
+        holds.release(x, durationMs, t + (x.decision?.delayMs ?? 0));
       return x;
     });
     this.#pending.add(p);
@@ -237,6 +247,8 @@ export class ReplayEngine {
       this.clock.set(this.clock.now() + 3_600_000);
       await Promise.race([Promise.all(this.#pending), new Promise((r) => setImmediate(r))]);
     }
+    // Every response has ended by the end of the log.
+    this.holds.drainAll();
   }
 
   /** Requests still waiting in a queue. */
@@ -267,6 +279,8 @@ export class ReplayEngine {
     }
     this.lastMs = timeMs;
     this.clock.set(timeMs);
+    // Responses that ended by this line's time give back their slots before it is decided.
+    if (this.holds.next <= timeMs) this.holds.drain(timeMs);
     if (timeMs >= this.#nextSweep && this.config.sweepIntervalMs > 0) {
       // Full buckets decide like missing ones: a sweep changes a decision only by sparing a later eviction, and
       // evictions start at the key cap. Below half of it, the sweep is skipped (it cost a twentieth of the

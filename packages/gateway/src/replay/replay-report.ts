@@ -1,5 +1,6 @@
 import type { MemoryStore } from 'sluice/memory';
 import type { FlipCounts } from './replay-flips.js';
+import type { ReplayHolds } from './replay-holds.js';
 import type { OutcomeCounts } from './replay-outcome.js';
 import type { LogStats, NamedConfig, ReplayRun } from './replay-run.js';
 import type { ReplayTally } from './replay-tally.js';
@@ -62,6 +63,27 @@ export interface ConfigReport {
    * apply: a live gateway also refuses the blocked keys' requests. Absent without the section.
    */
   readonly penalty?: PenaltyReport;
+  /**
+   * The configuration's capacity limits as replayed: its concurrency limits (slots held for each line's duration;
+   * `replayed` false when lines of a concurrency rule had no duration) and its `overload:` section (load shedding,
+   * never replayed). Absent when the configuration has neither.
+   */
+  readonly capacity?: CapacityReport;
+}
+
+/** What a replay did with a configuration's concurrency limits and load shedding. */
+export interface CapacityReport {
+  readonly concurrency?: {
+    /** False when requests of a concurrency rule had no duration in their line. */
+    readonly replayed: boolean;
+    /** Requests that held their slots for their logged duration. */
+    readonly held: number;
+    /** Requests of a concurrency rule without a duration: their slots came back at once. */
+    readonly withoutDuration: number;
+    /** Requests whose slots came back early, with more in flight at once than replay holds. */
+    readonly endedEarly: number;
+  };
+  readonly overload?: { readonly replayed: false };
 }
 
 /** A `penalty:` section as the report names it: not replayed, durations in seconds. */
@@ -126,7 +148,7 @@ export function iso(ms: number): string {
  */
 export function replayReport(run: ReplayRun): ReplayReport {
   const e = run.engine;
-  const base = configReport(run.config, e.tally, e.store);
+  const base = configReport(run.config, e.tally, e.store, e.holds);
   const span = Number.isNaN(e.firstMs)
     ? undefined
     : { from: iso(e.firstMs), to: iso(e.lastMs), seconds: (e.lastMs - e.firstMs) / 1000 };
@@ -154,7 +176,7 @@ export function replayReport(run: ReplayRun): ReplayReport {
   return {
     ...report,
     against: {
-      ...configReport(x.config, x.engine.tally, x.engine.store),
+      ...configReport(x.config, x.engine.tally, x.engine.store, x.engine.holds),
       flips: {
         ...f.totals,
         policies: [...f.policies].map(([policy, c]) => ({ policy, ...c })).sort(byFlips),
@@ -167,7 +189,12 @@ export function replayReport(run: ReplayRun): ReplayReport {
   };
 }
 
-function configReport(named: NamedConfig, t: ReplayTally, store: MemoryStore): ConfigReport {
+function configReport(
+  named: NamedConfig,
+  t: ReplayTally,
+  store: MemoryStore,
+  holds: ReplayHolds,
+): ConfigReport {
   const name = named.name;
   const p = named.config.penalty;
   const minutes = [...t.minutes].sort((a, b) => a[0] - b[0]);
@@ -238,5 +265,27 @@ function configReport(named: NamedConfig, t: ReplayTally, store: MemoryStore): C
             status: p.status,
           },
         }),
+    ...capacityReport(named, holds),
+  };
+}
+
+/** The `capacity` entry of a configuration's report: nothing without concurrency limits or `overload:`. */
+function capacityReport(named: NamedConfig, h: ReplayHolds): { capacity?: CapacityReport } {
+  const overload = named.config.overload !== undefined;
+  if (!h.active && !overload) return {};
+  return {
+    capacity: {
+      ...(h.active
+        ? {
+            concurrency: {
+              replayed: h.withoutDuration === 0,
+              held: h.held,
+              withoutDuration: h.withoutDuration,
+              endedEarly: h.endedEarly,
+            },
+          }
+        : {}),
+      ...(overload ? { overload: { replayed: false } } : {}),
+    },
   };
 }

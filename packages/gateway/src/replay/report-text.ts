@@ -1,3 +1,4 @@
+import { capacityNotes } from './capacity-notes.js';
 import { MAX_HELD } from './reorder-window.js';
 import type { OutcomeCounts } from './replay-outcome.js';
 import type { ConfigReport, ReplayReport } from './replay-report.js';
@@ -175,11 +176,13 @@ export function missingClientWarning(lines: number, requests: number): string | 
   return `  ${n(lines)} of ${n(requests)} request${requests === 1 ? '' : 's'} (${pct(lines, requests)}) had no client address: they were all decided as one client, ip:unknown, so their limits bind far earlier than the gateway's. Log the client's address (NGINX $remote_addr, Apache %a; Envoy's default format has only X-Forwarded-For, "-" at an edge Envoy: add %DOWNSTREAM_REMOTE_ADDRESS% to the format, or log JSON and name the field with --field client=NAME)`;
 }
 
-/** The note on a configuration's `penalty:` section, which replay does not apply. */
+/** The note on a configuration's `penalty:` section, which replay does not apply, and on its capacity limits. */
 function penaltyNote(r: ConfigReport): string[] {
   const p = r.penalty;
-  if (p === undefined) return [];
+  const capacity = capacityNotes(r).map((line) => `  ${line}`);
+  if (p === undefined) return capacity;
   return [
+    ...capacity,
     `  penalty: not replayed (a key limited ${n(p.after)} times within ${p.withinSeconds} s is blocked for ${p.blockSeconds} s, doubling up to ${p.maxBlockSeconds} s): the gateway refuses more than this replay shows`,
   ];
 }

@@ -1,0 +1,142 @@
+import { Readable } from 'node:stream';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import type { GatewayConfig } from '../config/gateway-config.js';
+import { loadConfigText } from '../config/load-config.js';
+import { capacityNotes } from './capacity-notes.js';
+import { replayReport } from './replay-report.js';
+import { type ReplayLog, runReplay } from './replay-run.js';
+import { replayHtml } from './report-html.js';
+import { renderReplayText } from './report-text.js';
+
+function config(text: string): GatewayConfig {
+  const r = loadConfigText(text, 'test.yaml');
+  if (!r.ok) throw new Error(JSON.stringify(r.violations));
+  return r.config;
+}
+
+const log = (name: string, text: string): ReplayLog => ({
+  name,
+  open: () => Readable.from([Buffer.from(text)]),
+});
+
+const CONCURRENT = config(`rateLimiting:
+  defaultTier: free
+  tiers:
+    free: { requestsPerMinute: 60000, burstLimit: 60000 }
+  endpoints:
+    - pattern: /api/reports/*
+      name: reports
+      concurrent: 2
+`);
+
+const BASE = Date.UTC(2026, 11, 3, 6, 0, 0);
+
+/** A combined line of one client at `second` past 06:00:00 taking `seconds` (NGINX `$request_time`). */
+const nginx = (second: number, seconds: number | undefined, client = '203.0.113.7') =>
+  `${client} - - [03/Dec/2026:06:00:${String(second).padStart(2, '0')} +0000] "GET /api/reports/1 HTTP/1.1" 200 12 "-" "curl/8.5"${seconds === undefined ? '' : ` ${seconds.toFixed(3)}`}`;
+
+async function replay(cfg: GatewayConfig, lines: readonly string[], format?: 'json') {
+  const run = await runReplay({
+    config: { name: 'c.yaml', config: cfg },
+    logs: [log('a.log', lines.join('\n'))],
+    ...(format === undefined ? {} : { format }),
+  });
+  return replayReport(run);
+}
+
+describe('sluice replay holds concurrency slots for each request duration', () => {
+  it('three overlapping long requests of one client against concurrent: 2: the third is limited, slots come back at start + duration', async () => {
+    const r = await replay(CONCURRENT, [
+      nginx(0, 10), // holds until :10
+      nginx(1, 10), // holds until :11
+      nginx(2, 1), // both slots held: limited
+      nginx(9, 1), // still both held: limited
+      nginx(10, 1), // the first ended at :10: allowed
+      nginx(10, 1, '198.51.100.1'), // another client has slots of its own
+    ]);
+    expect(r.totals).toMatchObject({ requests: 6, allowed: 4, limited: 2 });
+    expect(r.policies.find((p) => p.policy === 'reports')).toMatchObject({ limitedHere: 2 });
+    expect(r.capacity).toEqual({
+      concurrency: { replayed: true, held: 4, withoutDuration: 0, endedEarly: 0 },
+    });
+  });
+
+  it('matches a reference simulation of slots for any overlapping requests (property)', async () => {
+    const request = fc.record({
+      gapMs: fc.integer({ min: 0, max: 400 }),
+      durationMs: fc.integer({ min: 0, max: 2000 }),
+      client: fc.integer({ min: 0, max: 2 }),
+    });
+    await fc.assert(
+      fc.asyncProperty(fc.array(request, { minLength: 1, maxLength: 40 }), async (reqs) => {
+        let t = BASE;
+        const lines: string[] = [];
+        const expected: boolean[] = [];
+        const held = new Map<number, number[]>();
+        for (const q of reqs) {
+          t += q.gapMs;
+          lines.push(
+            JSON.stringify({
+              time: new Date(t).toISOString(),
+              path: '/api/reports/x',
+              client: `203.0.113.${q.client + 1}`,
+              duration: q.durationMs,
+            }),
+          );
+          // The reference: a slot is free again at start + duration, at most 2 held per client.
+          const ends = (held.get(q.client) ?? []).filter((end) => end > t);
+          const admitted = ends.length < 2;
+          if (admitted) ends.push(t + q.durationMs);
+          held.set(q.client, ends);
+          expected.push(admitted);
+        }
+        const r = await replay(CONCURRENT, lines, 'json');
+        const allowed = expected.filter(Boolean).length;
+        expect(r.totals).toMatchObject({ requests: reqs.length, allowed, limited: reqs.length - allowed });
+        expect(r.capacity?.concurrency).toMatchObject({ held: allowed, withoutDuration: 0 });
+      }),
+      { numRuns: 60 },
+    );
+  });
+
+  it('a log without durations: the report says concurrency was not replayed (text, JSON, HTML)', async () => {
+    const r = await replay(CONCURRENT, [nginx(0, undefined), nginx(0, undefined), nginx(0, undefined)]);
+    // Each slot came back at once: nothing limited, and the report says why.
+    expect(r.totals).toMatchObject({ requests: 3, allowed: 3, limited: 0 });
+    expect(r.capacity?.concurrency).toMatchObject({ replayed: false, held: 0, withoutDuration: 3 });
+    expect(JSON.parse(JSON.stringify(r)).capacity.concurrency.replayed).toBe(false);
+    expect(renderReplayText(r)).toMatch(/concurrency: not replayed for 3 requests/);
+    // The page shows the notes the terminal shows, from the report it embeds.
+    expect(replayHtml(r)).toContain(
+      '"capacity":{"concurrency":{"replayed":false,"held":0,"withoutDuration":3',
+    );
+    expect(capacityNotes(r).join('\n')).toMatch(/concurrency: not replayed for 3 requests/);
+  });
+
+  it('load shedding (overload:) is always reported as not replayed', async () => {
+    const cfg = config(`overload:
+  maxInFlight: 200
+rateLimiting:
+  defaultTier: free
+  tiers:
+    free: { requestsPerMinute: 600 }
+`);
+    const r = await replay(cfg, [nginx(0, 1)]);
+    expect(r.capacity).toEqual({ overload: { replayed: false } });
+    expect(renderReplayText(r)).toMatch(/load shedding \(overload:\): not replayed/);
+    expect(replayHtml(r)).toContain('"capacity":{"overload":{"replayed":false}}');
+    expect(capacityNotes(r).join('\n')).toMatch(/load shedding \(overload:\): not replayed/);
+  });
+
+  it('a configuration without concurrency limits or overload says nothing of capacity', async () => {
+    const cfg = config(`rateLimiting:
+  defaultTier: free
+  tiers:
+    free: { requestsPerMinute: 600 }
+`);
+    const r = await replay(cfg, [nginx(0, 1)]);
+    expect(r.capacity).toBeUndefined();
+    expect(renderReplayText(r)).not.toMatch(/not replayed/);
+  });
+});
