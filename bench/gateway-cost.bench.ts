@@ -7,6 +7,7 @@
  *
  *   BENCH_BASELINE=/tmp/base npx tsx bench/gateway-cost.bench.ts            # set "path": both trees at warn
  *   BENCH_BASELINE=/tmp/base BENCH_SET=log npx tsx bench/gateway-cost.bench.ts   # the request log's cost
+ *   BENCH_SET=lines npx tsx bench/gateway-cost.bench.ts    # this tree only: requests all against none
  *   BENCH_SECONDS=4 BENCH_ROUNDS=8 ...
  *
  * Gateways run from sources through tsx (both trees alike); each writes its standard output to a file, as a
@@ -58,6 +59,12 @@ const sets: Record<string, Variant[]> = {
     { name: 'this tree, info, requests none', root: ROOT, logging: '{ level: info, requests: none }' },
     { name: 'this tree, info, requests all', root: ROOT, logging: '{ level: info, requests: all }' },
     { name: 'this tree, info, requests 1%', root: ROOT, logging: '{ level: info, requests: 1% }' },
+    bare,
+  ],
+  // The request line alone: one tree, the default `all` against `none`, so more rounds fit in the same time.
+  lines: [
+    { name: 'this tree, info, requests none', root: ROOT, logging: '{ level: info, requests: none }' },
+    { name: 'this tree, info, requests all', root: ROOT, logging: '{ level: info, requests: all }' },
     bare,
   ],
 };
