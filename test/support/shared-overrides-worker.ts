@@ -12,7 +12,15 @@ export type OverridesWorkerRequest =
   | { readonly op: 'attach'; readonly table: SharedArrayBuffer; readonly overrides: SharedArrayBuffer }
   | { readonly op: 'evaluate'; readonly remoteAddress: string }
   | { readonly op: 'block'; readonly pattern: string; readonly status: 403 | 429 }
-  | { readonly op: 'remove'; readonly rule: string };
+  | { readonly op: 'remove'; readonly rule: string }
+  /** Blocks (403) `count` addresses `<prefix>.<i / 256>.<i % 256>`, one write each. */
+  | { readonly op: 'fill'; readonly prefix: string; readonly count: number }
+  /** Removes the blocks of `fill` at every `step`-th address. */
+  | { readonly op: 'drop'; readonly prefix: string; readonly count: number; readonly step: number }
+  /** Replies with the ids of the rules this thread sees, in their order (`ids`). */
+  | { readonly op: 'ids' };
+
+const address = (prefix: string, i: number) => `ip:${prefix}.${i >> 8}.${i & 255}`;
 
 let http: HttpLimiter | undefined;
 let overrides: SharedOverrides | undefined;
@@ -53,6 +61,30 @@ parentPort?.on('message', async (m: OverridesWorkerRequest & { id: number }) => 
         reason: 'worker',
       });
       parentPort?.postMessage({ id: m.id });
+    } else if (m.op === 'fill') {
+      for (let i = 0; i < m.count; i++) {
+        const rule = parseOverride(
+          { pattern: address(m.prefix, i), block: 403, reason: 'worker' },
+          Date.now(),
+          'worker',
+        );
+        await overrides?.set(rule, {
+          action: 'set',
+          id: rule.id,
+          who: 'worker',
+          at: Date.now(),
+          reason: 'w',
+        });
+      }
+      parentPort?.postMessage({ id: m.id });
+    } else if (m.op === 'drop') {
+      for (let i = 0; i < m.count; i += m.step) {
+        const id = address(m.prefix, i);
+        await overrides?.remove(id, { action: 'remove', id, who: 'worker', at: Date.now(), reason: 'w' });
+      }
+      parentPort?.postMessage({ id: m.id });
+    } else if (m.op === 'ids') {
+      parentPort?.postMessage({ id: m.id, ids: overrides?.snapshot().rules.map((r) => r.id) });
     } else {
       await overrides?.remove(m.rule, {
         action: 'remove',

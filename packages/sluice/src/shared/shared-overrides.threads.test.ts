@@ -5,6 +5,7 @@ import { bundleWorker } from '../../../../test/support/bundle-worker.js';
 import type { OverridesWorkerRequest } from '../../../../test/support/shared-overrides-worker.js';
 import { ErrorCode, parseOverride, SluiceError } from '../core/index.js';
 import { SharedOverrides, SharedStore } from './index.js';
+import { OverrideJournal } from './override-journal.js';
 
 const ENTRY = fileURLToPath(new URL('../../../../test/support/shared-overrides-worker.ts', import.meta.url));
 const THREADS = 3;
@@ -66,6 +67,50 @@ describe('SharedOverrides across threads', () => {
       ['remove', 'worker'],
       ['set', 'worker'],
     ]);
+  });
+
+  it('brings every thread up to date rule by rule while two threads write at once, through compactions of its log', async () => {
+    // Room for the rules in force but not for every write: the log is written again while the threads write.
+    const busy = new SharedOverrides({ bytes: 256 * 1024 });
+    await Promise.all(
+      workers.map((_, i) => ask(i, { op: 'attach', table: store.table, overrides: busy.buffer })),
+    );
+    const held = busy.snapshot().version;
+    await ask(0, { op: 'fill', prefix: '10.9', count: 1 });
+    // The change of another thread comes as that rule alone: this thread's index is not compiled again.
+    expect(
+      busy
+        .snapshot()
+        .changesSince?.(held)
+        ?.map((d) => d.id),
+    ).toEqual(['ip:10.9.0.0']);
+    // Each address twice: the second writes replace the first, so a compaction has room to win back.
+    await Promise.all([
+      ask(0, { op: 'fill', prefix: '10.0', count: 400 }).then(() =>
+        ask(0, { op: 'fill', prefix: '10.0', count: 400 }),
+      ),
+      ask(1, { op: 'fill', prefix: '10.1', count: 400 }).then(() =>
+        ask(1, { op: 'fill', prefix: '10.1', count: 400 }),
+      ),
+    ]);
+    await Promise.all([
+      ask(1, { op: 'drop', prefix: '10.0', count: 400, step: 2 }),
+      ask(2, { op: 'drop', prefix: '10.1', count: 400, step: 4 }),
+    ]);
+    expect(OverrideJournal.attach(busy.buffer)?.generation).toBeGreaterThan(0);
+    const seen = await Promise.all(workers.map((_, i) => ask<{ ids: string[] }>(i, { op: 'ids' })));
+    const here = busy.snapshot().rules.map((r) => r.id);
+    expect(here).toHaveLength(1 + 200 + 300);
+    for (const s of seen) expect(s.ids).toEqual(here);
+    const at = (remoteAddress: string) =>
+      Promise.all(workers.map((_, i) => ask<{ status: number }>(i, { op: 'evaluate', remoteAddress })));
+    expect((await at('10.0.0.1')).map((r) => r.status)).toEqual([403, 403, 403]);
+    expect((await at('10.0.0.2')).map((r) => r.status)).toEqual([200, 200, 200]);
+    expect((await at('10.1.1.3')).map((r) => r.status)).toEqual([403, 403, 403]);
+    expect((await at('10.1.1.4')).map((r) => r.status)).toEqual([200, 200, 200]);
+    await Promise.all(
+      workers.map((_, i) => ask(i, { op: 'attach', table: store.table, overrides: overrides.buffer })),
+    );
   });
 
   it('refuses a write beyond its room with ERR_OVERRIDES_FULL and keeps the rules it had', async () => {

@@ -4,6 +4,7 @@ import {
   integerOption,
   invalidOption,
   keepsOverride,
+  OVERRIDE_HISTORY_LIMIT,
   type OverrideChange,
   type OverrideRule,
   type OverrideSnapshot,
@@ -11,41 +12,44 @@ import {
   type OverrideWriteOptions,
   readStoredOverride,
   SluiceError,
-  withChange,
-  withOverride,
 } from '../core/index.js';
-import { mergeHistories, withAutomaticChange } from '../core/override.js';
+import { AUTOMATIC_HISTORY_LIMIT, mergeHistories } from '../core/override.js';
+import { type OverrideDelta, OverrideLog } from '../core/override-log.js';
 import { lock, unlock } from './group-lock.js';
+import { encodeRecord, H_LOCK, H_VERSION, journalBytes, OverrideJournal } from './override-journal.js';
 
-/** Header words: the writers' lock, the version, the byte length of the JSON, a magic number. */
-const H_LOCK = 0;
-const H_VERSION = 1;
-const H_LENGTH = 2;
-const H_MAGIC = 3;
-const HEADER_BYTES = 16;
-const MAGIC = 0x0f7e_2801;
+/**
+ * Default room of the journal: 100,000 rules (a rule takes about 300 bytes with its record) fill less than half of
+ * it, so a compaction (a pass over every rule) comes at most once per tens of thousands of writes. Pages never
+ * written are not resident on Linux: a buffer holding few rules costs little.
+ */
+export const DEFAULT_OVERRIDE_BYTES = 64 * 1024 * 1024;
 
-/** Default room for rules and history: about 10,000 rules and the last 1,000 changes. */
-export const DEFAULT_OVERRIDE_BYTES = 8 * 1024 * 1024;
+/** Expired rules are dropped on a write at most this often: a pass over every rule, paid once a second. */
+const PRUNE_EVERY_MS = 1000;
 
-interface Stored {
-  readonly rules: readonly OverrideRule[];
-  /** The operators' changes. */
-  readonly history: readonly OverrideChange[];
-  /** The automatic changes (penalty blocks), kept apart so that they never push out an operator's. */
-  readonly automatic: readonly OverrideChange[];
+/**
+ * One record of the journal: a rule set (`s`), ids removed (`x`), an operator's change (`h`) or an automatic one
+ * (`a`). A write is one record; a compaction writes one per rule and per change kept.
+ */
+interface JournalRecord {
+  readonly s?: unknown;
+  readonly x?: readonly string[];
+  readonly h?: OverrideChange;
+  readonly a?: OverrideChange;
 }
-
-const encoder = new TextEncoder();
-const decoder = new TextDecoder();
 
 /**
  * Overrides in a `SharedArrayBuffer`, for the worker threads of one process beside a `SharedStore`: a change
  * made by any thread is seen by every thread at its next decision (a decision reads one Atomics word; a thread
- * decodes the rules again only after a change). Create it in one thread and hand its `buffer` to the others.
+ * reads the buffer again only after a change). Create it in one thread and hand its `buffer` to the others.
  *
- * The rules and the history are kept as JSON in the buffer; writers take a lock, readers copy the bytes under it
- * only when the version moved.
+ * A write costs its own rule, whatever the number of rules: the buffer holds a journal of writes (the rule set or
+ * removed, the change for the history), each thread keeps the rules by id and reads only the records appended
+ * since it last looked, and limiters bring their indexes up to date from the changes (`changesSince`), as with
+ * the memory and Redis stores. When the journal is full it is written again holding only the rules in force and
+ * the histories kept (one pass over every rule, then every thread reads it whole once); a write that does not fit
+ * even then is refused with `ERR_OVERRIDES_FULL`, nothing changed.
  *
  * @example
  * ```ts
@@ -57,10 +61,19 @@ export class SharedOverrides implements OverrideStore {
   readonly kind = 'shared';
   /** The buffer, to pass to other threads. */
   readonly buffer: SharedArrayBuffer;
-  readonly #header: Int32Array;
-  readonly #bytes: Uint8Array;
+  readonly #journal: OverrideJournal;
   readonly #now: () => number;
   #snapshot = EMPTY_OVERRIDES;
+  /** This thread's copy of the rules, by id, in the order they were set. */
+  #rules = new Map<string, OverrideRule>();
+  #history: OverrideChange[] = [];
+  /** Changes written as automatic (penalty blocks), kept apart so that they never push out an operator's. */
+  #automatic: OverrideChange[] = [];
+  /** The journal generation and offset this thread has read up to; -1 before its first read. */
+  #generation = -1;
+  #offset = 0;
+  #log = new OverrideLog(0);
+  #pruneAt = 0;
 
   /**
    * @param options - `buffer`: another instance's buffer to attach to; `bytes`: the room of a new buffer
@@ -77,123 +90,190 @@ export class SharedOverrides implements OverrideStore {
     this.#now = options.wallClock ?? Date.now;
     if (options.buffer === undefined) {
       const bytes = integerOption('bytes', options.bytes, 1024, 2 ** 30, DEFAULT_OVERRIDE_BYTES);
-      this.buffer = new SharedArrayBuffer(HEADER_BYTES + bytes);
-      this.#header = new Int32Array(this.buffer, 0, 4);
-      Atomics.store(this.#header, H_MAGIC, MAGIC);
+      this.#journal = OverrideJournal.allocate(bytes);
     } else {
       const b = options.buffer;
-      if (!(b instanceof SharedArrayBuffer) || b.byteLength <= HEADER_BYTES) {
-        throw invalidOption('buffer', 'the buffer of a SharedOverrides', b);
+      const journal = b instanceof SharedArrayBuffer ? OverrideJournal.attach(b) : undefined;
+      if (journal === undefined) {
+        throw invalidOption(
+          'buffer',
+          'the buffer of a SharedOverrides',
+          b instanceof SharedArrayBuffer ? 'another SharedArrayBuffer' : b,
+        );
       }
-      this.buffer = b;
-      this.#header = new Int32Array(b, 0, 4);
-      if (Atomics.load(this.#header, H_MAGIC) !== MAGIC) {
-        throw invalidOption('buffer', 'the buffer of a SharedOverrides', 'another SharedArrayBuffer');
-      }
+      this.#journal = journal;
     }
-    this.#bytes = new Uint8Array(this.buffer, HEADER_BYTES);
+    this.buffer = this.#journal.buffer;
   }
 
   snapshot(): OverrideSnapshot {
-    const v = Atomics.load(this.#header, H_VERSION);
-    if (v === this.#snapshot.version) return this.#snapshot;
-    lock(this.#header, H_LOCK);
+    const header = this.#journal.header;
+    if (Atomics.load(header, H_VERSION) === this.#snapshot.version) return this.#snapshot;
+    lock(header, H_LOCK);
     try {
-      const stored = this.#read();
-      this.#snapshot = Object.freeze({
-        version: Atomics.load(this.#header, H_VERSION),
-        rules: Object.freeze(stored.rules),
-      });
+      this.#sync();
     } finally {
-      unlock(this.#header, H_LOCK);
+      unlock(header, H_LOCK);
     }
     return this.#snapshot;
   }
 
   async set(rule: OverrideRule, change: OverrideChange, options?: OverrideWriteOptions): Promise<boolean> {
     const automatic = options?.automatic === true;
-    let written = false;
     // The check and the write under one lock: no thread's operator rule can land between them.
-    this.#write((s) => {
+    return this.#locked(() => {
       const now = this.#now();
-      if (
-        automatic &&
-        keepsOverride(
-          s.rules.find((r) => r.id === rule.id),
-          rule,
-          now,
-        )
-      )
-        return undefined;
-      written = true;
-      return {
-        rules: withOverride(s.rules, rule, now),
-        history: automatic ? s.history : withChange(s.history, change),
-        automatic: automatic ? withAutomaticChange(s.automatic, change) : s.automatic,
-      };
+      if (automatic && keepsOverride(this.#rules.get(rule.id), rule, now)) return false;
+      const expired: string[] = [];
+      if (now >= this.#pruneAt) {
+        this.#pruneAt = now + PRUNE_EVERY_MS;
+        for (const [id, r] of this.#rules)
+          if (r.expiresAt !== undefined && r.expiresAt <= now && id !== rule.id) expired.push(id);
+      }
+      this.#commit(
+        {
+          s: rule,
+          ...(expired.length === 0 ? {} : { x: expired }),
+          ...(automatic ? { a: change } : { h: change }),
+        },
+        now,
+      );
+      return true;
     });
-    return written;
   }
 
   async remove(id: string, change: OverrideChange): Promise<OverrideRule | undefined> {
-    let gone: OverrideRule | undefined;
-    this.#write((s) => {
-      gone = s.rules.find((r) => r.id === id);
-      if (gone === undefined) return undefined;
-      return {
-        rules: s.rules.filter((r) => r !== gone),
-        history: withChange(s.history, { ...change, rule: gone }),
-        automatic: s.automatic,
-      };
+    return this.#locked(() => {
+      const gone = this.#rules.get(id);
+      if (gone !== undefined) this.#commit({ x: [id], h: { ...change, rule: gone } }, this.#now());
+      return gone;
     });
-    return gone;
   }
 
   async history(): Promise<readonly OverrideChange[]> {
-    lock(this.#header, H_LOCK);
-    try {
-      const stored = this.#read();
-      return mergeHistories(stored.history, stored.automatic);
-    } finally {
-      unlock(this.#header, H_LOCK);
-    }
+    return this.#locked(() =>
+      mergeHistories(
+        this.#history.slice(-OVERRIDE_HISTORY_LIMIT),
+        this.#automatic.slice(-AUTOMATIC_HISTORY_LIMIT),
+      ),
+    );
   }
 
   refresh(): void {}
 
   close(): void {}
 
-  #read(): Stored {
-    const n = this.#header[H_LENGTH];
-    if (n === 0) return { rules: [], history: [], automatic: [] };
-    // A copy: TextDecoder refuses views over shared memory.
-    const parsed = JSON.parse(decoder.decode(this.#bytes.slice(0, n))) as Stored;
-    const rules: OverrideRule[] = [];
-    for (const r of parsed.rules) {
-      const ok = readStoredOverride(r);
-      if (ok !== undefined) rules.push(ok);
+  /** Runs `f` under the writers' lock, this thread's copy brought up to date first. */
+  #locked<T>(f: () => T): T {
+    const header = this.#journal.header;
+    lock(header, H_LOCK);
+    try {
+      this.#sync();
+      return f();
+    } finally {
+      unlock(header, H_LOCK);
     }
-    return { rules, history: parsed.history, automatic: parsed.automatic ?? [] };
   }
 
-  #write(change: (s: Stored) => Stored | undefined): void {
-    lock(this.#header, H_LOCK);
-    try {
-      const next = change(this.#read());
-      if (next === undefined) return;
-      const bytes = encoder.encode(JSON.stringify(next));
-      if (bytes.length > this.#bytes.length) {
+  /**
+   * Appends one write's record; when the journal is full, writes it again with the rules in force and the
+   * histories kept, then the record. Under the lock, with this thread's copy current.
+   *
+   * @throws SluiceError `ERR_OVERRIDES_FULL` when even that does not fit (nothing is written then).
+   */
+  #commit(record: JournalRecord, now: number): void {
+    const journal = this.#journal;
+    const bytes = encodeRecord(record);
+    if (!journal.append([bytes])) {
+      const gone = new Set(record.x);
+      // The rule being set goes at the end, with its record.
+      if (record.s !== undefined) gone.add((record.s as OverrideRule).id);
+      const image: Uint8Array[] = [];
+      for (const [id, r] of this.#rules) {
+        if ((r.expiresAt === undefined || r.expiresAt > now) && !gone.has(id))
+          image.push(encodeRecord({ s: r }));
+      }
+      for (const h of this.#history.slice(-OVERRIDE_HISTORY_LIMIT)) image.push(encodeRecord({ h }));
+      for (const a of this.#automatic.slice(-AUTOMATIC_HISTORY_LIMIT)) image.push(encodeRecord({ a }));
+      image.push(bytes);
+      if (!journal.replace(image)) {
+        const needed = journalBytes(image);
         throw new SluiceError(
           ErrorCode.OverridesFull,
-          `the overrides take ${bytes.length} bytes, more than the ${this.#bytes.length} of the shared buffer; remove rules or give a larger bytes option`,
-          { limit: this.#bytes.length, needed: bytes.length },
+          `the overrides take ${needed} bytes, more than the ${journal.capacity} of the shared buffer; remove rules or give a larger bytes option`,
+          { limit: journal.capacity, needed },
         );
       }
-      this.#bytes.set(bytes);
-      this.#header[H_LENGTH] = bytes.length;
-      Atomics.add(this.#header, H_VERSION, 1);
-    } finally {
-      unlock(this.#header, H_LOCK);
     }
+    Atomics.add(journal.header, H_VERSION, 1);
+    // This thread reads its own record back like any other thread: one way to change the copy.
+    this.#sync();
   }
+
+  /** Reads the records appended since this thread last looked (all of them after a compaction). Under the lock. */
+  #sync(): void {
+    const journal = this.#journal;
+    const generation = journal.generation;
+    const end = journal.end;
+    const version = Atomics.load(journal.header, H_VERSION);
+    if (generation === this.#generation && end === this.#offset && version === this.#snapshot.version) return;
+    let deltas: OverrideDelta[] | undefined = [];
+    if (generation !== this.#generation) {
+      // Written again from the start: read whole, and limiters rebuild their indexes once. A journal never
+      // compacted holds every change from the empty snapshot on, so a first read gives them as changes.
+      if (this.#generation !== -1 || generation !== 0) deltas = undefined;
+      this.#rules = new Map();
+      this.#history = [];
+      this.#automatic = [];
+      this.#generation = generation;
+      this.#offset = 0;
+    }
+    journal.read(this.#offset, end, (r) => this.#apply(r as JournalRecord, deltas));
+    this.#offset = end;
+    this.#publish(version, deltas);
+  }
+
+  #apply(record: JournalRecord, deltas: OverrideDelta[] | undefined): void {
+    const rules = this.#rules;
+    if (record.x !== undefined) {
+      for (const id of record.x) if (rules.delete(id)) deltas?.push({ id, rule: undefined });
+    }
+    if (record.s !== undefined) {
+      const rule = readStoredOverride(record.s);
+      const id = (record.s as { id?: unknown }).id;
+      if (typeof id === 'string') {
+        // Set again, a rule moves to the end, as the memory store orders them; one that does not read is not applied.
+        rules.delete(id);
+        if (rule !== undefined) rules.set(id, rule);
+        deltas?.push({ id, rule });
+      }
+    }
+    if (record.h !== undefined) keep(this.#history, record.h, OVERRIDE_HISTORY_LIMIT);
+    if (record.a !== undefined) keep(this.#automatic, record.a, AUTOMATIC_HISTORY_LIMIT);
+  }
+
+  #publish(version: number, deltas: readonly OverrideDelta[] | undefined): void {
+    const log = this.#log;
+    // Without deltas (read whole), a jump: the log starts again at this version.
+    log.record(version, deltas ?? [], deltas === undefined ? -1 : this.#snapshot.version);
+    const rules = this.#rules;
+    let list: readonly OverrideRule[] | undefined;
+    // The list is built on first read and kept: a write copies nothing. A snapshot read for the first time after
+    // a later write shows the rules of then (newer ones, never older), which is what its reader wants.
+    this.#snapshot = Object.freeze({
+      version,
+      get rules(): readonly OverrideRule[] {
+        list ??= Object.freeze([...rules.values()]);
+        return list;
+      },
+      changesSince: (held: number) => log.since(held, version),
+      ruleOf: (id: string) => rules.get(id),
+    });
+  }
+}
+
+/** Appends a change, trimming in halves so that the copy is paid once per `limit` changes, not per change. */
+function keep(changes: OverrideChange[], change: OverrideChange, limit: number): void {
+  changes.push(change);
+  if (changes.length > limit * 2) changes.splice(0, changes.length - limit);
 }
