@@ -49,6 +49,10 @@ export function replayHelp(usage: string): string {
       FORMAT,
       FIELD,
       REORDER,
+      [
+        '--duration-unit UNIT',
+        'the unit of a whole-number duration at the end of a combined or common line or in a JSON field: s (Apache %T), ms or us (Apache %D, the default of combined and common); a number with a decimal point is seconds (NGINX $request_time)',
+      ],
       JSON_OPTION,
       ['--html FILE', 'also write the report as one self-contained HTML page'],
       HELP,

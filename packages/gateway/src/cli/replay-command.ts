@@ -6,6 +6,7 @@ import { loadConfigOrThrow } from '../config/load-config.js';
 import { redactUrls } from '../config/redact.js';
 import { type FieldMap, fieldMap } from '../replay/json-fields.js';
 import { openLog } from '../replay/line-source.js';
+import { durationUnit } from '../replay/log-duration.js';
 import { type LogFormat, logFormat } from '../replay/log-format.js';
 import { noRequestHint } from '../replay/no-request-hint.js';
 import { DEFAULT_REORDER_WINDOW_MS } from '../replay/reorder-window.js';
@@ -41,12 +42,13 @@ const REPLAY_OPTIONS = {
   json: { type: 'boolean' },
   html: { type: 'string' },
   'reorder-window': { type: 'string' },
+  'duration-unit': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
 /** Usage of `sluice replay`, printed on a usage error and first in its help. */
 export const REPLAY_USAGE =
-  'Usage: sluice replay --config FILE [--against OTHER.yaml] [--format FORMAT] [--field NAME=PATH]... [--reorder-window DURATION] [--json] [--html FILE] LOG...\n';
+  'Usage: sluice replay --config FILE [--against OTHER.yaml] [--format FORMAT] [--field NAME=PATH]... [--reorder-window DURATION] [--duration-unit UNIT] [--json] [--html FILE] LOG...\n';
 
 /** A usage error: exit code 2 with this message. */
 export class UsageError extends Error {}
@@ -90,6 +92,7 @@ export function logArguments(
   fields: readonly string[] | undefined,
   io: LogCommandIo,
   reorderWindow?: string,
+  unit?: string,
 ): LogArguments {
   const reorderWindowMs = reorderWindowOption(reorderWindow);
   if (positionals.length === 0)
@@ -110,7 +113,7 @@ export function logArguments(
     return {
       logs,
       format: logFormat(format),
-      fields: fieldMap(fields ?? []),
+      fields: fieldMap(fields ?? [], durationUnit(unit)),
       ...(reorderWindowMs === undefined ? {} : { reorderWindowMs }),
     };
   } catch (e) {
@@ -246,7 +249,14 @@ export async function replayCommand(argv: readonly string[], io: LogCommandIo): 
   let args: LogArguments;
   try {
     if (values.config === undefined) throw new UsageError('--config FILE is required');
-    args = logArguments(positionals, values.format, values.field, io, values['reorder-window']);
+    args = logArguments(
+      positionals,
+      values.format,
+      values.field,
+      io,
+      values['reorder-window'],
+      values['duration-unit'],
+    );
     const html =
       values.html === undefined
         ? undefined

@@ -1,4 +1,5 @@
 import { ErrorCode, SluiceError } from 'sluice';
+import type { DurationUnit } from './log-duration.js';
 
 /** The request facts a JSON access log can map. */
 export const JSON_FIELDS = [
@@ -23,7 +24,10 @@ export type JsonField = (typeof JSON_FIELDS)[number];
  * Where each fact is in a JSON line: a dotted path into the object. A fact given no `--field` is looked for under
  * the names common loggers use (NGINX `escape=json` variables, pino, Envoy's JSON format), first found wins.
  */
-export type FieldMap = Readonly<Record<JsonField, readonly (readonly string[])[]>>;
+export type FieldMap = Readonly<Record<JsonField, readonly (readonly string[])[]>> & {
+  /** `--duration-unit`: the unit of a whole-number duration in every format but Envoy's; absent for each format's own. */
+  readonly durationUnit?: DurationUnit | undefined;
+};
 
 const DEFAULTS: Readonly<Record<JsonField, readonly string[]>> = {
   time: ['time', 'timestamp', 'ts', '@timestamp', 'time_iso8601', 'start_time', 'msec', 'time_local'],
@@ -44,11 +48,13 @@ const DEFAULTS: Readonly<Record<JsonField, readonly string[]>> = {
  * Builds the field map from `--field NAME=PATH` options.
  *
  * @param specs - the options' values, for example `time=ts` or `client=req.remote`.
+ * @param durationUnit - `--duration-unit`, when given.
  * @returns the map: the given paths, the defaults elsewhere.
  * @throws SluiceError `ERR_INVALID_OPTION` naming `--field` for a value without `=`, an unknown fact or an empty path.
  */
-export function fieldMap(specs: readonly string[]): FieldMap {
-  const out = {} as Record<JsonField, (readonly string[])[]>;
+export function fieldMap(specs: readonly string[], durationUnit?: DurationUnit): FieldMap {
+  const out = {} as Record<JsonField, (readonly string[])[]> & { durationUnit?: DurationUnit };
+  if (durationUnit !== undefined) out.durationUnit = durationUnit;
   for (const f of JSON_FIELDS) out[f] = DEFAULTS[f].map((n) => [n]);
   for (const spec of specs) {
     const eq = spec.indexOf('=');

@@ -55,7 +55,7 @@ export function readJsonRequest(o: unknown, fields: FieldMap, time: AnyTimeParse
   into.user = text(pick(o, fields.user));
   into.tier = text(pick(o, fields.tier));
   into.apiKeyHash = text(pick(o, fields.apikey));
-  into.durationMs = jsonDuration(o, fields.duration, pick);
+  into.durationMs = jsonDuration(o, fields.duration, pick, fields.durationUnit);
   const cost = pick(o, fields.cost);
   if (cost === undefined) return true;
   // A cost that is no whole number of tokens the engine can count makes the line unreadable, not free.

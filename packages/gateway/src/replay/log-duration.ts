@@ -5,8 +5,29 @@
  * names the unit.
  */
 
+import { ErrorCode, SluiceError } from 'sluice';
+
 /** The unit of a whole-number duration: `s` (Apache `%T`), `ms` (Envoy `%DURATION%`), `us` (Apache `%D`). */
 export type DurationUnit = 's' | 'ms' | 'us';
+
+/** The units `--duration-unit` takes. */
+export const DURATION_UNITS: readonly DurationUnit[] = ['s', 'ms', 'us'];
+
+/**
+ * Checks a `--duration-unit` value.
+ *
+ * @returns the unit, or `undefined` when not given (each format's own).
+ * @throws SluiceError `ERR_INVALID_OPTION` naming `--duration-unit`, the units and the value given.
+ */
+export function durationUnit(value: string | undefined): DurationUnit | undefined {
+  if (value === undefined) return undefined;
+  if ((DURATION_UNITS as readonly string[]).includes(value)) return value as DurationUnit;
+  throw new SluiceError(
+    ErrorCode.InvalidOption,
+    `--duration-unit must be ${DURATION_UNITS.slice(0, -1).join(', ')} or ${DURATION_UNITS[DURATION_UNITS.length - 1]} (the unit of a whole-number duration), got ${JSON.stringify(value)}`,
+    { option: '--duration-unit' },
+  );
+}
 
 /** Milliseconds per unit. */
 const MS_PER: Readonly<Record<DurationUnit, number>> = { s: 1000, ms: 1, us: 0.001 };
@@ -116,11 +137,13 @@ const jsonDurations = new WeakMap<
  * else the common names), in the unit its name says ({@link jsonDurationUnit}); -1 when none is there.
  *
  * @param pick - reads the value at the first present path of a list.
+ * @param unit - `--duration-unit`: the unit of a whole number whatever the field's name.
  */
 export function jsonDuration(
   o: unknown,
   paths: readonly (readonly string[])[],
   pick: (o: unknown, paths: readonly (readonly string[])[]) => unknown,
+  unit?: DurationUnit,
 ): number {
   let list = jsonDurations.get(paths);
   if (list === undefined) {
@@ -129,7 +152,7 @@ export function jsonDuration(
   }
   for (let i = 0; i < list.length; i++) {
     const v = pick(o, list[i].paths);
-    if (v !== undefined) return durationOf(v, list[i].unit);
+    if (v !== undefined) return durationOf(v, unit ?? list[i].unit);
   }
   return -1;
 }

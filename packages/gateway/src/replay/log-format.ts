@@ -55,6 +55,6 @@ export function parserFor(format: Exclude<LogFormat, 'auto'>, fields: FieldMap):
     case 'gateway':
       return gatewayLogParser();
     default:
-      return clfParser();
+      return clfParser(fields.durationUnit);
   }
 }
