@@ -164,6 +164,12 @@ interface BodyTemplate {
   readonly middle: string;
   /** From `,"violated-policies"` up to and including `"correlation_id":`. */
   readonly tail: string;
+  /** The wait of the last body, and its two parts: a flood of denials mostly repeats one wait. */
+  retry: number;
+  /** `head`, the wait, and up to `"instance":`. */
+  lead: string;
+  /** From `,"retryAfter":` (the wait) up to and including `"correlation_id":`. */
+  trail: string;
 }
 
 const templates = new WeakMap<object, BodyTemplate>();
@@ -181,6 +187,9 @@ function templateOf(p: Policy, typeOf: ((slug: string) => string) | undefined, c
     head: `{"type":${type},"title":${title},"status":429,"detail":${detail}`,
     middle: `,"code":${JSON.stringify(code)},"limit":${p.quota},"remaining":`,
     tail: `,"violated-policies":${JSON.stringify([p.name])},"correlation_id":`,
+    retry: 0,
+    lead: '',
+    trail: '',
   };
   // One entry per policy: a second HTTP limiter with another type base over the same policy replaces it.
   templates.set(p, t);
@@ -188,9 +197,36 @@ function templateOf(p: Policy, typeOf: ((slug: string) => string) | undefined, c
 }
 
 /**
+ * A string as a JSON string literal, byte for byte what `JSON.stringify` gives: printable ASCII other than the
+ * quote and the backslash needs no escape (generated correlation ids and most paths), so only other strings pay
+ * for the serializer.
+ */
+function jsonString(s: string): string {
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x20 || c > 0x7e || c === 0x22 || c === 0x5c) return JSON.stringify(s);
+  }
+  return `"${s}"`;
+}
+
+/** The last request target and its `instance` member: a flood of denials mostly hits one path. */
+let lastPath = '';
+let lastInstance = '"/"';
+
+function instanceOf(path: string): string {
+  if (path === lastPath) return lastInstance;
+  const q = path.indexOf('?');
+  const instance = jsonString(q < 0 ? path : path.slice(0, q));
+  lastPath = path;
+  lastInstance = instance;
+  return instance;
+}
+
+/**
  * {@link rateLimitProblem} serialized as the response body, byte for byte what `JSON.stringify` gives (a test
  * holds it to that), but assembled from a template cached per policy: everything but the path, the numbers and
  * the correlation id is constant, so a flood of denials does not pay for building and stringifying an object.
+ * The parts around the wait are kept per template for the last wait, the `instance` member for the last path.
  */
 export function rateLimitProblemBody(input: ProblemInput): string {
   const d = input.decision;
@@ -199,9 +235,12 @@ export function rateLimitProblemBody(input: ProblemInput): string {
   }
   const o = d.violated[0];
   const t = templateOf(o.policy, input.typeOf, input.code ?? ProblemCode.RateLimited);
-  const q = input.path.indexOf('?');
-  const instance = JSON.stringify(q < 0 ? input.path : input.path.slice(0, q));
-  const reset = resetEpochSeconds(input.nowMs ?? Date.now(), o.resetSeconds);
   const retryAfter = Math.max(d.retryAfterSeconds, 1);
-  return `${t.head}${retryAfter} s.","instance":${instance}${t.middle}${o.remaining},"reset":${reset},"retryAfter":${retryAfter}${t.tail}${JSON.stringify(input.correlationId)}}`;
+  if (t.retry !== retryAfter) {
+    t.lead = `${t.head}${retryAfter} s.","instance":`;
+    t.trail = `,"retryAfter":${retryAfter}${t.tail}`;
+    t.retry = retryAfter;
+  }
+  const reset = resetEpochSeconds(input.nowMs ?? Date.now(), o.resetSeconds);
+  return `${t.lead}${instanceOf(input.path)}${t.middle}${o.remaining},"reset":${reset}${t.trail}${jsonString(input.correlationId)}}`;
 }

@@ -23,7 +23,26 @@ const DENY_HEADERS: readonly HeaderPair[] = Object.freeze([
   Object.freeze([HeaderName.CacheControl, 'no-store'] as const),
   Object.freeze([HeaderName.ContentTypeOptions, 'nosniff'] as const),
 ]);
-const RETRY_1 = Object.freeze([HeaderName.RetryAfter, '1'] as const);
+/**
+ * The `Retry-After` lines of denials, one frozen pair per value up to an hour, made when first sent: a flood of
+ * denials mostly repeats a few values (the window's refill time), and then allocates neither the pair nor the
+ * string. Longer waits get a pair of their own.
+ */
+const RETRY_CACHED = 3600;
+const retryPairs: (HeaderPair | undefined)[] = new Array(RETRY_CACHED + 1);
+
+/** The frozen `Retry-After` line of a wait in whole seconds (at least 1). */
+function retryAfterPair(seconds: number): HeaderPair {
+  const s = Math.max(1, seconds);
+  if (s > RETRY_CACHED) return Object.freeze([HeaderName.RetryAfter, String(s)] as const);
+  let pair = retryPairs[s];
+  if (pair === undefined) {
+    pair = Object.freeze([HeaderName.RetryAfter, String(s)] as const);
+    retryPairs[s] = pair;
+  }
+  return pair;
+}
+const RETRY_1 = retryAfterPair(1);
 
 /** What a decided request's verdict says besides the decision. */
 export interface DecidedFacts {
@@ -112,7 +131,7 @@ export class VerdictWriter {
       };
     }
     const headers = none ? [] : this.#rateLimitHeaders(facts, d);
-    headers.push([HeaderName.RetryAfter, String(Math.max(1, d.retryAfterSeconds))]);
+    headers.push(retryAfterPair(d.retryAfterSeconds));
     const unavailable = d.reason === 'store_unavailable';
     // Without denial bodies (verdicts read, never sent: a replay of logs) the body and the headers that describe
     // it are left out.
@@ -187,9 +206,7 @@ export class VerdictWriter {
       code: 'blocked',
     };
     const extra: HeaderPair[] =
-      until === undefined
-        ? []
-        : [[HeaderName.RetryAfter, String(Math.max(1, Math.ceil((until - nowMs) / 1000)))]];
+      until === undefined ? [] : [retryAfterPair(Math.ceil((until - nowMs) / 1000))];
     return { ...this.#problem(req, p, 'blocked', extra, undefined, ip), key, identity };
   }
 
