@@ -12,6 +12,10 @@
  *   npx tsx bench/replay.bench.ts
  *   BENCH_ROUNDS=5 BENCH_LINES=1000000 npx tsx bench/replay.bench.ts
  *   BENCH_LINES=10000000 BENCH_MODES=replay BENCH_ROUNDS=1 npx tsx bench/replay.bench.ts   (the long run: RSS)
+ *   BENCH_BEFORE=/tmp/before BENCH_MODES=replay,replay-before npx tsx bench/replay.bench.ts
+ *
+ * `replay-before` runs the `sluice` command of another built tree (`BENCH_BEFORE`, for example `git archive` of the
+ * commit before a change, built with `npx tsc -b packages/sluice packages/gateway`), round by round with this one.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
@@ -30,6 +34,7 @@ const usage = fileURLToPath(new URL('./replay/report-usage.mjs', import.meta.url
 const root = fileURLToPath(new URL('..', import.meta.url));
 const sluice = join(root, 'packages/gateway/bin/sluice.js');
 const example = join(root, 'packages/gateway/examples/rate-limits.yaml');
+const before = process.env.BENCH_BEFORE;
 
 interface Pass {
   readonly lines: number;
@@ -54,10 +59,12 @@ if (MODES.includes('replay') || MODES.includes('recommend')) {
 }
 
 /** One pass of the built command: its JSON report for the line count, its usage from the preloaded module. */
-function command(mode: 'replay' | 'recommend'): Pass {
+function command(mode: 'replay' | 'replay-before' | 'recommend'): Pass {
   const args =
-    mode === 'replay' ? ['replay', '--json', '--config', example, log] : ['recommend', '--json', log];
-  const r = spawnSync(process.execPath, ['--import', usage, sluice, ...args], {
+    mode === 'recommend' ? ['recommend', '--json', log] : ['replay', '--json', '--config', example, log];
+  if (mode === 'replay-before' && before === undefined) throw new Error('replay-before needs BENCH_BEFORE');
+  const bin = mode === 'replay-before' ? join(before as string, 'packages/gateway/bin/sluice.js') : sluice;
+  const r = spawnSync(process.execPath, ['--import', usage, bin, ...args], {
     encoding: 'utf8',
     maxBuffer: 1 << 30,
   });
@@ -75,7 +82,7 @@ function command(mode: 'replay' | 'recommend'): Pass {
   };
   // recommend counts every line once per replay it ran: the measure and each confirmation.
   const lines =
-    mode === 'replay'
+    mode !== 'recommend'
       ? (report.logs?.[0]?.lines ?? 0)
       : (report.requests ?? 0) * ((report.confirmation?.rounds ?? 0) + 1);
   return { ...u, lines, linesPerSecond: lines / u.seconds, linesPerCpuSecond: lines / u.cpuSeconds };
@@ -85,7 +92,7 @@ const passes = new Map<string, Pass[]>(MODES.map((m) => [m, []]));
 for (let round = 0; round < ROUNDS; round++) {
   const order = round % 2 === 0 ? MODES : [...MODES].reverse();
   for (const mode of order) {
-    if (mode === 'replay' || mode === 'recommend') {
+    if (mode === 'replay' || mode === 'replay-before' || mode === 'recommend') {
       passes.get(mode)?.push(command(mode));
       continue;
     }
