@@ -3,11 +3,14 @@
  * writes (penalty-style blocks of new keys, each with an end), each followed by one decision of the HTTP limiter,
  * as a gateway under traffic makes one after every write (the decision brings its override index up to date),
  * for at most 5 s. Two ways to bring the index up to date are timed in the same process, interleaved per round:
- * rebuilt from the whole list (every write before D-G82) and updated from the store's log of changes (D-G82). Memory store; with a
- * Redis URL as the second argument (REDIS_URL), the Redis store too. The figure is writes per second, the median
+ * rebuilt from the whole list (every write before D-G82) and updated from the store's log of changes (D-G82). Memory store,
+ * the threads' shared store (`shared`, its journal of D-G110) and that store before its journal (`shared-json`, one
+ * JSON document written whole per write, bench/lib/json-shared-overrides.ts); with a Redis URL as the second
+ * argument (REDIS_URL), the Redis store too. The figure is writes per second, the median
  * over rounds, with the spread, and the process's resident set size after the largest run.
  *
  * Run: npx tsx bench/override-writes.bench.ts [rounds=5] [redis-url]
+ * (OVERRIDE_BENCH_SIZES=0,5000,100000 and OVERRIDE_BENCH_STORES=shared,shared-json choose sizes and stores)
  */
 import {
   Limiter,
@@ -18,13 +21,18 @@ import {
 } from '../packages/sluice/src/core/index.js';
 import { createHttpLimiter, type HttpRequestInfo } from '../packages/sluice/src/http/index.js';
 import { MemoryOverrides, MemoryStore } from '../packages/sluice/src/memory/index.js';
+import { SharedOverrides } from '../packages/sluice/src/shared/index.js';
+import { JsonSharedOverrides } from './lib/json-shared-overrides.js';
 import { median, table } from './lib/stats.js';
 
 const rounds = Number(process.argv[2] ?? 5);
 const redisUrl = process.argv[3] ?? process.env.REDIS_URL;
 const WRITES = 2000;
 const BUDGET_MS = 5000;
-const SIZES = [0, 10_000, 100_000];
+/** Rules held before the timed writes; OVERRIDE_BENCH_SIZES=0,5000,100000 names others. */
+const SIZES = (process.env.OVERRIDE_BENCH_SIZES ?? '0,10000,100000').split(',').map(Number);
+/** The stores timed; OVERRIDE_BENCH_STORES=shared,shared-json names some of them (default: every one). */
+const STORES = process.env.OVERRIDE_BENCH_STORES?.split(',');
 const NOW = Date.now();
 const request: HttpRequestInfo = {
   method: 'GET',
@@ -111,7 +119,20 @@ async function writesPerSecond(store: OverrideStore, from: number): Promise<numb
 
 /** Opens a store; one in Redis is filled with `size` rules in bulk first (the fill is not timed). */
 type Opener = (size: number) => Promise<OverrideStore>;
-const openers: [string, Opener][] = [['memory', async () => new MemoryOverrides()]];
+const openers: [string, Opener][] = [
+  ['memory', async () => new MemoryOverrides()],
+  // The threads' store (`--threads`), filled by writes like the memory store.
+  ['shared', async () => new SharedOverrides()],
+  // The threads' store before its journal (D-G110), in a buffer large enough for 100,000 rules, filled at once.
+  [
+    'shared-json',
+    async (size) => {
+      const store = new JsonSharedOverrides({ bytes: 256 * 2 ** 20 });
+      store.load(Array.from({ length: size }, (_, i) => rule(i)));
+      return store;
+    },
+  ],
+];
 let closeRedis: (() => Promise<void>) | undefined;
 if (redisUrl !== undefined) {
   const { Redis } = await import('ioredis');
@@ -150,6 +171,7 @@ if (redisUrl !== undefined) {
 const rows: string[][] = [];
 let rss = 0;
 for (const [kind, open] of openers) {
+  if (STORES !== undefined && !STORES.includes(kind)) continue;
   for (const size of SIZES) {
     const before: number[] = [];
     const after: number[] = [];
