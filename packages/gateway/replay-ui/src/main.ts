@@ -1,6 +1,5 @@
 import { count, percent } from '../../dashboard-ui/src/format.js';
 import { RateChart } from '../../dashboard-ui/src/rate-chart.js';
-import { capacityNotes } from '../../src/replay/capacity-notes.js';
 import type { ReplayReport } from '../../src/replay/replay-report.js';
 // The dashboard's styles: the report looks like the dashboard it complements.
 import '../../dashboard-ui/src/styles.css';
@@ -124,7 +123,20 @@ function notices(r: ReplayReport): string[] {
       out.push(
         `${c.config} has a penalty: section, which replay does not apply: a live gateway also blocks keys limited ${c.penalty.after} times within ${c.penalty.withinSeconds} s, so it refuses more than shown here.`,
       );
-    for (const note of capacityNotes(c)) out.push(`${c.config}: ${note}.`);
+    // The terminal's sentences (src/replay/capacity-notes.ts), written here too: the page imports no gateway code.
+    const k = c.capacity?.concurrency;
+    if (k !== undefined && k.withoutDuration > 0)
+      out.push(
+        `${c.config}: concurrency was not replayed for ${count(k.withoutDuration)} requests whose line has no duration (their slots were given back at once, so the gateway limits more than shown here). Log NGINX $request_time, Apache %D, Envoy %DURATION%, or name a JSON field with --field duration=NAME.`,
+      );
+    if (k !== undefined && k.endedEarly > 0)
+      out.push(
+        `${c.config}: ${count(k.endedEarly)} requests gave back their concurrency slots before their end, with more requests in flight at once than replay holds.`,
+      );
+    if (c.capacity?.overload !== undefined)
+      out.push(
+        `${c.config}: load shedding (overload:) was not replayed: it follows the upstream's live latency and load, which an access log does not replay, so a gateway over capacity refuses more than shown here.`,
+      );
   }
   for (const l of r.logs) {
     if (l.error !== undefined) out.push(`${l.name} was read only in part: ${l.error}.`);

@@ -3,9 +3,10 @@ import type { ConfigReport } from './replay-report.js';
 const n = (x: number) => x.toLocaleString('en-US');
 
 /**
- * What a replay says of a configuration's capacity limits, as sentences shared by the terminal report and the
- * HTML page: the concurrency limits it could not replay (lines without a duration) and load shedding, which it
- * never replays (it follows the upstream's live latency, which no access log replays).
+ * What a replay says of a configuration's capacity limits, as the terminal report's sentences (the HTML page, which
+ * imports no gateway code, writes the same from the report's `capacity`): the concurrency limits it could not
+ * replay (lines without a duration) and load shedding, which it never replays (it follows the upstream's live
+ * latency, which no access log replays).
  *
  * @param c - one configuration's report.
  */

@@ -107,7 +107,7 @@ describe('sluice replay holds concurrency slots for each request duration', () =
     expect(r.capacity?.concurrency).toMatchObject({ replayed: false, held: 0, withoutDuration: 3 });
     expect(JSON.parse(JSON.stringify(r)).capacity.concurrency.replayed).toBe(false);
     expect(renderReplayText(r)).toMatch(/concurrency: not replayed for 3 requests/);
-    // The page shows the notes the terminal shows, from the report it embeds.
+    // The page writes its notices from the report it embeds.
     expect(replayHtml(r)).toContain(
       '"capacity":{"concurrency":{"replayed":false,"held":0,"withoutDuration":3',
     );
