@@ -12,6 +12,11 @@ export const H_VERSION = 1;
 const H_MAGIC = 2;
 const H_GENERATION = 3;
 const H_END = 4;
+/**
+ * The bytes a compaction would write now (the rules and the histories kept), kept up to date by every writer: an
+ * upper bound, since expired rules count until a write drops them.
+ */
+export const H_LIVE = 5;
 const HEADER_WORDS = 8;
 const HEADER_BYTES = HEADER_WORDS * 4;
 /** Not the magic of the JSON document layout this one replaced: a buffer of either is never read as the other. */
@@ -28,6 +33,11 @@ function footprint(length: number): number {
 /** One record, encoded once: what a writer hands to {@link OverrideJournal.append} or `replace`. */
 export function encodeRecord(value: unknown): Uint8Array {
   return encoder.encode(JSON.stringify(value));
+}
+
+/** The bytes `value` takes as one record in the journal. */
+export function recordBytes(value: unknown): number {
+  return footprint(encodeRecord(value).length);
 }
 
 /** The bytes records take in the journal. */

@@ -157,6 +157,31 @@ describe('SharedOverrides by its log of changes', () => {
     );
   });
 
+  it('refuses a new rule before the rules fill the buffer, so that a full buffer never compacts on every write', async () => {
+    const store = new SharedOverrides({ bytes: 1024 * 1024, wallClock: () => NOW });
+    const set = async (i: number) => {
+      const r = rule(`tenant:n${i}`, 'none', 0, null, 'ops', NOW);
+      return store.set(r, changeOf(r, 'ops', NOW)).then(() => undefined, full);
+    };
+    let n = 0;
+    while ((await set(n)) === undefined) n++;
+    expect(n).toBeGreaterThan(50);
+    const generation = () => OverrideJournal.attach(store.buffer)?.generation ?? 0;
+    const before = generation();
+    // Operators set the rules in force again (no new rule): each write appends, and the log is compacted once per
+    // quarter of the buffer written at most, not once per write.
+    for (let i = 0; i < 4000; i++) expect(await set(i % n)).toBeUndefined();
+    expect(generation() - before).toBeLessThan(8);
+    // Removals are never refused, and the room they free (once the history is full, a change replaces one) takes
+    // a new rule again.
+    for (let i = 0; i < 10; i++) {
+      const id = `tenant:n${i}`;
+      await store.remove(id, { action: 'remove', id, who: 'ops', at: NOW, reason: 'x' });
+    }
+    expect(await set(n)).toBeUndefined();
+    expect(store.snapshot().rules).toHaveLength(n - 9);
+  });
+
   it('holds 100,000 rules in the default buffer and refuses, naming the room, past it', async () => {
     expect(DEFAULT_OVERRIDE_BYTES).toBeGreaterThanOrEqual(64 * 1024 * 1024);
     const store = new SharedOverrides({ wallClock: () => NOW });

@@ -71,7 +71,7 @@ describe('SharedOverrides across threads', () => {
 
   it('brings every thread up to date rule by rule while two threads write at once, through compactions of its log', async () => {
     // Room for the rules in force but not for every write: the log is written again while the threads write.
-    const busy = new SharedOverrides({ bytes: 256 * 1024 });
+    const busy = new SharedOverrides({ bytes: 320 * 1024 });
     await Promise.all(
       workers.map((_, i) => ask(i, { op: 'attach', table: store.table, overrides: busy.buffer })),
     );

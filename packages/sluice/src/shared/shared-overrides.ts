@@ -16,7 +16,15 @@ import {
 import { AUTOMATIC_HISTORY_LIMIT, mergeHistories } from '../core/override.js';
 import { type OverrideDelta, OverrideLog } from '../core/override-log.js';
 import { lock, unlock } from './group-lock.js';
-import { encodeRecord, H_LOCK, H_VERSION, journalBytes, OverrideJournal } from './override-journal.js';
+import {
+  encodeRecord,
+  H_LIVE,
+  H_LOCK,
+  H_VERSION,
+  journalBytes,
+  OverrideJournal,
+  recordBytes,
+} from './override-journal.js';
 
 /**
  * Default room of the journal: 100,000 rules (a rule takes about 300 bytes with its record) fill less than half of
@@ -27,6 +35,13 @@ export const DEFAULT_OVERRIDE_BYTES = 64 * 1024 * 1024;
 
 /** Expired rules are dropped on a write at most this often: a pass over every rule, paid once a second. */
 const PRUNE_EVERY_MS = 1000;
+
+/**
+ * The share of the journal the rules and histories may take before a new rule is refused: the rest stays free for
+ * appends, so a compaction (a pass over every rule) comes at most once per quarter of the buffer written, never
+ * on every write of a buffer near its room.
+ */
+const LIVE_SHARE = 0.75;
 
 /**
  * One record of the journal: a rule set (`s`), ids removed (`x`), an operator's change (`h`) or an automatic one
@@ -123,12 +138,26 @@ export class SharedOverrides implements OverrideStore {
     // The check and the write under one lock: no thread's operator rule can land between them.
     return this.#locked(() => {
       const now = this.#now();
-      if (automatic && keepsOverride(this.#rules.get(rule.id), rule, now)) return false;
+      const existing = this.#rules.get(rule.id);
+      if (automatic && keepsOverride(existing, rule, now)) return false;
       const expired: string[] = [];
+      let live = this.#kept(automatic ? 'a' : 'h', change) + recordBytes({ s: rule });
+      if (existing !== undefined) live -= recordBytes({ s: existing });
       if (now >= this.#pruneAt) {
         this.#pruneAt = now + PRUNE_EVERY_MS;
         for (const [id, r] of this.#rules)
-          if (r.expiresAt !== undefined && r.expiresAt <= now && id !== rule.id) expired.push(id);
+          if (r.expiresAt !== undefined && r.expiresAt <= now && id !== rule.id) {
+            expired.push(id);
+            live -= recordBytes({ s: r });
+          }
+      }
+      const room = Math.floor(this.#journal.capacity * LIVE_SHARE);
+      if (existing === undefined && live > room) {
+        throw new SluiceError(
+          ErrorCode.OverridesFull,
+          `the rules in force and the history would take ${live} bytes, more than ${room} of the ${this.#journal.capacity} of the shared buffer (the rest is kept for writes); remove rules or give a larger bytes option`,
+          { limit: room, needed: live },
+        );
       }
       this.#commit(
         {
@@ -137,6 +166,7 @@ export class SharedOverrides implements OverrideStore {
           ...(automatic ? { a: change } : { h: change }),
         },
         now,
+        live,
       );
       return true;
     });
@@ -145,7 +175,9 @@ export class SharedOverrides implements OverrideStore {
   async remove(id: string, change: OverrideChange): Promise<OverrideRule | undefined> {
     return this.#locked(() => {
       const gone = this.#rules.get(id);
-      if (gone !== undefined) this.#commit({ x: [id], h: { ...change, rule: gone } }, this.#now());
+      if (gone === undefined) return undefined;
+      const h = { ...change, rule: gone };
+      this.#commit({ x: [id], h }, this.#now(), this.#kept('h', h) - recordBytes({ s: gone }));
       return gone;
     });
   }
@@ -176,12 +208,25 @@ export class SharedOverrides implements OverrideStore {
   }
 
   /**
+   * The bytes a compaction would write once `change` joins its history (`h` or `a`), the oldest kept change
+   * falling out when the history is full.
+   */
+  #kept(kind: 'h' | 'a', change: OverrideChange): number {
+    const changes = kind === 'h' ? this.#history : this.#automatic;
+    const limit = kind === 'h' ? OVERRIDE_HISTORY_LIMIT : AUTOMATIC_HISTORY_LIMIT;
+    let live = Atomics.load(this.#journal.header, H_LIVE) + recordBytes({ [kind]: change });
+    if (changes.length >= limit) live -= recordBytes({ [kind]: changes[changes.length - limit] });
+    return live;
+  }
+
+  /**
    * Appends one write's record; when the journal is full, writes it again with the rules in force and the
    * histories kept, then the record. Under the lock, with this thread's copy current.
    *
+   * @param live - the bytes a compaction would write after this write.
    * @throws SluiceError `ERR_OVERRIDES_FULL` when even that does not fit (nothing is written then).
    */
-  #commit(record: JournalRecord, now: number): void {
+  #commit(record: JournalRecord, now: number, live: number): void {
     const journal = this.#journal;
     const bytes = encodeRecord(record);
     if (!journal.append([bytes])) {
@@ -195,6 +240,11 @@ export class SharedOverrides implements OverrideStore {
       }
       for (const h of this.#history.slice(-OVERRIDE_HISTORY_LIMIT)) image.push(encodeRecord({ h }));
       for (const a of this.#automatic.slice(-AUTOMATIC_HISTORY_LIMIT)) image.push(encodeRecord({ a }));
+      // Exact again after a compaction (expired rules no longer counted): the image, this write's record as the
+      // compacted rule and change it leaves.
+      live = journalBytes(image) + (record.s === undefined ? 0 : recordBytes({ s: record.s }));
+      if (record.h !== undefined) live += this.#kept('h', record.h) - Atomics.load(journal.header, H_LIVE);
+      if (record.a !== undefined) live += this.#kept('a', record.a) - Atomics.load(journal.header, H_LIVE);
       image.push(bytes);
       if (!journal.replace(image)) {
         const needed = journalBytes(image);
@@ -205,6 +255,7 @@ export class SharedOverrides implements OverrideStore {
         );
       }
     }
+    Atomics.store(journal.header, H_LIVE, live);
     Atomics.add(journal.header, H_VERSION, 1);
     // This thread reads its own record back like any other thread: one way to change the copy.
     this.#sync();
