@@ -137,6 +137,20 @@ function notices(r: ReplayReport): string[] {
       out.push(
         `${c.config}: load shedding (overload:) was not replayed: it follows the upstream's live latency and load, which an access log does not replay, so a gateway over capacity refuses more than shown here.`,
       );
+    // The terminal's sentences of costs settled from the response (src/replay/costs-notes.ts).
+    const m = c.costs?.notReplayed;
+    if (m !== undefined && m.status > 0)
+      out.push(
+        `${c.config}: count: was not replayed for ${count(m.status)} requests whose line has no status (all counted). Log the status (NGINX $status, Apache %>s) or name a JSON field with --field status=NAME.`,
+      );
+    if (m !== undefined && m.size > 0)
+      out.push(
+        `${c.config}: bytes costs were not replayed for ${count(m.size)} requests whose line has no size (charged their reservation). Log NGINX $body_bytes_sent or Apache %b, or name a JSON field with --field bytes=NAME.`,
+      );
+    if (m !== undefined && m.cost > 0)
+      out.push(
+        `${c.config}: header or json costs were not replayed for ${count(m.cost)} requests whose line has no cost (charged the fallback). Name the JSON field with --field cost=NAME.`,
+      );
   }
   for (const l of r.logs) {
     if (l.error !== undefined) out.push(`${l.name} was read only in part: ${l.error}.`);

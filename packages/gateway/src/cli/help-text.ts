@@ -45,8 +45,9 @@ Commands:
              input; several logs are merged by time (rotated files in any order, one log per
              server). --format auto (default, per log from its first line), combined, common,
              envoy, json or gateway (the gateway's own request log). JSON logs: --field NAME=PATH
-             maps time, method, path, request, client, tenant, app, user, tier, apikey, cost or
-             duration to a dotted field (repeatable); --duration-unit s|ms|us reads whole-number
+             maps time, method, path, request, client, tenant, app, user, tier, apikey, cost,
+             duration, status or bytes to a dotted field (repeatable; status, bytes and cost settle
+             cost: and count: rules); --duration-unit s|ms|us reads whole-number
              durations (Apache %T: s), which hold concurrency slots. Lines that are no request are counted and their first
              line numbers shown; lines of one log earlier than the line before them are decided at
              the later time. Memory stays bounded by the key cap of FILE.

@@ -2,6 +2,7 @@ import { clfDuration, type DurationUnit } from './log-duration.js';
 import type { LineParser } from './log-record.js';
 import { ClfTimeParser } from './log-time.js';
 import { closingQuote, isStatus, readRequestLine } from './request-line.js';
+import { sizeAt, statusAt } from './response-facts.js';
 
 /**
  * The parser of NGINX's and Apache's `combined` and `common` formats, which differ only by the referer and user
@@ -36,6 +37,9 @@ export function clfParser(durationUnit: DurationUnit = 'us'): LineParser {
     into.timeMs = t;
     into.clientIp = sp === 1 && s.charCodeAt(0) === 45 /* - */ ? undefined : s.slice(0, sp);
     into.durationMs = clfDuration(s, q + 5, durationUnit);
+    // The status and the body size, for costs settled from the response (`count:`, `cost: { bytes }`).
+    into.status = statusAt(s, q + 2);
+    into.bytes = s.charCodeAt(q + 5) === 32 ? sizeAt(s, q + 6) : -1;
     return true;
   };
 }

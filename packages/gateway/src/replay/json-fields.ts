@@ -15,6 +15,8 @@ export const JSON_FIELDS = [
   'apikey',
   'cost',
   'duration',
+  'status',
+  'bytes',
 ] as const;
 
 /** One of {@link JSON_FIELDS}. */
@@ -42,6 +44,8 @@ const DEFAULTS: Readonly<Record<JsonField, readonly string[]>> = {
   apikey: [],
   cost: [],
   duration: ['duration', 'request_time', 'duration_ms'],
+  status: ['status', 'status_code', 'response_code'],
+  bytes: ['body_bytes_sent', 'bytes_sent', 'bytes', 'response_size'],
 };
 
 /**

@@ -4,6 +4,7 @@ import { jsonDuration } from './log-duration.js';
 import type { LineParser, LogRecord } from './log-record.js';
 import { AnyTimeParser } from './log-time.js';
 import { readRequestLine } from './request-line.js';
+import { sizeOf, statusOf } from './response-facts.js';
 
 const text = (v: unknown): string | undefined =>
   typeof v === 'string' ? v : typeof v === 'number' ? String(v) : undefined;
@@ -56,11 +57,14 @@ export function readJsonRequest(o: unknown, fields: FieldMap, time: AnyTimeParse
   into.tier = text(pick(o, fields.tier));
   into.apiKeyHash = text(pick(o, fields.apikey));
   into.durationMs = jsonDuration(o, fields.duration, pick, fields.durationUnit);
+  into.status = statusOf(pick(o, fields.status));
+  into.bytes = sizeOf(pick(o, fields.bytes));
   const cost = pick(o, fields.cost);
   if (cost === undefined) return true;
   // A cost that is no whole number of tokens the engine can count makes the line unreadable, not free.
   const n = typeof cost === 'string' ? Number(cost) : cost;
   if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 1) return false;
   into.cost = n;
+  into.costLogged = true;
   return true;
 }

@@ -24,6 +24,12 @@ export class LogRecord {
    * JSON log's `duration` field), or -1 when the line has none: replay holds a concurrency slot for it.
    */
   durationMs = -1;
+  /** The response status; 0 when the line has none (a `count:` rule then counts the request). */
+  status = 0;
+  /** Response body bytes (`%b`, `$body_bytes_sent`, a JSON field); -1 when the line has none. */
+  bytes = -1;
+  /** Whether the line gave the cost (a JSON log's cost field): for a `header` or `json` cost, what it settled. */
+  costLogged = false;
   /** The index of the log the line came from, among the logs of a replay (set by the merge of several). */
   source = 0;
 
@@ -39,6 +45,9 @@ export class LogRecord {
     this.apiKeyHash = undefined;
     this.cost = 1;
     this.durationMs = -1;
+    this.status = 0;
+    this.bytes = -1;
+    this.costLogged = false;
   }
 
   /**
@@ -57,6 +66,9 @@ export class LogRecord {
     this.apiKeyHash = o.apiKeyHash;
     this.cost = o.cost;
     this.durationMs = o.durationMs;
+    this.status = o.status;
+    this.bytes = o.bytes;
+    this.costLogged = o.costLogged;
     this.source = o.source;
   }
 

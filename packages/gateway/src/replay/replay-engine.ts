@@ -10,6 +10,7 @@ import { ClientAddresses } from './client-addresses.js';
 import type { LogRecord } from './log-record.js';
 import { ReplayHolds } from './replay-holds.js';
 import type { ReplayOutcome } from './replay-outcome.js';
+import { ReplaySettlement, type ResponseFacts } from './replay-settle.js';
 import { ReplayTally } from './replay-tally.js';
 
 /**
@@ -38,12 +39,12 @@ class ReplayRequest implements GatewayRequest {
   caller: CallerIdentity | undefined = undefined;
 
   /** Fills this request from a line and its client (`undefined` for none); returns it. */
-  set(r: LogRecord, ip: string | undefined, ipKey: string | undefined): this {
+  set(r: LogRecord, ip: string | undefined, ipKey: string | undefined, cost = r.cost): this {
     this.method = r.method;
     this.path = r.target;
     this.clientIp = ip;
     this.clientIpKey = ipKey;
-    this.cost = r.cost;
+    this.cost = cost;
     this.caller = r.identified
       ? {
           source: 'headers',
@@ -77,6 +78,8 @@ export class ReplayEngine {
   readonly tally: ReplayTally;
   /** The responses still holding concurrency slots, ended at each line's time plus its duration. */
   readonly holds: ReplayHolds;
+  /** Costs settled from each line's status, size and cost (`cost:`, `count:`). */
+  readonly settlement: ReplaySettlement;
   /** Lines decided at a later time than their own, and the largest such difference in milliseconds. */
   outOfOrder = 0;
   maxSkewMs = 0;
@@ -123,6 +126,7 @@ export class ReplayEngine {
     });
     this.tally = new ReplayTally(config.defaultTier, keyCap);
     this.holds = new ReplayHolds(config);
+    this.settlement = new ReplaySettlement(config);
   }
 
   /**
@@ -216,21 +220,20 @@ export class ReplayEngine {
       this.tally.record(v, 'exempt', t, line, log);
       return v;
     }
-    const v = rt.http.evaluate(this.#request.set(r, ip, ipKey));
-    const holds = this.holds;
+    const v = rt.http.evaluate(this.#request.set(r, ip, ipKey, this.settlement.admissionCost(r)));
     if (!isPromiseLike(v)) {
       this.tally.record(v, outcomeOf(v), t, line, log);
-      if (holds.active && v.observer !== undefined) holds.release(v, r.durationMs, t);
+      if (v.observer !== undefined) this.#ended(v, r, r.durationMs, t);
       return v;
     }
     // The waiting request holds on to its instance.
     this.#request = new ReplayRequest();
     const durationMs = r.durationMs;
+    const facts = this.settlement.active ? ReplaySettlement.facts(r) : undefined;
     const p = Promise.resolve(v).then((x) => {
       this.tally.record(x, outcomeOf(x), t, line, log);
       // A queued request takes its slots when its wait is over, and holds them from then.
-      if (holds.active && x.observer !== undefined)
-        holds.release(x, durationMs, t + (x.decision?.delayMs ?? 0));
+      if (x.observer !== undefined) this.#ended(x, facts, durationMs, t + (x.decision?.delayMs ?? 0));
       return x;
     });
     this.#pending.add(p);
@@ -256,6 +259,16 @@ export class ReplayEngine {
   /** Requests still waiting in a queue. */
   get pending(): number {
     return this.#pending.size;
+  }
+
+  /**
+   * Ends an admitted response's observer as the log tells it: its cost settled from the line's status, size and
+   * cost (`cost:`, `count:`), its concurrency slots held for its duration.
+   */
+  #ended(v: Verdict, facts: ResponseFacts | undefined, durationMs: number, startMs: number): void {
+    const end = facts !== undefined && this.settlement.active ? this.settlement.play(v, facts) : undefined;
+    if (this.holds.active) this.holds.release(v, durationMs, startMs, end);
+    else if (end !== undefined) v.observer?.end(end);
   }
 
   #notIp(text: string): void {

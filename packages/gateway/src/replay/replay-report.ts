@@ -3,6 +3,7 @@ import type { FlipCounts } from './replay-flips.js';
 import type { ReplayHolds } from './replay-holds.js';
 import type { OutcomeCounts } from './replay-outcome.js';
 import type { LogStats, NamedConfig, ReplayRun } from './replay-run.js';
+import { type CostsReport, costsReport, type ReplaySettlement } from './replay-settle.js';
 import type { ReplayTally } from './replay-tally.js';
 
 /** How many limited keys and flipping keys the report lists. */
@@ -69,6 +70,11 @@ export interface ConfigReport {
    * never replayed). Absent when the configuration has neither.
    */
   readonly capacity?: CapacityReport;
+  /**
+   * The configuration's costs settled from the response (`cost:`, `count:`) as replayed from each line's status,
+   * size and cost field; `replayed` false when lines lacked what their settlement needed. Absent without them.
+   */
+  readonly costs?: CostsReport;
 }
 
 /** What a replay did with a configuration's concurrency limits and load shedding. */
@@ -148,7 +154,7 @@ export function iso(ms: number): string {
  */
 export function replayReport(run: ReplayRun): ReplayReport {
   const e = run.engine;
-  const base = configReport(run.config, e.tally, e.store, e.holds);
+  const base = configReport(run.config, e.tally, e.store, e.holds, e.settlement);
   const span = Number.isNaN(e.firstMs)
     ? undefined
     : { from: iso(e.firstMs), to: iso(e.lastMs), seconds: (e.lastMs - e.firstMs) / 1000 };
@@ -176,7 +182,7 @@ export function replayReport(run: ReplayRun): ReplayReport {
   return {
     ...report,
     against: {
-      ...configReport(x.config, x.engine.tally, x.engine.store, x.engine.holds),
+      ...configReport(x.config, x.engine.tally, x.engine.store, x.engine.holds, x.engine.settlement),
       flips: {
         ...f.totals,
         policies: [...f.policies].map(([policy, c]) => ({ policy, ...c })).sort(byFlips),
@@ -194,6 +200,7 @@ function configReport(
   t: ReplayTally,
   store: MemoryStore,
   holds: ReplayHolds,
+  settlement?: ReplaySettlement,
 ): ConfigReport {
   const name = named.name;
   const p = named.config.penalty;
@@ -266,6 +273,7 @@ function configReport(
           },
         }),
     ...capacityReport(named, holds),
+    ...costsReport(settlement),
   };
 }
 

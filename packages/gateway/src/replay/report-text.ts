@@ -1,4 +1,5 @@
 import { capacityNotes } from './capacity-notes.js';
+import { costsNotes } from './costs-notes.js';
 import { MAX_HELD } from './reorder-window.js';
 import type { OutcomeCounts } from './replay-outcome.js';
 import type { ConfigReport, ReplayReport } from './replay-report.js';
@@ -179,7 +180,7 @@ export function missingClientWarning(lines: number, requests: number): string | 
 /** The note on a configuration's `penalty:` section, which replay does not apply, and on its capacity limits. */
 function penaltyNote(r: ConfigReport): string[] {
   const p = r.penalty;
-  const capacity = capacityNotes(r).map((line) => `  ${line}`);
+  const capacity = [...capacityNotes(r), ...costsNotes(r)].map((line) => `  ${line}`);
   if (p === undefined) return capacity;
   return [
     ...capacity,
