@@ -308,10 +308,11 @@ describe('costs settled from the response, through the gateway', () => {
     // by what passed so far.
     v8.setFlagsFromString('--expose-gc');
     const gc = runInNewContext('gc') as () => void;
+    // This isolate's heap and external memory (Buffers), not the process's: other suites may run in other threads.
     const live = () => {
       gc();
-      const m = process.memoryUsage();
-      return m.heapUsed + m.arrayBuffers;
+      const h = v8.getHeapStatistics();
+      return h.used_heap_size + h.external_memory;
     };
     // A raw socket reader, so that no client library buffers ahead of the count.
     const { hostname, port } = new URL(url);
