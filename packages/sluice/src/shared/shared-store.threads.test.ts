@@ -216,6 +216,10 @@ class ThreadedStore implements RateLimitStore {
 }
 
 function optionsOf(p: Check['policy']): WireCheck['policy'] {
+  // A concurrency policy crosses as what defines it: its slots and Retry-After hint, never a quota per window.
+  if (p.concurrent > 0) {
+    return { name: p.name, concurrent: p.concurrent, retryAfter: p.retryAfterHint, shadow: p.shadow };
+  }
   return {
     ...(p.bucketName === undefined ? {} : { bucketName: p.bucketName }),
     name: p.name,
