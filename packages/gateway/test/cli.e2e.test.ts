@@ -70,7 +70,7 @@ describe('sluice validate and --help', () => {
     expect(await main(['validate', bad], e.io)).toBe(1);
     expect(e.err.join('')).toBe(
       `${bad}:2:16 rateLimiting.defaultTier: tier "gold" is not defined; defined: free\n` +
-        `${bad}:4:35 rateLimiting.tiers.free.burst: unknown key "burst"; known keys: requestsPerMinute, requestsPerHour, burstLimit, unlimited, queue, problemCode, shadow\n` +
+        `${bad}:4:35 rateLimiting.tiers.free.burst: unknown key "burst"; known keys: requestsPerMinute, requestsPerHour, burstLimit, cost, count, unlimited, priority, concurrentRequests, queue, problemCode, shadow\n` +
         `${bad}: 2 violations\n`,
     );
   });
