@@ -3,7 +3,7 @@
  * `SharedOverrides.set`, a second instance on the same buffer (as another thread holds it) and a limiter on it
  * deciding every 1,000 writes, then reads the list. Prints the heap both copies hold after a collection, the
  * process's RSS, the bytes of the buffer's journal written (its high-water mark, the resident part of the buffer)
- * and the writes per second of the fill.
+ * and what a compaction would write, and the writes per second of the fill.
  *
  * Run: node --expose-gc --import tsx bench/shared-overrides-memory.bench.ts [rules=100000]
  */
@@ -48,7 +48,9 @@ await http.evaluate(request);
 if (reader.snapshot().rules.length !== size) throw new Error('a rule is missing');
 gc();
 const heap = process.memoryUsage().heapUsed - heap0;
+// Header words (shared/override-journal.ts): the journal's end, and the bytes a compaction would write now.
 const journal = new Int32Array(writer.buffer, 0, 8)[4];
+const live = new Int32Array(writer.buffer, 0, 8)[5];
 console.log(
-  `${size.toLocaleString('en-US')} rules: ${(size / seconds).toFixed(0)} writes/s over the fill; heap of two copies and one index ${(heap / 2 ** 20).toFixed(0)} MB (${(heap / size).toFixed(0)} bytes per rule); RSS ${(process.memoryUsage().rss / 2 ** 20).toFixed(0)} MB; journal ${(journal / 2 ** 20).toFixed(1)} MB of ${(writer.buffer.byteLength / 2 ** 20).toFixed(0)} MB`,
+  `${size.toLocaleString('en-US')} rules: ${(size / seconds).toFixed(0)} writes/s over the fill; heap of two copies and one index ${(heap / 2 ** 20).toFixed(0)} MB (${(heap / size).toFixed(0)} bytes per rule); RSS ${(process.memoryUsage().rss / 2 ** 20).toFixed(0)} MB; journal ${(journal / 2 ** 20).toFixed(1)} MB of ${(writer.buffer.byteLength / 2 ** 20).toFixed(0)} MB, ${(live / 2 ** 20).toFixed(1)} MB once compacted`,
 );
