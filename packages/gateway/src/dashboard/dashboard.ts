@@ -3,7 +3,7 @@ import { integerOption, invalidOption, objectOption, type RateLimitStore, reject
 import type { Runtime } from '../admission/runtime.js';
 import type { GatewayConfig } from '../config/gateway-config.js';
 import { redactUrls } from '../config/redact.js';
-import { capacityView } from './capacity-view.js';
+import { capacityView, type PeerInFlight } from './capacity-view.js';
 import { DashboardAssets } from './dashboard-assets.js';
 import type {
   DashboardStatus,
@@ -15,7 +15,7 @@ import type {
 } from './dashboard-frame.js';
 import { RateWindow } from './rate-window.js';
 import { storeHealth } from './store-health.js';
-import { unitsView } from './units-view.js';
+import { type PeerUnits, unitsView } from './units-view.js';
 
 /** What the dashboard reads from the gateway. */
 export interface DashboardSource {
@@ -26,6 +26,8 @@ export interface DashboardSource {
   readonly inflight: number;
   /** The configuration in effect as built (concurrency policies, load shedding), when the host has one. */
   readonly runtime?: Runtime;
+  /** As the first thread of `sluice serve --threads`, the other threads' figures, added to this thread's. */
+  readonly peers?: (PeerInFlight & PeerUnits) | undefined;
 }
 
 /** The top limited keys, as `TopLimitedKeys` (sluice/quota) gives them. */
@@ -207,8 +209,8 @@ export class Dashboard {
       configVersion: this.#configVersion,
       topLimitedKeys: this.#topLimitedKeys(),
       topTenants: await this.#topTenants(),
-      capacity: capacityView(s.runtime),
-      units: unitsView(s.runtime),
+      capacity: capacityView(s.runtime, s.peers),
+      units: unitsView(s.runtime, s.peers),
     };
   }
 

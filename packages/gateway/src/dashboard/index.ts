@@ -1,3 +1,4 @@
+export { capacityView, type PeerInFlight } from './capacity-view.js';
 export {
   Dashboard,
   type DashboardOptions,
@@ -16,3 +17,4 @@ export {
   ThreadPeers,
   TOP_SHIPPED,
 } from './thread-peers.js';
+export { type PeerUnits, unitsView } from './units-view.js';

@@ -35,6 +35,49 @@ describe('ThreadPeers', () => {
     expect(peers.topKeys(own).hashKey('ip:192.0.2.1')).toBe('h(ip:192.0.2.1)');
   });
 
+  it("adds the other threads' requests in flight per concurrency policy and their units charged", () => {
+    const clock = new ManualClock(0);
+    const peers = new ThreadPeers(new RateWindow({ clock, wallNow: () => clock.now() }));
+    const empty = { series: [], rows: [] };
+    expect(peers.inFlightOf('reports')).toBe(0);
+    peers.receive(1, {
+      rates: empty,
+      top: [],
+      inflight: 3,
+      concurrency: [{ policy: 'reports', inFlight: 2, limit: 4 }],
+      units: [
+        { policy: 'tokens', unit: 'tokens', units: 30 },
+        { policy: 'login', unit: 'requests', units: 1 },
+      ],
+    });
+    peers.receive(2, {
+      rates: empty,
+      top: [],
+      inflight: 1,
+      concurrency: [{ policy: 'reports', inFlight: 1, limit: 4 }],
+      units: [{ policy: 'tokens', unit: 'tokens', units: 5 }],
+    });
+    // A newer feed replaces the thread's previous one: in flight now, units charged since start.
+    peers.receive(2, {
+      rates: empty,
+      top: [],
+      inflight: 1,
+      concurrency: [{ policy: 'reports', inFlight: 3, limit: 4 }],
+      units: [{ policy: 'tokens', unit: 'tokens', units: 8 }],
+    });
+    expect(peers.inFlightOf('reports')).toBe(5);
+    expect(peers.inFlightOf('other')).toBe(0);
+    const own = [
+      { policy: 'login', unit: 'requests', units: 2 },
+      { policy: 'bytes', unit: 'bytes', units: 4 },
+    ];
+    expect(peers.units(own)).toEqual([
+      { policy: 'tokens', unit: 'tokens', units: 38 },
+      { policy: 'bytes', unit: 'bytes', units: 4 },
+      { policy: 'login', unit: 'requests', units: 3 },
+    ]);
+  });
+
   it("merges the other threads' seconds into the first thread's rate window", () => {
     const clock = new ManualClock(5_000);
     const opts = { clock, wallNow: () => clock.now() };

@@ -1,3 +1,4 @@
+import type { InFlightView, UnitsView } from './dashboard-frame.js';
 import type { SharedKeyFact } from './limited-key-facts.js';
 import type { RateShipment, RateWindow } from './rate-window.js';
 
@@ -23,6 +24,13 @@ export interface ThreadFeed {
   readonly inflight: number;
   /** Who the keys of `top` are, as far as this thread knows (it limited them). */
   readonly facts?: readonly SharedKeyFact[];
+  /**
+   * The thread's own requests in flight per concurrency policy: the slots are one shared count, but which
+   * requests hold them is known only to the thread serving them, as for the in-flight gauge of `/metrics`.
+   */
+  readonly concurrency?: readonly InFlightView[] | undefined;
+  /** Units the thread charged per policy since it started (the dashboard's units card). */
+  readonly units?: readonly UnitsView[] | undefined;
 }
 
 /** The top limited keys as the dashboard and the admin API read them (`TopLimitedKeys` is one). */
@@ -50,7 +58,7 @@ export const TOP_SHIPPED = 100;
  */
 export class ThreadPeers {
   readonly #rates: RateWindow;
-  readonly #latest = new Map<number, { readonly top: readonly LimitedKeyRow[]; readonly inflight: number }>();
+  readonly #latest = new Map<number, ThreadFeed>();
 
   /** @param rates - the first thread's rate window, which the other threads' counts are added to. */
   constructor(rates: RateWindow) {
@@ -60,7 +68,42 @@ export class ThreadPeers {
   /** Takes in thread `source`'s feed. */
   receive(source: number, feed: ThreadFeed): void {
     this.#rates.merge(source, feed.rates);
-    this.#latest.set(source, { top: feed.top, inflight: feed.inflight });
+    this.#latest.set(source, feed);
+  }
+
+  /**
+   * Requests the other threads hold under a concurrency policy, as of their latest feeds.
+   *
+   * @param policy - the policy's name.
+   */
+  inFlightOf(policy: string): number {
+    let n = 0;
+    for (const f of this.#latest.values()) {
+      if (f.concurrency === undefined) continue;
+      for (const c of f.concurrency) if (c.policy === policy) n += c.inFlight;
+    }
+    return n;
+  }
+
+  /**
+   * The units charged per policy over every thread, largest first: each thread's totals since start summed by
+   * policy and unit.
+   *
+   * @param own - this thread's totals.
+   */
+  units(own: readonly UnitsView[]): UnitsView[] {
+    const sums = new Map<string, { policy: string; unit: string; units: number }>();
+    const add = (rows: readonly UnitsView[]) => {
+      for (const r of rows) {
+        const id = `${r.policy}\n${r.unit}`;
+        const s = sums.get(id);
+        if (s === undefined) sums.set(id, { policy: r.policy, unit: r.unit, units: r.units });
+        else s.units += r.units;
+      }
+    };
+    add(own);
+    for (const f of this.#latest.values()) if (f.units !== undefined) add(f.units);
+    return [...sums.values()].sort((a, b) => b.units - a.units);
   }
 
   /** Requests the other threads are serving, as of their latest feeds. */

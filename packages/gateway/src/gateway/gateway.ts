@@ -11,11 +11,13 @@ import { Runtime } from '../admission/runtime.js';
 import { configWarnings } from '../config/config-warnings.js';
 import type { GatewayConfig } from '../config/gateway-config.js';
 import {
+  capacityView,
   type LimitedKeysView,
   RateWindow,
   type ThreadFeed,
   ThreadPeers,
   TOP_SHIPPED,
+  unitsView,
 } from '../dashboard/index.js';
 import { LimitedKeyFacts } from '../dashboard/limited-key-facts.js';
 import { createLogger, type Logger } from '../log/create-logger.js';
@@ -379,6 +381,9 @@ export class Gateway extends EventEmitter {
       top,
       inflight: this.#proxy.inflight,
       facts: this.limitedKeyFacts.shipped(top),
+      // This thread's own figures (no peers of its own): the first thread adds them to its dashboard's.
+      concurrency: capacityView(this.#reloads.runtime)?.concurrency,
+      units: unitsView(this.#reloads.runtime),
     };
   }
 
