@@ -29,6 +29,34 @@ export function answerShed(
   id: string,
   extra: OutgoingHttpHeaders,
 ): void {
+  const { body, retryAfter } = shedProblem(rt, stage, logger, instance, id);
+  if (res.headersSent) return;
+  for (const k in extra) res.setHeader(k, extra[k] as string);
+  // An unread request body is the client's to drop: close rather than read it under overload.
+  if (hasRequestBody(req.headers) && !req.complete) res.setHeader('connection', 'close');
+  res.writeHead(503, {
+    'content-type': 'application/problem+json',
+    'cache-control': 'no-store',
+    'retry-after': retryAfter,
+    'content-length': Buffer.byteLength(body),
+  });
+  res.end(body);
+}
+
+/**
+ * The problem of a refusal under overload, for a plain request ({@link answerShed}) and a protocol upgrade alike:
+ * its body and a `Retry-After` with jitter. Logs the warning due (one a second at most) while requests are shed.
+ *
+ * @param instance - the request's path and query (the query is left out of the body).
+ * @param id - the request id.
+ */
+export function shedProblem(
+  rt: Runtime,
+  stage: OverloadStage,
+  logger: Logger,
+  instance: string,
+  id: string,
+): { readonly body: string; readonly retryAfter: string } {
   const shedder = stage.shedder;
   const due = shedder.warnDue(performance.now());
   if (due > 0) {
@@ -37,7 +65,6 @@ export function answerShed(
       'requests shed: the upstream is at its overload limit',
     );
   }
-  if (res.headersSent) return;
   const base = stage.config.retryAfterSeconds;
   const q = instance.indexOf('?');
   const body = JSON.stringify({
@@ -50,14 +77,5 @@ export function answerShed(
     code: 'temporary_reduced_capacity',
     correlation_id: id,
   });
-  for (const k in extra) res.setHeader(k, extra[k] as string);
-  // An unread request body is the client's to drop: close rather than read it under overload.
-  if (hasRequestBody(req.headers) && !req.complete) res.setHeader('connection', 'close');
-  res.writeHead(503, {
-    'content-type': 'application/problem+json',
-    'cache-control': 'no-store',
-    'retry-after': String(base + Math.floor(Math.random() * (base + 1))),
-    'content-length': Buffer.byteLength(body),
-  });
-  res.end(body);
+  return { body, retryAfter: String(base + Math.floor(Math.random() * (base + 1))) };
 }

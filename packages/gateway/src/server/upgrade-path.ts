@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Admission } from '../admission/admit-request.js';
+import { type OverloadStage, SHED } from '../admission/overload-stage.js';
 import {
   type GatewayProblem,
   Problems,
@@ -14,6 +15,10 @@ import { admittedHeaders, problemHeaders, upstreamHeaders } from './answer-heade
 import { busyRetryAfter } from './busy-retry-after.js';
 import { hasBadHost } from './host-header.js';
 import { admitOwnRequest, type ProxyContext } from './proxy-context.js';
+import { shedProblem } from './shed-answer.js';
+
+/** What ends a slot of an upgrade shed before it was sent. */
+const NOT_SENT = Object.freeze({ completed: false, status: 0, bytesSent: 0, bytesReceived: 0 });
 
 /**
  * Serves a protocol upgrade (WebSocket) of the proxy listener: the same target parser, admission and headers as a
@@ -65,12 +70,33 @@ export async function handleUpgrade(
     writeRawResponse(socket, admission.status, admission.headers, admission.body);
     return;
   }
-  // Only an upgrade that holds something (a concurrency slot) is fed; its socket's close ends it exactly once,
-  // however the upgrade goes on: switched (held while the connection lives), answered, refused or failed.
-  const feed =
-    admission.kind === 'allow' && admission.observer !== undefined
-      ? new UpgradeFeed(admission.observer, socket)
-      : undefined;
+  const owned = admission.kind === 'allow' ? admission.observer : undefined;
+  // Load shedding, as for a plain request: an upgrade takes a place by its priority, or is refused with 503 and
+  // gives back what its limits hold.
+  const overload = rt.overload;
+  const place = overload?.enter(
+    admission,
+    admission.kind === 'allow' ? admission.rules : undefined,
+    performance.now(),
+  );
+  if (place === SHED) {
+    log(503, 'shed', admission.key);
+    owned?.end(NOT_SENT);
+    const shed = shedProblem(rt, overload as OverloadStage, host.logger, raw, id);
+    // With the rate-limit headers of its admission, as a plain request's refusal (shed-answer) has them.
+    const given = admission.kind === 'allow' ? admission.headers : [];
+    writeRawResponse(
+      socket,
+      503,
+      problemHeaders(rt, id, [...given, ['retry-after', shed.retryAfter]]),
+      shed.body,
+    );
+    return;
+  }
+  // Only an upgrade that holds something (a concurrency slot, a place under the overload limit) is fed; its
+  // socket's close ends it exactly once, however the upgrade goes on: switched (a slot held while the connection
+  // lives, a place until the upstream answered), answered, refused or failed.
+  const feed = owned !== undefined || place !== undefined ? new UpgradeFeed(owned, socket, place) : undefined;
   // Admission admits canonical targets only; anything else must not reach the upstream.
   if (!target.ok) {
     host.logger.error({ reqId: id }, 'admission admitted a request target it refuses');
