@@ -1,6 +1,9 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import type { GatewayConfig } from '../config/gateway-config.js';
 import { loadConfigText } from '../config/load-config.js';
 import { capacityNotes } from './capacity-notes.js';
@@ -8,6 +11,18 @@ import { replayReport } from './replay-report.js';
 import { type ReplayLog, runReplay } from './replay-run.js';
 import { replayHtml } from './report-html.js';
 import { renderReplayText } from './report-text.js';
+
+// The page's shell as the build writes it (the unit suites run before any build): what the report embeds is
+// what is checked here, the page itself in replay-report.browser.test.ts.
+const PAGE = mkdtempSync(join(tmpdir(), 'sluice-replay-page-'));
+writeFileSync(
+  join(PAGE, 'index.html'),
+  '<link rel="stylesheet" href="app.css"><script type="application/json" id="replay-data">null</script>' +
+    '<script type="module" src="app.js"></script>',
+);
+writeFileSync(join(PAGE, 'app.js'), '');
+writeFileSync(join(PAGE, 'app.css'), '');
+afterAll(() => rmSync(PAGE, { recursive: true, force: true }));
 
 function config(text: string): GatewayConfig {
   const r = loadConfigText(text, 'test.yaml');
@@ -134,7 +149,7 @@ describe('sluice replay holds concurrency slots for each request duration', () =
     expect(JSON.parse(JSON.stringify(r)).capacity.concurrency.replayed).toBe(false);
     expect(renderReplayText(r)).toMatch(/concurrency: not replayed for 3 requests/);
     // The page writes its notices from the report it embeds.
-    expect(replayHtml(r)).toContain(
+    expect(replayHtml(r, PAGE)).toContain(
       '"capacity":{"concurrency":{"replayed":false,"held":0,"withoutDuration":3',
     );
     expect(capacityNotes(r).join('\n')).toMatch(/concurrency: not replayed for 3 requests/);
@@ -151,7 +166,7 @@ rateLimiting:
     const r = await replay(cfg, [nginx(0, 1)]);
     expect(r.capacity).toEqual({ overload: { replayed: false } });
     expect(renderReplayText(r)).toMatch(/load shedding \(overload:\): not replayed/);
-    expect(replayHtml(r)).toContain('"capacity":{"overload":{"replayed":false}}');
+    expect(replayHtml(r, PAGE)).toContain('"capacity":{"overload":{"replayed":false}}');
     expect(capacityNotes(r).join('\n')).toMatch(/load shedding \(overload:\): not replayed/);
   });
 
