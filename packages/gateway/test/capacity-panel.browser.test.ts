@@ -1,15 +1,21 @@
+import type { ChildProcess } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import type { ServerResponse } from 'node:http';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../../../test/support/redis-server.js';
 import { toolPath } from '../../../test/support/tools.js';
 import { openWatchedPage } from '../../../test/support/watched-page.js';
 import { buildDashboard } from '../dashboard-ui/build.js';
 import {
   client,
   send,
+  serveArgs,
+  spawnSluice,
   startGateway,
   startUpstream,
   type TestGateway,
@@ -46,6 +52,7 @@ let context: BrowserContext;
 let page: Page;
 let problems: string[] = [];
 const held: ServerResponse[] = [];
+const spawned: ChildProcess[] = [];
 
 beforeAll(async () => {
   await buildDashboard();
@@ -67,6 +74,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
+  for (const c of spawned) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
   for (const res of held.splice(0)) res.end();
   await context?.close();
   await t?.gateway.close();
@@ -120,4 +128,65 @@ describe('the dashboard capacity panel', () => {
     );
     expect(problems).toEqual([]);
   });
+
+  it('shows the requests in flight per policy of every thread with sluice serve --threads 2', async () => {
+    const adminPort = await freePort();
+    const file = join(tmp.dir, 'capacity-threads.yaml');
+    writeFileSync(
+      file,
+      'rateLimiting:\n  defaultTier: free\n  tiers:\n    free: { requestsPerMinute: 60000, burstLimit: 10000 }\n' +
+        '  endpoints:\n    - { pattern: "/api/reports/*", name: reports, concurrent: 50 }\n' +
+        `admin: { port: ${adminPort}, token: "${TOKEN}" }\n` +
+        'server: { port: 1 }\nupstream: { url: "http://127.0.0.1:1" }\n',
+    );
+    const p = spawnSluice(process.execPath, serveArgs(file, upstream.url, 2), spawned);
+    const { url } = JSON.parse(await p.waitFor(/sluice gateway listening/)) as { url: string };
+    await p.waitFor(/"thread":1.*sluice gateway listening/);
+    await page.goto(`http://127.0.0.1:${adminPort}/dashboard/`);
+    await page.fill('#token', TOKEN);
+    await page.click('button[type=submit]');
+    await page.waitForFunction(() => document.getElementById('connection')?.textContent === 'Live');
+    await page.locator('#capacity-card').waitFor({ state: 'visible' });
+    // 16 requests, each on a connection of its own, so that the kernel spreads them over both threads.
+    const { hostname, port } = new URL(url);
+    const running = Array.from(
+      { length: 16 },
+      () =>
+        new Promise<string>((resolve, reject) => {
+          const socket = connect(Number(port), hostname, () =>
+            socket.write(`GET /api/reports/q HTTP/1.1\r\nhost: ${hostname}\r\nconnection: close\r\n\r\n`),
+          );
+          let text = '';
+          socket.setEncoding('utf8');
+          socket.on('data', (c: string) => {
+            text += c;
+          });
+          socket.on('end', () => resolve(text.slice(9, 12)));
+          socket.on('error', reject);
+        }),
+    );
+    while (held.length < 16) await new Promise((r) => setTimeout(r, 20));
+    await page.waitForFunction(
+      () => document.querySelector('#in-flight tbody tr')?.textContent?.replace(/\s+/g, '') === 'reports1650',
+      undefined,
+      { timeout: 15_000 },
+    );
+    for (const res of held.splice(0)) res.end('done');
+    expect(await Promise.all(running)).toEqual(Array(16).fill('200'));
+    const threads = () =>
+      new Set(
+        p.lines
+          .filter((l) => l.startsWith('{') && l.includes('"msg":"request"'))
+          .map((l) => (JSON.parse(l) as { thread?: number }).thread),
+      );
+    // Request lines come through the main thread's output a moment after the answers.
+    for (let i = 0; i < 100 && threads().size < 2; i++) await new Promise((r) => setTimeout(r, 50));
+    expect(threads()).toEqual(new Set([0, 1]));
+    await page.waitForFunction(
+      () => document.querySelector('#in-flight tbody tr')?.textContent?.replace(/\s+/g, '') === 'reports050',
+    );
+    expect(problems).toEqual([]);
+    p.child.kill('SIGTERM');
+    expect(await p.exited).toBe(0);
+  }, 60_000);
 });
