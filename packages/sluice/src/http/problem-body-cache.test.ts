@@ -2,7 +2,13 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { type Decision, Limiter, ManualClock } from '../core/index.js';
 import { MemoryStore } from '../memory/index.js';
-import { problemTypeResolver, rateLimitProblem, rateLimitProblemBody } from './problem.js';
+import { correlationIdOf } from './correlation-id.js';
+import {
+  problemTypeResolver,
+  rateLimitProblem,
+  rateLimitProblemBody,
+  rateLimitProblemBodyOf,
+} from './problem.js';
 
 /** Any UTF-16 code unit, lone surrogates and control characters included: what JSON.stringify must escape. */
 const anyText = fc.string({ unit: fc.integer({ min: 0, max: 0xffff }).map((c) => String.fromCharCode(c)) });
@@ -48,6 +54,24 @@ describe('the problem body of a flood of denials', () => {
           }
         },
       ),
+      { numRuns: 300 },
+    );
+  });
+
+  it('quotes a correlation id from the request header or a generated one as is, as JSON.stringify would', () => {
+    const limiter = new Limiter({
+      policies: [{ name: 'p', quota: 1, window: 60, burst: 1 }],
+      store: new MemoryStore({ clock: new ManualClock(0), sweepIntervalMs: 0 }),
+    });
+    limiter.decide([{ policy: 'p', key: 'k' }]);
+    const d = limiter.decide([{ policy: 'p', key: 'k' }]) as Decision;
+    expect(d.allowed).toBe(false);
+    fc.assert(
+      fc.property(fc.option(text), (given) => {
+        const headers = given === null ? {} : { 'x-request-id': given };
+        const input = { decision: d, path: '/a', correlationId: correlationIdOf(headers), nowMs: 0 };
+        expect(rateLimitProblemBodyOf(input, true)).toBe(JSON.stringify(rateLimitProblem(input)));
+      }),
       { numRuns: 300 },
     );
   });

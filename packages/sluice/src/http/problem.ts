@@ -229,6 +229,18 @@ function instanceOf(path: string): string {
  * The parts around the wait are kept per template for the last wait, the `instance` member for the last path.
  */
 export function rateLimitProblemBody(input: ProblemInput): string {
+  return rateLimitProblemBodyOf(input, false);
+}
+
+/**
+ * {@link rateLimitProblemBody}, told whether the correlation id is one of `correlationIdOf`'s (a valid
+ * request id or a generated one: letters, digits and `. _ - : / + = @` only), which goes into the body quoted as
+ * it is, without a scan per denial. An id the caller set on the request is scanned as any string.
+ *
+ * @param input - as for {@link rateLimitProblemBody}.
+ * @param checkedId - true when `input.correlationId` comes from `correlationIdOf`.
+ */
+export function rateLimitProblemBodyOf(input: ProblemInput, checkedId: boolean): string {
   const d = input.decision;
   if (d.reason === 'store_unavailable' || d.reason === 'cost_exceeds_burst' || d.violated.length !== 1) {
     return JSON.stringify(rateLimitProblem(input));
@@ -242,5 +254,6 @@ export function rateLimitProblemBody(input: ProblemInput): string {
     t.retry = retryAfter;
   }
   const reset = resetEpochSeconds(input.nowMs ?? Date.now(), o.resetSeconds);
-  return `${t.lead}${instanceOf(input.path)}${t.middle}${o.remaining},"reset":${reset}${t.trail}${jsonString(input.correlationId)}}`;
+  const id = checkedId ? `"${input.correlationId}"` : jsonString(input.correlationId);
+  return `${t.lead}${instanceOf(input.path)}${t.middle}${o.remaining},"reset":${reset}${t.trail}${id}}`;
 }

@@ -3,7 +3,7 @@ import { correlationIdOf } from './correlation-id.js';
 import type { CredentialFailure, ResolvedHttpLimiterOptions } from './http-limiter-options.js';
 import { type HttpProblem, httpProblemBody } from './http-problem.js';
 import { partitionKeyOf } from './key-hash.js';
-import { PROBLEM_CONTENT_TYPE, ProblemCode, rateLimitProblemBody } from './problem.js';
+import { PROBLEM_CONTENT_TYPE, ProblemCode, rateLimitProblemBodyOf } from './problem.js';
 import {
   formatRateLimit,
   formatRateLimitPolicy,
@@ -139,14 +139,18 @@ export class VerdictWriter {
     if (this.#o.denialBodies) {
       const correlationId = this.correlationId(req);
       this.#denyHeaders(headers, correlationId);
-      body = rateLimitProblemBody({
-        decision: d,
-        path: req.path,
-        correlationId,
-        nowMs: this.#o.wallClock(),
-        typeOf: this.#o.typeOf,
-        code: facts.problemCodes === undefined ? undefined : problemCodeOf(facts.problemCodes, d),
-      });
+      // An id of correlationIdOf (no id set on the request) needs no escaping: the body quotes it as it is.
+      body = rateLimitProblemBodyOf(
+        {
+          decision: d,
+          path: req.path,
+          correlationId,
+          nowMs: this.#o.wallClock(),
+          typeOf: this.#o.typeOf,
+          code: facts.problemCodes === undefined ? undefined : problemCodeOf(facts.problemCodes, d),
+        },
+        req.correlationId === undefined,
+      );
     }
     return {
       action: 'deny',
