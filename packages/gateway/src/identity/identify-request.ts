@@ -169,10 +169,52 @@ export class RequestIdentifier {
   }
 }
 
+/** A value of visible ASCII only: the common case, read as it is (no allocation). */
+const VISIBLE_ASCII = /^[\x21-\x7e]+$/;
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+
 function single(v: string | string[] | undefined): string | undefined {
   const s = Array.isArray(v) ? v[0] : v;
   if (s === undefined) return undefined;
   const t = s.trim();
-  // Identity values become bucket keys: keep them short and printable so a header cannot bloat the table.
-  return t === '' || t.length > 256 || !/^[\x21-\x7e]+$/.test(t) ? undefined : t;
+  // Identity values become bucket keys: keep them short so a header cannot bloat the table.
+  if (t === '' || t.length > 256) return undefined;
+  return VISIBLE_ASCII.test(t) ? t : spokenValue(t);
+}
+
+/**
+ * A value with a space or a non-ASCII character (`web app`, `Müller`): ids people and identity providers write.
+ * It is read, not dropped, because a dropped value keys the request by the proxy's address, a bucket (and a
+ * penalty block) shared by every caller behind that proxy, and an operator's escaped rule
+ * (`tenant:m%C3%BCller`) would never hold. Node.js gives header bytes one character each (latin1): bytes that
+ * are UTF-8 are read as UTF-8, as a proxy sends them; others keep the latin1 reading. A control character is
+ * never part of an id: such a value is not read.
+ */
+function spokenValue(t: string): string | undefined {
+  let text = t;
+  for (let i = 0; i < t.length; i++) {
+    if (t.charCodeAt(i) > 0x7f) {
+      try {
+        text = UTF8.decode(Buffer.from(t, 'latin1'));
+      } catch {
+        // Not UTF-8: the latin1 reading stands.
+      }
+      break;
+    }
+  }
+  for (let i = 0; i < text.length; i++) if (isControl(text.charCodeAt(i))) return undefined;
+  return text;
+}
+
+/** C0 and C1 controls, DEL and the bidirectional controls: never part of an id (keys are printed and logged). */
+function isControl(c: number): boolean {
+  return (
+    c < 0x20 ||
+    (c >= 0x7f && c <= 0x9f) ||
+    c === 0x061c ||
+    c === 0x200e ||
+    c === 0x200f ||
+    (c >= 0x202a && c <= 0x202e) ||
+    (c >= 0x2066 && c <= 0x2069)
+  );
 }
