@@ -146,6 +146,24 @@ describe('a cost settled from the response', () => {
     expect(denied.headers.find(([n]) => n === 'Retry-After')?.[1]).toBe('75');
   });
 
+  it('refuses a reservation above the burst as one no wait can meet, naming the reservation, not the plan cost', () => {
+    const t = setup([
+      { path: '/v1/*', policies: ['tokens'], settle: { json: 'usage.total_tokens', reserve: 101 } },
+    ]);
+    const refused = t.evaluate();
+    expect(refused.status).toBe(429);
+    expect(refused.decision?.reason).toBe('cost_exceeds_burst');
+    expect(refused.decision?.cost).toBe(101);
+    expect(JSON.parse(refused.body ?? '{}').detail).toBe(
+      'This request costs 101 tokens, more than the burst of 100 that policy "tokens" allows.',
+    );
+    // Nothing was kept of it: a request of a rule reserving nothing more finds the bucket full.
+    const t2 = setup([
+      { path: '/v1/*', policies: ['tokens'], settle: { json: 'usage.total_tokens', reserve: 5000 } },
+    ]);
+    expect(t2.evaluate().decision?.reason).toBe('cost_exceeds_burst');
+  });
+
   it('takes weighted sums of streamed usage, and keeps the reservation of a stream cut before its usage', () => {
     const t = setup([
       {

@@ -67,7 +67,7 @@ describe('problem details', () => {
     });
     const d = limiter.check('p', 'k', 5) as Decision;
     expect(rateLimitProblem({ decision: d, path: '/', correlationId: 'c', nowMs: 0 }).detail).toBe(
-      'This request costs 5 requests, more than the burst of 3 that policy "p" allows.',
+      'This request costs 5 tokens, more than the burst of 3 that policy "p" allows.',
     );
   });
 

@@ -133,7 +133,7 @@ export function rateLimitProblem(input: ProblemInput): RateLimitProblem {
   if (p !== undefined) {
     detail =
       decision.reason === 'cost_exceeds_burst'
-        ? `This request costs ${decision.cost} requests, more than the burst of ${p.burst} that policy "${p.name}" allows.`
+        ? `This request costs ${decision.cost} tokens, more than the burst of ${p.burst} that policy "${p.name}" allows.`
         : `${deniedDetailPrefix(p)}${retryAfter} s.`;
   }
   const violated: string[] = [];

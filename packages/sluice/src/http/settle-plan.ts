@@ -65,7 +65,12 @@ export class SettlePlan {
         const next = i + 1;
         const r = store.decide(own, extra);
         const after = (e: Decision): MaybePromise<Admitted> => {
-          const merged = merge(d, e, parts[next - 1].indexes);
+          const merged = merge(
+            d,
+            e,
+            parts[next - 1].indexes,
+            beyondBurst(own, reserve) ? reserve : undefined,
+          );
           if (e.allowed) return step(next, merged);
           // Refused up front: what the plan and earlier reservations took goes back.
           return whenDone(this.#giveBack(store, checks, cost, admitted, next - 1), () => ({
@@ -175,16 +180,38 @@ function reservationOf(rule: CompiledRule, req: HttpRequestInfo): number {
   return Number.isSafeInteger(n) && n >= 1 ? n : 0;
 }
 
-/** The plan's decision with the reserving checks' outcomes replaced by the reservation's. */
-function merge(plan: Decision, reservation: Decision, indexes: readonly number[]): Decision {
+/**
+ * True when a reservation is above the burst of one of its checks. Only the part above the plan's cost is decided,
+ * so the store alone would call a reservation of burst + 1 `limited` and send the client to retry forever.
+ */
+function beyondBurst(checks: readonly Check[], reserve: number): boolean {
+  for (const c of checks) if (reserve > c.policy.burst) return true;
+  return false;
+}
+
+/**
+ * The plan's decision with the reserving checks' outcomes replaced by the reservation's.
+ *
+ * @param exceeds - the reservation, when it is above a burst: the refusal then says `cost_exceeds_burst` at it.
+ */
+function merge(
+  plan: Decision,
+  reservation: Decision,
+  indexes: readonly number[],
+  exceeds?: number,
+): Decision {
   const outcomes: PolicyOutcome[] = plan.outcomes.slice();
   indexes.forEach((x, i) => {
     outcomes[x] = reservation.outcomes[i];
   });
   return {
     allowed: reservation.allowed,
-    reason: reservation.allowed ? plan.reason : reservation.reason,
-    cost: plan.cost,
+    reason: reservation.allowed
+      ? plan.reason
+      : exceeds !== undefined
+        ? 'cost_exceeds_burst'
+        : reservation.reason,
+    cost: !reservation.allowed && exceeds !== undefined ? exceeds : plan.cost,
     retryAfterSeconds: reservation.allowed ? plan.retryAfterSeconds : reservation.retryAfterSeconds,
     delayMs: plan.delayMs,
     outcomes,
