@@ -74,6 +74,9 @@ export async function overrideCommand(
     return 2;
   }
   const { values, positionals } = parsed;
+  const repeated = repeatedOption(parsed.tokens);
+  if (repeated !== undefined)
+    return usage(io, kind, `--${repeated} is given more than once: give it once, with the value meant`);
   if (values.help === true) {
     io.out(OVERRIDE_HELP);
     return 0;
@@ -157,8 +160,23 @@ function parse(argv: readonly string[]) {
     args: joinNegativeValues(argv, OPTIONS),
     allowPositionals: true,
     strict: true,
+    tokens: true,
     options: OPTIONS,
   });
+}
+
+/**
+ * The first option given twice: refused rather than the last one winning, since a repeat is a mistake (a command
+ * edited from the shell history, a reason pasted twice) that would otherwise set a rule no one read.
+ */
+function repeatedOption(tokens: ReturnType<typeof parse>['tokens']): string | undefined {
+  const seen = new Set<string>();
+  for (const t of tokens) {
+    if (t.kind !== 'option') continue;
+    if (seen.has(t.name)) return t.name;
+    seen.add(t.name);
+  }
+  return undefined;
 }
 
 type Values = ReturnType<typeof parse>['values'];
