@@ -179,7 +179,14 @@ export function rateLimit(limiter: HttpLimiter, options: HonoRateLimitOptions = 
       throw error;
     }
     if (v.headers.length > 0) setAll(c, v, outer);
-    const observed = observeFetchResponse(c.res, observer, declaredLength(c));
+    let res = c.res;
+    if (c.req.method === 'HEAD' && res.body !== null) {
+      // Hono answers HEAD through the GET route and then drops that body without reading or cancelling it, so an
+      // observed body would never end and its slot would be held for good: end with the head, nothing sent.
+      void res.body.cancel().catch(() => undefined);
+      res = new Response(null, { status: res.status, statusText: res.statusText, headers: res.headers });
+    }
+    const observed = observeFetchResponse(res, observer, declaredLength(c));
     // Cleared first: Hono's setter copies the old response's headers onto the new one, which would bring back a
     // header the observer removed.
     c.res = undefined as unknown as Response;
