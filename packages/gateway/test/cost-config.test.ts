@@ -100,6 +100,19 @@ ratelimit:
         'bytes are always known',
         10,
       ],
+      // A reservation above the rule's burst (10000, the limit) could never be covered: every request refused.
+      [
+        '      cost: { json: usage.total_tokens, reserve: 20000 }',
+        'rateLimiting.endpoints[0].cost.reserve',
+        'above the burst of 10000: every request would be refused; lower it or raise the burst',
+        10,
+      ],
+      [
+        '      cost: { json: usage.total_tokens, reserve: { field: max_tokens, default: 10001 } }',
+        'rateLimiting.endpoints[0].cost.reserve.default',
+        'above the burst of 10000',
+        10,
+      ],
     ];
     for (const [line, path, message, lineNo] of cases) {
       const r = load(yaml(line));

@@ -70,7 +70,7 @@ export function resolveClasses(section: Readonly<Record<string, unknown>> | unde
       burst: c.burst ?? 0,
       key: fixed?.key ?? c.key ?? 'caller',
       scope: fixed?.scope ?? c.scope ?? 'request',
-      ...resolveCost(c, ['ratelimit', name], issues),
+      ...resolveCost(c, ['ratelimit', name], issues, c.burst),
     });
   }
   for (const name of catalogue.keys()) {

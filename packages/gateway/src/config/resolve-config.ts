@@ -98,7 +98,7 @@ export function resolveConfig(
       perHour: unlimited ? undefined : t.requestsPerHour,
       shadow: t.shadow === true,
       ...resolveQueue(t, path, issues),
-      ...resolveCost(t, path, issues),
+      ...resolveCost(t, path, issues, unlimited ? undefined : (t.burstLimit ?? t.requestsPerMinute)),
       ...resolveTierCapacity(t, raw, path, issues),
     });
   }
@@ -193,7 +193,7 @@ export function resolveConfig(
         shadow: e.shadow === true,
         ...resolveQueue(e, path, issues),
         ...resolveRuleCapacity(e, raw, path, issues),
-        ...ruleCost(e, path, className === undefined ? undefined : classes[className], issues),
+        ...ruleCost(e, path, className === undefined ? undefined : classes[className], issues, burst),
       }),
     );
   });

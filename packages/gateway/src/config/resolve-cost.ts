@@ -50,11 +50,14 @@ export const RESERVE_FIELD_BYTES = 64 * 1024;
  * @param raw - the tier, rule or class as parsed.
  * @param path - where it is.
  * @param issues - where issues are added.
+ * @param burst - the burst of the bucket the reservation is taken from, when known: a reservation above it is
+ *   refused, since no wait could ever cover it and every request would get 429.
  */
 export function resolveCost(
   raw: { readonly cost?: RawCost; readonly count?: CountOption },
   path: ConfigPath,
   issues: SemanticIssue[],
+  burst?: number,
 ): { readonly cost?: CostConfig; readonly count?: CountOption } {
   const out: { cost?: CostConfig; count?: CountOption } = {};
   const c = raw.cost;
@@ -97,6 +100,7 @@ export function resolveCost(
             : (sizeBytes(c.reserve.maxBytes) ?? RESERVE_FIELD_BYTES),
       });
     }
+    if (burst !== undefined && burst > 0) reserveIssue(c.reserve, burst, [...at, 'reserve'], issues);
     out.cost = Object.freeze({
       ...(c.header === undefined ? {} : { header: c.header }),
       keepHeader: c.keepHeader === true,
@@ -123,6 +127,21 @@ export function resolveCost(
   return out;
 }
 
+/** A fixed reservation, or a reservation field's default, above the burst: refused at its line. */
+function reserveIssue(
+  reserve: RawCost['reserve'],
+  burst: number,
+  at: ConfigPath,
+  issues: SemanticIssue[],
+): void {
+  const n = typeof reserve === 'number' ? reserve : reserve?.default;
+  if (typeof n !== 'number' || n <= burst) return;
+  issues.push({
+    path: typeof reserve === 'number' ? at : [...at, 'default'],
+    message: `${n} is above the burst of ${burst}: every request would be refused; lower it or raise the burst`,
+  });
+}
+
 /**
  * The `cost` and `count` of an endpoint rule: its own, else those of the class it names (each key on its own, so
  * a rule may count only failures of a class that charges tokens).
@@ -132,8 +151,9 @@ export function ruleCost(
   path: ConfigPath,
   cls: { readonly cost?: CostConfig | undefined; readonly count?: CountOption | undefined } | undefined,
   issues: SemanticIssue[],
+  burst?: number,
 ): { readonly cost?: CostConfig; readonly count?: CountOption } {
-  const own = resolveCost(raw, path, issues);
+  const own = resolveCost(raw, path, issues, burst);
   const cost = own.cost ?? cls?.cost;
   const count = own.count ?? cls?.count;
   return { ...(cost === undefined ? {} : { cost }), ...(count === undefined ? {} : { count }) };
