@@ -252,6 +252,9 @@ function proxy(
   const headers = upstreamHeaders(rt, req, id, clientIp);
   // `100 Continue` is the proxy's to send, once the request holds its upstream connection (UpstreamProxy.forward).
   delete headers.expect;
+  // A cost read from the JSON answer (its usage) is read as the upstream writes it: compressed, it could not be
+  // found and a client asking for gzip would pay only its reservation. The client gets the answer uncompressed.
+  if (feed?.wantsBody === true) headers['accept-encoding'] = 'identity';
   // Bodies are counted per client address, as the `ip:` keys give it: behind `server.trustedProxies` the address
   // they report, so a load balancer's clients are not one client. Not an identity key: a tenant's many users
   // share theirs, and an anonymous client's key is its address anyway.
