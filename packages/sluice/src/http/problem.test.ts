@@ -60,6 +60,21 @@ describe('problem details', () => {
     );
   });
 
+  it('say a concurrency refusal in requests in flight, not in a refill it does not have', () => {
+    const limiter = new Limiter({
+      policies: [{ name: 'reports', concurrent: 2, retryAfter: 1 }],
+      store: new MemoryStore({ sweepIntervalMs: 0 }),
+    });
+    limiter.check('reports', 'k', 2);
+    const d = limiter.check('reports', 'k') as Decision;
+    const expected =
+      'Concurrency limit "reports" reached: at most 2 requests in flight at once; retry in 1 s.';
+    expect(rateLimitProblem({ decision: d, path: '/', correlationId: 'c', nowMs: 0 }).detail).toBe(expected);
+    expect(
+      JSON.parse(rateLimitProblemBody({ decision: d, path: '/', correlationId: 'c', nowMs: 0 })).detail,
+    ).toBe(expected);
+  });
+
   it('explain a cost above the burst', () => {
     const limiter = new Limiter({
       policies: [{ name: 'p', quota: 10, window: 60, burst: 3 }],

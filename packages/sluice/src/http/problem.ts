@@ -77,6 +77,10 @@ export function windowPhrase(seconds: number): string {
  */
 function deniedDetailPrefix(p: Policy): string {
   const unit = p.burst === 1 ? 'request' : 'requests';
+  // A concurrency policy's bucket never refills by time: its slots come back as responses end.
+  if (p.concurrent > 0) {
+    return `Concurrency limit "${p.name}" reached: at most ${p.concurrent} ${unit} in flight at once; retry in `;
+  }
   return `Rate limit "${p.name}" exceeded: bursts of up to ${p.burst} ${unit}, refilled at ${p.quota} per ${windowPhrase(p.window)}; retry in `;
 }
 
