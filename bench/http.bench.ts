@@ -15,6 +15,7 @@
  *   BENCH_LOADGEN=autocannon BENCH_PIPELINING=10 npx tsx bench/http.bench.ts
  *   BENCH_SLUICE_HEADERS=none npx tsx bench/http.bench.ts  # Sluice without rate-limit headers
  *   BENCH_NOOP=1 npx tsx bench/http.bench.ts               # also an empty middleware / onRequest hook
+ *   BENCH_FLOOR=1 BENCH_ONLY=node npx tsx bench/http.bench.ts  # also Sluice's answer written precomputed
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -122,6 +123,9 @@ function group(framework: string, mode: string, peer: string | undefined): Conte
   // BENCH_NOOP=1 adds an empty middleware (or hook): the floor any limiter in that framework starts from.
   if (process.env.BENCH_NOOP === '1' && framework !== 'node')
     list.push(make(`${framework} + empty middleware`, 'noop'));
+  // BENCH_FLOOR=1 adds node:http writing Sluice's answer precomputed: what sending those bytes costs by itself.
+  if (process.env.BENCH_FLOOR === '1' && framework === 'node')
+    list.push(make('node, same bytes precomputed', 'floor'));
   return list;
 }
 

@@ -4,7 +4,9 @@
  * on stdin is answered with `{"cpu":<microseconds of CPU used so far>}`.
  *   framework: node | express | fastify
  *   variant:   bare | sluice | peer (express-rate-limit on Express, @fastify/rate-limit on Fastify) | noop (an
- *              empty middleware or onRequest hook: what being a middleware costs by itself)
+ *              empty middleware or onRequest hook: what being a middleware costs by itself) | floor (node only:
+ *              the bytes of Sluice's answer in that mode, precomputed once and written with one writeHead: what
+ *              node:http charges to send them, the ceiling of any limiter that sends the same answer)
  *   mode:      allowed (limits never bind) | denied (one request per minute per client: nearly all get 429)
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -16,7 +18,7 @@ import Fastify from 'fastify';
 import { Limiter } from '../../packages/sluice/src/core/index.js';
 import { rateLimit as sluiceExpress } from '../../packages/sluice/src/express/index.js';
 import { sluiceFastify } from '../../packages/sluice/src/fastify/index.js';
-import { createHttpLimiter } from '../../packages/sluice/src/http/index.js';
+import { createHttpLimiter, isPromiseLike } from '../../packages/sluice/src/http/index.js';
 import { MemoryStore } from '../../packages/sluice/src/memory/index.js';
 import { withRateLimit } from '../../packages/sluice/src/node/index.js';
 
@@ -33,6 +35,26 @@ function sluice() {
   // BENCH_SLUICE_HEADERS (draft-11, legacy, both, none) separates the cost of the headers from the decision.
   const headers = (process.env.BENCH_SLUICE_HEADERS ?? 'draft-11') as 'draft-11';
   return createHttpLimiter({ limiter, rules: [{ policies: ['rl.api'], key: 'ip' }], headers });
+}
+
+/**
+ * A handler that writes what Sluice answers in this mode (status, header lines and body of the second request of
+ * one client) from a list made once: the same bytes on the wire, none of the work of deciding them.
+ */
+function floor(): (req: IncomingMessage, res: ServerResponse) => void {
+  const http = sluice();
+  const req = { method: 'GET', path: '/', headers: { host: '127.0.0.1' }, remoteAddress: '127.0.0.1' };
+  http.evaluate(req);
+  const v = http.evaluate(req);
+  if (isPromiseLike(v)) throw new Error('the memory store decides synchronously');
+  const body = v.body ?? BODY;
+  const flat: string[] = v.headers.flat();
+  if (v.action !== 'deny') flat.push('Content-Type', 'text/plain');
+  flat.push('Content-Length', String(Buffer.byteLength(body)));
+  return (_req, res) => {
+    res.writeHead(v.status, flat);
+    res.end(body);
+  };
 }
 
 function ready(port: number): void {
@@ -59,7 +81,9 @@ async function main(): Promise<void> {
       res.setHeader('Content-Type', 'text/plain');
       res.end(BODY);
     };
-    const server = createServer(variant === 'sluice' ? withRateLimit(sluice(), hello) : hello);
+    const server = createServer(
+      variant === 'sluice' ? withRateLimit(sluice(), hello) : variant === 'floor' ? floor() : hello,
+    );
     server.listen(0, '127.0.0.1', () => ready((server.address() as AddressInfo).port));
     return;
   }
