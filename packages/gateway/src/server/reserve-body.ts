@@ -32,6 +32,7 @@ export async function readReserveBody(
   }
   const chunks: Buffer[] = [];
   let got = 0;
+  let body: Buffer | undefined;
   await new Promise<void>((resolve) => {
     const read = () => {
       while (got < declared) {
@@ -47,6 +48,13 @@ export async function readReserveBody(
       req.off('readable', read);
       req.off('end', done);
       req.off('close', done);
+      // Put back in the same tick as the read that took the last byte, not after the await: a body that was whole
+      // before it was read (a pipelined request) has its end scheduled for the next tick, and a chunk put back after
+      // that end is refused, so the proxy would wait for a body that never comes.
+      if (chunks.length > 0 && !req.readableEnded) {
+        body = Buffer.concat(chunks);
+        req.unshift(body);
+      }
       resolve();
     };
     // One timer per request that reserves from its body, cleared as soon as the body is in.
@@ -56,9 +64,5 @@ export async function readReserveBody(
     req.once('close', done);
     read();
   });
-  if (chunks.length === 0) return undefined;
-  const body = Buffer.concat(chunks);
-  // Put back at once, before the stream can emit its end: the proxy streams the body as if nothing had read it.
-  req.unshift(body);
   return got === declared ? body : undefined;
 }
