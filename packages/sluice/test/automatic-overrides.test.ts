@@ -9,7 +9,7 @@ import {
   type OverrideStore,
   parseOverride,
 } from '../src/core/index.js';
-import { mergeHistories } from '../src/core/override.js';
+import { mergeHistories } from '../src/core/override-writes.js';
 import { MemoryOverrides } from '../src/memory/index.js';
 import { SharedOverrides } from '../src/shared/index.js';
 

@@ -25,28 +25,27 @@ export {
 } from './options.js';
 export {
   AUTOMATIC_HISTORY_LIMIT,
-  checkOverridePattern,
   describeEffect,
   describeOverride,
   EMPTY_OVERRIDES,
-  keepsOverride,
-  liveOverrides,
   MAX_OVERRIDE_SECONDS,
   OVERRIDE_HISTORY_LIMIT,
   type OverrideChange,
   type OverrideEffect,
-  type OverrideInput,
   type OverrideRule,
   type OverrideSnapshot,
   type OverrideStore,
   type OverrideWriteOptions,
   overrideId,
+} from './override.js';
+export {
+  checkOverridePattern,
+  type OverrideInput,
   parseOverride,
   readStoredOverride,
-  withChange,
-  withOverride,
-} from './override.js';
+} from './override-parse.js';
 export { checkOverrideReason, MAX_OVERRIDE_REASON } from './override-reason.js';
+export { keepsOverride, liveOverrides, withChange, withOverride } from './override-writes.js';
 export {
   definePolicy,
   overridePolicy,

@@ -1,14 +1,9 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { SluiceError } from './errors.js';
-import {
-  OVERRIDE_HISTORY_LIMIT,
-  type OverrideChange,
-  parseOverride,
-  readStoredOverride,
-  withChange,
-  withOverride,
-} from './override.js';
+import { OVERRIDE_HISTORY_LIMIT, type OverrideChange } from './override.js';
+import { parseOverride, readStoredOverride } from './override-parse.js';
+import { withChange, withOverride } from './override-writes.js';
 
 const NOW = Date.UTC(2026, 0, 1);
 

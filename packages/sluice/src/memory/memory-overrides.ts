@@ -8,8 +8,8 @@ import {
   type OverrideWriteOptions,
   withChange,
 } from '../core/index.js';
-import { mergeHistories, withAutomaticChange } from '../core/override.js';
 import { type OverrideDelta, OverrideLog } from '../core/override-log.js';
+import { mergeHistories, withAutomaticChange } from '../core/override-writes.js';
 
 /** Expired rules are dropped on a write at most this often: a pass over every rule, paid once a second. */
 const PRUNE_EVERY_MS = 1000;

@@ -1,5 +1,6 @@
-import { type OverrideRule, readStoredOverride } from '../core/override.js';
+import type { OverrideRule } from '../core/override.js';
 import type { OverrideDelta } from '../core/override-log.js';
+import { readStoredOverride } from '../core/override-parse.js';
 
 /**
  * The change log of the overrides in Redis, so that a gateway reads what changed since the version it holds

@@ -13,8 +13,8 @@ import {
   readStoredOverride,
   SluiceError,
 } from '../core/index.js';
-import { mergeHistories } from '../core/override.js';
 import { OverrideLog } from '../core/override-log.js';
+import { mergeHistories } from '../core/override-writes.js';
 import { type RedisScriptClient, toScriptClient } from './client-adapter.js';
 import { logWrite, READ_CHANGES, readChanges } from './override-change-log.js';
 

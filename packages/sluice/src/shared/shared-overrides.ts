@@ -13,8 +13,9 @@ import {
   readStoredOverride,
   SluiceError,
 } from '../core/index.js';
-import { AUTOMATIC_HISTORY_LIMIT, mergeHistories } from '../core/override.js';
+import { AUTOMATIC_HISTORY_LIMIT } from '../core/override.js';
 import { type OverrideDelta, OverrideLog } from '../core/override-log.js';
+import { mergeHistories } from '../core/override-writes.js';
 import { lock, unlock } from './group-lock.js';
 import {
   encodeRecord,
