@@ -19,7 +19,7 @@ import {
   withChange,
   withOverride,
 } from '../../packages/sluice/src/core/index.js';
-import { mergeHistories, withAutomaticChange } from '../../packages/sluice/src/core/override.js';
+import { mergeHistories, withAutomaticChange } from '../../packages/sluice/src/core/override-writes.js';
 import { lock, unlock } from '../../packages/sluice/src/shared/group-lock.js';
 
 /** Header words: the writers' lock, the version, the byte length of the JSON, a magic number. */

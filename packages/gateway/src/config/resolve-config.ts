@@ -2,7 +2,6 @@ import { existsSync } from 'node:fs';
 import { isAbsolute, resolve as resolvePath } from 'node:path';
 import {
   compileEndpoint,
-  compilePathPattern,
   DEFAULT_EXEMPT_ENDPOINTS,
   parseTrustedProxies,
   problemTypeResolver,
@@ -11,26 +10,18 @@ import { defaultBodiesPerClient, defaultMaxBodies } from './bodies-per-client.js
 import { connectionCapIssues, DEFAULT_MAX_CONNECTIONS_PER_CLIENT } from './connection-caps.js';
 import { resolveCorsConfig } from './cors-config.js';
 import { resolveDecisionConfig } from './decision-config.js';
-import { durationMs, sizeBytes } from './duration.js';
+import { sizeBytes } from './duration.js';
 import { resolveEnvoyConfig } from './envoy-config.js';
-import {
-  DEFAULT_PUBLIC_AUTH,
-  type EndpointRule,
-  type GatewayConfig,
-  type RedisConfig,
-  type TierConfig,
-} from './gateway-config.js';
+import { DEFAULT_PUBLIC_AUTH, type GatewayConfig, type RedisConfig } from './gateway-config.js';
 import { resolveQuotaConfig } from './quota-config.js';
 import { resolveRequestLogging } from './request-logging.js';
 import { connectionScopeIssues, resolveClasses } from './resolve-classes.js';
-import { resolveRuleCapacity, resolveTierCapacity } from './resolve-concurrency.js';
-import { resolveCost, ruleCost } from './resolve-cost.js';
+import { resolveEndpoints } from './resolve-endpoints.js';
 import { resolveIdentity } from './resolve-identity.js';
 import { resolveOverload } from './resolve-overload.js';
 import { resolvePenalty } from './resolve-penalty.js';
-import { resolveQueue } from './resolve-queue.js';
-import { resolveRuleRefill } from './resolve-refill.js';
-import { exactRange, patternIssue, policyNameIssue } from './rule-issues.js';
+import { resolveTiers } from './resolve-tiers.js';
+import { patternIssue } from './rule-issues.js';
 import type { SemanticIssue } from './semantic-issue.js';
 import { shadowIssues } from './shadow-issues.js';
 import { didYouMean as hint, unknownName } from './suggest.js';
@@ -66,42 +57,7 @@ export function resolveConfig(
   };
 
   const rl = raw.rateLimiting as Raw;
-  // No prototype: a name such as `constructor` is defined only when the file defines it.
-  const tiers: Record<string, TierConfig> = Object.create(null);
-  for (const [name, t] of Object.entries(rl.tiers as Record<string, Raw>)) {
-    const path = ['rateLimiting', 'tiers', name];
-    const unlimited = t.unlimited === true;
-    if (
-      unlimited &&
-      (t.requestsPerMinute !== undefined || t.requestsPerHour !== undefined || t.burstLimit !== undefined)
-    ) {
-      issues.push({
-        path: [...path, 'unlimited'],
-        message: 'an unlimited tier takes no requestsPerMinute, requestsPerHour or burstLimit',
-      });
-    }
-    if (!unlimited && t.requestsPerMinute === undefined) {
-      issues.push({ path, message: 'missing required key "requestsPerMinute" (or set unlimited: true)' });
-    }
-    exactRange(
-      t.burstLimit ?? t.requestsPerMinute,
-      60,
-      [...path, t.burstLimit === undefined ? 'requestsPerMinute' : 'burstLimit'],
-      issues,
-    );
-    exactRange(t.requestsPerHour, 3600, [...path, 'requestsPerHour'], issues);
-    tiers[name] = Object.freeze({
-      name,
-      unlimited,
-      perMinute: unlimited ? 0 : (t.requestsPerMinute ?? 0),
-      burst: unlimited ? 0 : (t.burstLimit ?? t.requestsPerMinute ?? 0),
-      perHour: unlimited ? undefined : t.requestsPerHour,
-      shadow: t.shadow === true,
-      ...resolveQueue(t, path, issues),
-      ...resolveCost(t, path, issues, unlimited ? undefined : (t.burstLimit ?? t.requestsPerMinute)),
-      ...resolveTierCapacity(t, raw, path, issues),
-    });
-  }
+  const tiers = resolveTiers(rl, raw, issues);
   const defaultTier = rl.defaultTier as string;
   if (!Object.hasOwn(tiers, defaultTier)) {
     issues.push({
@@ -114,89 +70,7 @@ export function resolveConfig(
   const { classes, issues: classIssues } = resolveClasses(rlSection);
   issues.push(...classIssues);
 
-  const endpoints: EndpointRule[] = [];
-  const names = new Set<string>();
-  (rl.endpoints ?? []).forEach((e: Raw, index: number) => {
-    const path = ['rateLimiting', 'endpoints', index];
-    // A missing pattern is the schema's violation already; compiling nothing would report it twice.
-    if (e.pattern !== undefined)
-      patternIssue(() => compilePathPattern(e.pattern), [...path, 'pattern'], issues);
-    let limit = 0;
-    let windowSeconds = 60;
-    let burst = 0;
-    let className: string | undefined;
-    if (e.class !== undefined) {
-      className = e.class;
-      for (const k of ['limit', 'window', 'burst']) {
-        if (e[k] !== undefined)
-          issues.push({
-            path: [...path, k],
-            message: `"${k}" cannot be combined with "class": the class sets the limits`,
-            atKey: true,
-          });
-      }
-      const c = classes[e.class];
-      if (c === undefined) {
-        issues.push({
-          path: [...path, 'class'],
-          message: `class "${e.class}" is not configured: add ratelimit.${e.class}.per_minute and .burst${hint(e.class, Object.keys(classes))}`,
-        });
-      } else {
-        limit = c.perMinute;
-        burst = c.burst;
-      }
-    } else if (e.refill === undefined && e.concurrent === undefined) {
-      if (e.limit === undefined)
-        issues.push({ path, message: 'missing required key "limit" (or name a "class")' });
-      if (e.window === undefined)
-        issues.push({ path, message: 'missing required key "window", for example 60s (or name a "class")' });
-      const ms = durationMs(e.window);
-      if (ms !== undefined && (ms < 1000 || ms % 1000 !== 0)) {
-        issues.push({
-          path: [...path, 'window'],
-          message: `must be a whole number of seconds of at least 1s, got ${JSON.stringify(e.window)}`,
-        });
-      }
-      limit = e.limit ?? 0;
-      windowSeconds = ms === undefined ? 60 : Math.max(1, Math.floor(ms / 1000));
-      burst = e.burst ?? limit;
-    }
-    // Rules naming one class share its bucket (one bucket per class and key), so the class is their policy name.
-    const name = e.name ?? className ?? e.pattern;
-    policyNameIssue(name, [...path, e.name === undefined ? 'pattern' : 'name'], issues);
-    if (className === undefined && names.has(name)) {
-      issues.push({
-        path: [...path, e.name === undefined ? 'pattern' : 'name'],
-        message: `policy name "${name}" is used by an earlier rule; give this rule a distinct "name"`,
-      });
-    }
-    names.add(name);
-    if (tiers[name] !== undefined || Object.values(tiers).some((t) => `${t.name}.hour` === name)) {
-      issues.push({
-        path: [...path, 'name'],
-        message: `policy name "${name}" is already a tier's policy name`,
-      });
-    }
-    if (className === undefined)
-      exactRange(burst, windowSeconds, [...path, e.burst === undefined ? 'limit' : 'burst'], issues);
-    endpoints.push(
-      Object.freeze({
-        index,
-        name,
-        pattern: e.pattern,
-        methods: e.methods,
-        limit,
-        windowSeconds,
-        burst,
-        ...resolveRuleRefill(e, path, classes, issues),
-        className,
-        shadow: e.shadow === true,
-        ...resolveQueue(e, path, issues),
-        ...resolveRuleCapacity(e, raw, path, issues),
-        ...ruleCost(e, path, className === undefined ? undefined : classes[className], issues, burst),
-      }),
-    );
-  });
+  const endpoints = resolveEndpoints(rl, raw, tiers, classes, issues);
 
   const server = (raw.server ?? {}) as Raw;
   const tls = server.tls as Raw | undefined;
