@@ -1,25 +1,16 @@
 import { EventEmitter } from 'node:events';
 import type { RateLimitStore } from 'sluice';
 import type { PrometheusMetrics } from 'sluice/prometheus';
-import { TopLimitedKeys, wallClock } from 'sluice/quota';
+import { wallClock } from 'sluice/quota';
 import { RedisStore } from 'sluice/redis';
-import { sharedTimeClock } from 'sluice/shared';
 import { EXEMPT_REASONS } from '../admission/admit-request.js';
 import { OverrideControl } from '../admission/override-control.js';
 import type { Penalties } from '../admission/penalties.js';
 import { Runtime } from '../admission/runtime.js';
 import { configWarnings } from '../config/config-warnings.js';
 import type { GatewayConfig } from '../config/gateway-config.js';
-import {
-  capacityView,
-  type LimitedKeysView,
-  RateWindow,
-  type ThreadFeed,
-  ThreadPeers,
-  TOP_SHIPPED,
-  unitsView,
-} from '../dashboard/index.js';
-import { LimitedKeyFacts } from '../dashboard/limited-key-facts.js';
+import type { LimitedKeysView, RateWindow, ThreadPeers } from '../dashboard/index.js';
+import type { LimitedKeyFacts } from '../dashboard/limited-key-facts.js';
 import { createLogger, type Logger } from '../log/create-logger.js';
 import { logConfigWarnings } from '../log/log-config-warnings.js';
 import { SettleReport } from '../metrics/settle-report.js';
@@ -33,6 +24,7 @@ import { createStore, type OpenedStore } from '../store/create-store.js';
 import { observeStore } from '../store/observe-store.js';
 import { capacityMetrics } from './capacity-metrics.js';
 import { type ConnectionLimits, connectionLimits } from './connection-limits.js';
+import { type DashboardData, dashboardData, threadFeed } from './dashboard-data.js';
 import type { GatewayOptions } from './gateway-options.js';
 import { bucketsOf } from './key-buckets.js';
 import { listenAs } from './listen-error.js';
@@ -48,8 +40,6 @@ export type { BucketView, ReloadResult };
 const STORE_READY_MS = 5000;
 /** Milliseconds between two dashboard feeds of a thread to the first thread. */
 const FEED_MS = 500;
-/** Seconds the first thread's dashboard holds back, so that every thread's counts of a second are in. */
-const FEED_SETTLE_SECONDS = 2;
 
 /**
  * The sluice gateway: a rate-limiting reverse proxy. Each request is checked against its exemptions, its
@@ -106,7 +96,8 @@ export class Gateway extends EventEmitter {
   readonly #limits: ConnectionLimits;
   readonly #side: SideListeners;
   readonly #unobserveStore: () => void;
-  readonly #limitedKeys: TopLimitedKeys;
+  /** The dashboard data, whose parts the fields above show. */
+  readonly #dashboard: DashboardData;
   /** Asks the other threads of `sluice serve --threads` to forget a key (undefined without threads). */
   readonly #forgetOnPeers: ((key: string) => Promise<void>) | undefined;
   #feedTimer: ReturnType<typeof setInterval> | undefined;
@@ -151,29 +142,15 @@ export class Gateway extends EventEmitter {
       this.logger,
       now,
     );
-    const clock = options.clock === undefined ? {} : { clock: options.clock };
     const thread = options.thread;
     this.#forgetOnPeers = thread?.forgetOnPeers;
-    // Threads count their seconds on one clock, so that the first thread can add the others' seconds to its own.
-    this.rates = new RateWindow(
-      thread === undefined
-        ? clock
-        : {
-            clock: sharedTimeClock,
-            wallNow: () => sharedTimeClock.now(),
-            settleSeconds: thread.collectsFeeds ? FEED_SETTLE_SECONDS : 0,
-          },
-    );
-    // The last five to ten minutes (the current and the previous period), like the dashboard's chart.
-    this.#limitedKeys = new TopLimitedKeys({
-      periodMs: 300_000,
-      ...clock,
-      ...(thread?.hashSecret === undefined ? {} : { hashSecret: thread.hashSecret }),
-    });
-    this.peers = thread?.collectsFeeds ? new ThreadPeers(this.rates) : undefined;
-    this.topLimitedKeys = this.peers?.topKeys(this.#limitedKeys) ?? this.#limitedKeys;
-    this.limitedKeyFacts = new LimitedKeyFacts((k) => this.#limitedKeys.hashKey(k), config.keys.prefix, now);
-    this.metrics = new TappedMetrics([this.rates, this.#limitedKeys, this.limitedKeyFacts], {
+    const dashboard = dashboardData(thread, options.clock, config.keys.prefix, now);
+    this.#dashboard = dashboard;
+    this.rates = dashboard.rates;
+    this.peers = dashboard.peers;
+    this.topLimitedKeys = dashboard.topLimitedKeys;
+    this.limitedKeyFacts = dashboard.limitedKeyFacts;
+    this.metrics = new TappedMetrics([this.rates, dashboard.limitedKeys, this.limitedKeyFacts], {
       prefix: config.metrics.prefix,
       exemptReasons: [...EXEMPT_REASONS],
     });
@@ -237,7 +214,10 @@ export class Gateway extends EventEmitter {
     if (g.#reloads.file !== undefined && (options.watch ?? c.reload.watch)) g.#reloads.watch();
     const publish = options.thread?.publish;
     if (publish !== undefined) {
-      g.#feedTimer = setInterval(() => publish(g.#feed()), FEED_MS);
+      g.#feedTimer = setInterval(
+        () => publish(threadFeed(g.#dashboard, g.#proxy.inflight, g.#reloads.runtime)),
+        FEED_MS,
+      );
       g.#feedTimer.unref();
     }
     g.logger.info(
@@ -371,20 +351,6 @@ export class Gateway extends EventEmitter {
   close(): Promise<void> {
     this.#closing ??= this.#shutdown();
     return this.#closing;
-  }
-
-  /** This thread's dashboard data for the first thread: what is new since the previous feed. */
-  #feed(): ThreadFeed {
-    const top = this.#limitedKeys.top(TOP_SHIPPED);
-    return {
-      rates: this.rates.ship(),
-      top,
-      inflight: this.#proxy.inflight,
-      facts: this.limitedKeyFacts.shipped(top),
-      // This thread's own figures (no peers of its own): the first thread adds them to its dashboard's.
-      concurrency: capacityView(this.#reloads.runtime)?.concurrency,
-      units: unitsView(this.#reloads.runtime),
-    };
   }
 
   async #shutdown(): Promise<void> {
