@@ -1,49 +1,22 @@
-import type { ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { connect } from 'node:net';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { serveArgs, spawnSluice, startUpstream, type TestUpstream, tempDir } from './support.js';
+import { describe, expect, it } from 'vitest';
+import { rawGet } from './raw-get.js';
+import { spawnSuite } from './spawn-suite.js';
+import { serveArgs, spawnSluice } from './support.js';
 
 const N = 3;
 const CLIENTS = 60;
-const tmp = tempDir();
-const spawned: ChildProcess[] = [];
-let upstream: TestUpstream;
-
-beforeAll(async () => {
-  upstream = await startUpstream();
-});
-afterAll(async () => {
-  for (const c of spawned) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-  await upstream.close();
-  tmp.cleanup();
-});
-
-/** A raw GET on a connection of its own (so the kernel spreads them over the threads); resolves with its status. */
-function rawGet(url: string, path: string): Promise<number> {
-  const { hostname, port } = new URL(url);
-  return new Promise((resolve, reject) => {
-    const socket = connect(Number(port), hostname, () =>
-      socket.write(`GET ${path} HTTP/1.1\r\nhost: ${hostname}\r\nconnection: close\r\n\r\n`),
-    );
-    let text = '';
-    socket.setEncoding('utf8');
-    socket.on('data', (c: string) => {
-      text += c;
-    });
-    socket.on('end', () => resolve(Number(text.slice(9, 12))));
-    socket.on('error', reject);
-  });
-}
+const suite = spawnSuite();
+const { tmp, spawned } = suite;
 
 describe('concurrency limits and load shedding with sluice serve --threads 2', () => {
   it('one count across the threads: never more than N in flight per key', async () => {
     let inFlight = 0;
     let most = 0;
     const held: ServerResponse[] = [];
-    upstream.handler = (req: IncomingMessage, res: ServerResponse) => {
+    suite.upstream.handler = (req: IncomingMessage, res: ServerResponse) => {
       inFlight++;
       most = Math.max(most, inFlight);
       res.on('close', () => inFlight--);
@@ -57,7 +30,7 @@ describe('concurrency limits and load shedding with sluice serve --threads 2', (
         `  endpoints:\n    - { pattern: "/api/reports/*", name: reports, concurrent: ${N} }\n` +
         'server: { port: 1 }\nupstream: { url: "http://127.0.0.1:1" }\n',
     );
-    const p = spawnSluice(process.execPath, serveArgs(file, upstream.url, 2), spawned);
+    const p = spawnSluice(process.execPath, serveArgs(file, suite.upstream.url, 2), spawned);
     const { url } = JSON.parse(await p.waitFor(/sluice gateway listening/)) as { url: string };
     await p.waitFor(/"thread":1.*sluice gateway listening/);
     const answers: number[] = [];
@@ -91,7 +64,7 @@ describe('concurrency limits and load shedding with sluice serve --threads 2', (
     let inFlight = 0;
     let most = 0;
     const held: ServerResponse[] = [];
-    upstream.handler = (req: IncomingMessage, res: ServerResponse) => {
+    suite.upstream.handler = (req: IncomingMessage, res: ServerResponse) => {
       inFlight++;
       most = Math.max(most, inFlight);
       res.on('close', () => inFlight--);
@@ -105,7 +78,7 @@ describe('concurrency limits and load shedding with sluice serve --threads 2', (
         `overload: { maxInFlight: ${N}, reserve: 0 }\n` +
         'server: { port: 1 }\nupstream: { url: "http://127.0.0.1:1" }\n',
     );
-    const p = spawnSluice(process.execPath, serveArgs(file, upstream.url, 2), spawned);
+    const p = spawnSluice(process.execPath, serveArgs(file, suite.upstream.url, 2), spawned);
     const { url } = JSON.parse(await p.waitFor(/sluice gateway listening/)) as { url: string };
     await p.waitFor(/"thread":1.*sluice gateway listening/);
     const answers: number[] = [];

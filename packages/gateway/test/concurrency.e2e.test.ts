@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { rawGet } from './raw-get.js';
 import {
   client,
   send,
@@ -53,23 +54,6 @@ class HoldingUpstream {
   releaseAll(): void {
     for (const res of this.held.splice(0)) res.end('done');
   }
-}
-
-/** A raw GET on a connection of its own; resolves with the status line's code once the answer ends. */
-function rawGet(url: string, path: string): Promise<number> {
-  const { hostname, port } = new URL(url);
-  return new Promise((resolve, reject) => {
-    const socket = connect(Number(port), hostname, () =>
-      socket.write(`GET ${path} HTTP/1.1\r\nhost: ${hostname}\r\nconnection: close\r\n\r\n`),
-    );
-    let text = '';
-    socket.setEncoding('utf8');
-    socket.on('data', (c: string) => {
-      text += c;
-    });
-    socket.on('end', () => resolve(Number(text.slice(9, 12))));
-    socket.on('error', reject);
-  });
 }
 
 describe('concurrency limits at the gateway', () => {

@@ -1,53 +1,17 @@
-import type { ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { connect } from 'node:net';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { freePort } from '../../../test/support/redis-server.js';
-import {
-  client,
-  type SpawnedSluice,
-  send,
-  serveArgs,
-  spawnSluice,
-  startUpstream,
-  type TestUpstream,
-  tempDir,
-} from './support.js';
+import { rawGet } from './raw-get.js';
+import { spawnSuite } from './spawn-suite.js';
+import { client, type SpawnedSluice, send, serveArgs, spawnSluice } from './support.js';
 
 /** Requests sent at once, each on a connection of its own: the kernel spreads them over both threads. */
 const CLIENTS = 16;
 const TOKEN = 'c'.repeat(32);
-const tmp = tempDir();
-const spawned: ChildProcess[] = [];
-let upstream: TestUpstream;
-
-beforeAll(async () => {
-  upstream = await startUpstream();
-});
-afterAll(async () => {
-  for (const c of spawned) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-  await upstream.close();
-  tmp.cleanup();
-});
-
-/** A raw GET on a connection of its own; resolves with its status. */
-function rawGet(url: string, path: string): Promise<number> {
-  const { hostname, port } = new URL(url);
-  return new Promise((resolve, reject) => {
-    const socket = connect(Number(port), hostname, () =>
-      socket.write(`GET ${path} HTTP/1.1\r\nhost: ${hostname}\r\nconnection: close\r\n\r\n`),
-    );
-    let text = '';
-    socket.setEncoding('utf8');
-    socket.on('data', (c: string) => {
-      text += c;
-    });
-    socket.on('end', () => resolve(Number(text.slice(9, 12))));
-    socket.on('error', reject);
-  });
-}
+const suite = spawnSuite();
+const { tmp, spawned } = suite;
 
 /** Asks `read` again until `ok` holds of its answer or 20 s pass; returns the last answer. */
 async function until<T>(read: () => Promise<T>, ok: (v: T) => boolean): Promise<T> {
@@ -83,7 +47,7 @@ async function serve(name: string, yaml: string) {
     `${yaml}admin: { port: ${adminPort}, token: "${TOKEN}" }\n` +
       'server: { port: 1 }\nupstream: { url: "http://127.0.0.1:1" }\n',
   );
-  const p = spawnSluice(process.execPath, serveArgs(file, upstream.url, 2), spawned);
+  const p = spawnSluice(process.execPath, serveArgs(file, suite.upstream.url, 2), spawned);
   const { url } = JSON.parse(await p.waitFor(/sluice gateway listening/)) as { url: string };
   await p.waitFor(/"thread":1.*sluice gateway listening/);
   const admin = client();
@@ -105,7 +69,7 @@ async function serve(name: string, yaml: string) {
 describe('the dashboard of sluice serve --threads 2 shows the whole process', () => {
   it("the capacity panel's requests in flight per policy are summed over the threads", async () => {
     const held: ServerResponse[] = [];
-    upstream.handler = (req: IncomingMessage, res: ServerResponse) => {
+    suite.upstream.handler = (req: IncomingMessage, res: ServerResponse) => {
       req.resume();
       held.push(res);
     };
@@ -136,7 +100,7 @@ describe('the dashboard of sluice serve --threads 2 shows the whole process', ()
   }, 60_000);
 
   it('the units charged card sums the threads', async () => {
-    upstream.handler = (req: IncomingMessage, res: ServerResponse) => {
+    suite.upstream.handler = (req: IncomingMessage, res: ServerResponse) => {
       req.resume();
       res.writeHead(200, { 'x-upstream-cost': '3' });
       res.end('ok');
