@@ -1,31 +1,15 @@
 import type { ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import type { ServerResponse } from 'node:http';
-import { connect } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { BrowserContext, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { freePort } from '../../../test/support/redis-server.js';
 import { toolPath } from '../../../test/support/tools.js';
-import { openWatchedPage } from '../../../test/support/watched-page.js';
-import { buildDashboard } from '../dashboard-ui/build.js';
-import {
-  client,
-  send,
-  serveArgs,
-  spawnSluice,
-  startGateway,
-  startUpstream,
-  type TestGateway,
-  type TestUpstream,
-  tempDir,
-} from './support.js';
+import { ARTIFACTS, dashboardSuite, openPanel, TOKEN } from './dashboard-suite.js';
+import { rawGet } from './raw-get.js';
+import { send, serveArgs, spawnSluice } from './support.js';
 
 const CHROMIUM = toolPath('chromium');
-const ARTIFACTS = join(process.cwd(), 'test-artifacts', 'dashboard');
-const TOKEN = 'dashboard-admin-token-0123456789';
 
 const YAML = `rateLimiting:
   defaultTier: free
@@ -43,54 +27,27 @@ admin:
   token: \${ADMIN_TOKEN}
 `;
 
-const tmp = tempDir();
-const agent = client();
-let upstream: TestUpstream;
-let t: TestGateway;
-let profile: string;
-let context: BrowserContext;
-let page: Page;
-let problems: string[] = [];
 const held: ServerResponse[] = [];
 const spawned: ChildProcess[] = [];
-
-beforeAll(async () => {
-  await buildDashboard();
-  await mkdir(ARTIFACTS, { recursive: true });
-  upstream = await startUpstream();
-  upstream.handler = (req, res) => {
+const suite = dashboardSuite({
+  chromium: CHROMIUM,
+  name: 'capacity',
+  yaml: YAML,
+  handler: (req, res) => {
     req.resume();
     held.push(res);
-  };
-  t = await startGateway(join(tmp.dir, 'capacity.yaml'), {
-    yaml: YAML,
-    env: { ADMIN_TOKEN: TOKEN },
-    overrides: { upstream: upstream.url },
-    // Real wall time: the page turns the totals of successive statuses into rates.
-    now: () => Date.now(),
-  });
-  profile = await mkdtemp(join(tmpdir(), 'sluice-capacity-chromium-'));
-  ({ context, page, problems } = await openWatchedPage(CHROMIUM, profile, { width: 1440, height: 900 }));
-}, 60_000);
-
-afterAll(async () => {
-  for (const c of spawned) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-  for (const res of held.splice(0)) res.end();
-  await context?.close();
-  await t?.gateway.close();
-  await upstream?.close();
-  await agent.close();
-  if (profile !== undefined) await rm(profile, { recursive: true, force: true });
-  tmp.cleanup();
+  },
+  beforeClose: () => {
+    for (const c of spawned) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+    for (const res of held.splice(0)) res.end();
+  },
 });
+const { tmp, agent } = suite;
 
 describe('the dashboard capacity panel', () => {
   it('shows the overload limit, requests in flight, shed per second by priority, and in flight per policy', async () => {
-    await page.goto(`${t.gateway.adminUrl}/dashboard/`);
-    await page.fill('#token', TOKEN);
-    await page.click('button[type=submit]');
-    await page.waitForFunction(() => document.getElementById('connection')?.textContent === 'Live');
-    await page.locator('#capacity-card').waitFor({ state: 'visible' });
+    const { page, t, problems } = suite;
+    await openPanel(page, `${t.gateway.adminUrl}/dashboard/`, '#capacity-card');
     // Two requests held by the upstream fill the overload limit; both count under the reports policy.
     const running = [
       send(agent, `${t.gateway.url}/api/reports/a`),
@@ -130,6 +87,7 @@ describe('the dashboard capacity panel', () => {
   });
 
   it('shows the requests in flight per policy of every thread with sluice serve --threads 2', async () => {
+    const { page, problems } = suite;
     const adminPort = await freePort();
     const file = join(tmp.dir, 'capacity-threads.yaml');
     writeFileSync(
@@ -139,32 +97,12 @@ describe('the dashboard capacity panel', () => {
         `admin: { port: ${adminPort}, token: "${TOKEN}" }\n` +
         'server: { port: 1 }\nupstream: { url: "http://127.0.0.1:1" }\n',
     );
-    const p = spawnSluice(process.execPath, serveArgs(file, upstream.url, 2), spawned);
+    const p = spawnSluice(process.execPath, serveArgs(file, suite.upstream.url, 2), spawned);
     const { url } = JSON.parse(await p.waitFor(/sluice gateway listening/)) as { url: string };
     await p.waitFor(/"thread":1.*sluice gateway listening/);
-    await page.goto(`http://127.0.0.1:${adminPort}/dashboard/`);
-    await page.fill('#token', TOKEN);
-    await page.click('button[type=submit]');
-    await page.waitForFunction(() => document.getElementById('connection')?.textContent === 'Live');
-    await page.locator('#capacity-card').waitFor({ state: 'visible' });
+    await openPanel(page, `http://127.0.0.1:${adminPort}/dashboard/`, '#capacity-card');
     // 16 requests, each on a connection of its own, so that the kernel spreads them over both threads.
-    const { hostname, port } = new URL(url);
-    const running = Array.from(
-      { length: 16 },
-      () =>
-        new Promise<string>((resolve, reject) => {
-          const socket = connect(Number(port), hostname, () =>
-            socket.write(`GET /api/reports/q HTTP/1.1\r\nhost: ${hostname}\r\nconnection: close\r\n\r\n`),
-          );
-          let text = '';
-          socket.setEncoding('utf8');
-          socket.on('data', (c: string) => {
-            text += c;
-          });
-          socket.on('end', () => resolve(text.slice(9, 12)));
-          socket.on('error', reject);
-        }),
-    );
+    const running = Array.from({ length: 16 }, () => rawGet(url, '/api/reports/q').then(String));
     while (held.length < 16) await new Promise((r) => setTimeout(r, 20));
     await page.waitForFunction(
       () => document.querySelector('#in-flight tbody tr')?.textContent?.replace(/\s+/g, '') === 'reports1650',
