@@ -1,4 +1,4 @@
-import type { OverrideRule } from './override.js';
+import type { OverrideRule, OverrideSnapshot } from './override.js';
 
 /** One rule's change between two snapshots: set to `rule`, or removed (`rule` undefined). */
 export interface OverrideDelta {
@@ -86,4 +86,30 @@ export class OverrideLog {
       if (this.#deltas[i].id !== '') out.push(this.#deltas[i]);
     return out;
   }
+}
+
+/**
+ * The snapshot of a store that keeps its rules in a `Map` by id and its changes in `log` (the memory and the
+ * shared stores). The list is built on first read and kept: a write copies nothing. A snapshot read for the first
+ * time after a later write shows the rules of then (newer ones, never older), which is what its reader wants.
+ *
+ * @param version - the snapshot's version, already recorded in `log`.
+ * @param rules - the store's rules by id, live (never copied).
+ * @param log - the store's log of changes.
+ */
+export function mapSnapshot(
+  version: number,
+  rules: ReadonlyMap<string, OverrideRule>,
+  log: OverrideLog,
+): OverrideSnapshot {
+  let list: readonly OverrideRule[] | undefined;
+  return Object.freeze({
+    version,
+    get rules(): readonly OverrideRule[] {
+      list ??= Object.freeze([...rules.values()]);
+      return list;
+    },
+    changesSince: (held: number) => log.since(held, version),
+    ruleOf: (id: string) => rules.get(id),
+  });
 }

@@ -8,7 +8,7 @@ import {
   type OverrideWriteOptions,
   withChange,
 } from '../core/index.js';
-import { type OverrideDelta, OverrideLog } from '../core/override-log.js';
+import { mapSnapshot, type OverrideDelta, OverrideLog } from '../core/override-log.js';
 import { mergeHistories, withAutomaticChange } from '../core/override-writes.js';
 
 /** Expired rules are dropped on a write at most this often: a pass over every rule, paid once a second. */
@@ -103,18 +103,6 @@ export class MemoryOverrides implements OverrideStore {
     const version = this.#snapshot.version + 1;
     const log = this.#log;
     log.record(version, deltas);
-    const rules = this.#rules;
-    let list: readonly OverrideRule[] | undefined;
-    // The list is built on first read and kept: a write copies nothing. A snapshot read for the first time after
-    // a later write shows the rules of then (newer ones, never older), which is what its reader wants.
-    this.#snapshot = Object.freeze({
-      version,
-      get rules(): readonly OverrideRule[] {
-        list ??= Object.freeze([...rules.values()]);
-        return list;
-      },
-      changesSince: (held: number) => log.since(held, version),
-      ruleOf: (id: string) => rules.get(id),
-    });
+    this.#snapshot = mapSnapshot(version, this.#rules, log);
   }
 }

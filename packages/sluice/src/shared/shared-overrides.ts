@@ -14,7 +14,7 @@ import {
   SluiceError,
 } from '../core/index.js';
 import { AUTOMATIC_HISTORY_LIMIT } from '../core/override.js';
-import { type OverrideDelta, OverrideLog } from '../core/override-log.js';
+import { mapSnapshot, type OverrideDelta, OverrideLog } from '../core/override-log.js';
 import { mergeHistories } from '../core/override-writes.js';
 import { lock, unlock } from './group-lock.js';
 import {
@@ -308,19 +308,7 @@ export class SharedOverrides implements OverrideStore {
     const log = this.#log;
     // Without deltas (read whole), a jump: the log starts again at this version.
     log.record(version, deltas ?? [], deltas === undefined ? -1 : this.#snapshot.version);
-    const rules = this.#rules;
-    let list: readonly OverrideRule[] | undefined;
-    // The list is built on first read and kept: a write copies nothing. A snapshot read for the first time after
-    // a later write shows the rules of then (newer ones, never older), which is what its reader wants.
-    this.#snapshot = Object.freeze({
-      version,
-      get rules(): readonly OverrideRule[] {
-        list ??= Object.freeze([...rules.values()]);
-        return list;
-      },
-      changesSince: (held: number) => log.since(held, version),
-      ruleOf: (id: string) => rules.get(id),
-    });
+    this.#snapshot = mapSnapshot(version, this.#rules, log);
   }
 }
 
