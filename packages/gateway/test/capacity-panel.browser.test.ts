@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { freePort } from '../../../test/support/redis-server.js';
 import { toolPath } from '../../../test/support/tools.js';
 import { ARTIFACTS, dashboardSuite, openPanel, TOKEN } from './dashboard-suite.js';
-import { rawGet } from './raw-get.js';
+import { rawGet } from './own-connections.js';
 import { send, serveArgs, spawnSluice } from './support.js';
 
 const CHROMIUM = toolPath('chromium');

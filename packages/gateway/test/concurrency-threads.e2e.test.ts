@@ -2,7 +2,7 @@ import { writeFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { rawGet } from './raw-get.js';
+import { rawGet } from './own-connections.js';
 import { spawnSuite } from './spawn-suite.js';
 import { serveArgs, spawnSluice } from './support.js';
 

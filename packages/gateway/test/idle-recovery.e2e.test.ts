@@ -3,15 +3,8 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RedisServer, startRedisServer } from '../../../test/support/redis-server.js';
-import {
-  client,
-  send,
-  serveArgs,
-  spawnSluice,
-  startUpstream,
-  type TestUpstream,
-  tempDir,
-} from './support.js';
+import { atOnce } from './own-connections.js';
+import { serveArgs, spawnSluice, startUpstream, type TestUpstream, tempDir } from './support.js';
 
 const tmp = tempDir();
 const spawned: ChildProcess[] = [];
@@ -34,20 +27,6 @@ afterAll(async () => {
   await Promise.all([upstream.close(), redis.stop()]);
   tmp.cleanup();
 });
-
-/** `n` GET requests of `url` at once, each on a connection of its own (the kernel spreads them over the threads). */
-function atOnce(url: string, n: number): Promise<number[]> {
-  return Promise.all(
-    Array.from({ length: n }, async () => {
-      const own = client();
-      try {
-        return (await send(own, url)).status;
-      } finally {
-        await own.close();
-      }
-    }),
-  );
-}
 
 const count = (codes: number[]) => {
   const out: Record<number, number> = {};

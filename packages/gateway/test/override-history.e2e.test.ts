@@ -1,33 +1,18 @@
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RedisServer, startRedisServer } from '../../../test/support/redis-server.js';
+import { describe, expect, it } from 'vitest';
+import { startRedisServer } from '../../../test/support/redis-server.js';
 import { MAX_PENALTY_BLOCKS } from '../src/admission/penalties.js';
-import {
-  client,
-  send,
-  startGateway,
-  startUpstream,
-  type TestGateway,
-  type TestUpstream,
-  tempDir,
-} from './support.js';
+import { redisSuite } from './redis-suite.js';
+import { send, startGateway, type TestGateway } from './support.js';
 
-const tmp = tempDir();
-const agent = client();
 const TOKEN = 'admin-token-0123456789';
 const auth = { authorization: `Bearer ${TOKEN}` };
-let upstream: TestUpstream;
-let redis: RedisServer;
 let gateway: TestGateway | undefined;
-
-beforeAll(async () => {
-  [upstream, redis] = await Promise.all([startUpstream(), startRedisServer()]);
-}, 60_000);
-afterAll(async () => {
-  await gateway?.gateway.close();
-  await Promise.all([upstream.close(), redis.stop(), agent.close()]);
-  tmp.cleanup();
-});
+const suite = redisSuite(
+  () => startRedisServer(),
+  async () => gateway?.gateway.close(),
+);
+const { tmp, agent } = suite;
 
 describe('the history of overrides under a flood of penalty blocks (Redis)', () => {
   it("keeps the operator's change when anonymous clients fill the penalty blocks", async () => {
@@ -37,10 +22,10 @@ describe('the history of overrides under a flood of penalty blocks (Redis)', () 
       `admin:\n  port: 0\n  token: "${TOKEN}"\n  token_name: alice\n` +
       'server: { trustedProxies: [loopback] }\n' +
       'penalty:\n  after: 1\n  within: 60s\n  block: 20s\n' +
-      `store: { type: redis, url: "${redis.url}" }\nkeys: { prefix: "history-flood:" }\n`;
+      `store: { type: redis, url: "${suite.redis.url}" }\nkeys: { prefix: "history-flood:" }\n`;
     gateway = await startGateway(join(tmp.dir, 'flood.yaml'), {
       yaml,
-      overrides: { upstream: upstream.url },
+      overrides: { upstream: suite.upstream.url },
     });
     const g = gateway.gateway;
     const put = await send(agent, `${g.adminUrl}/overrides`, {

@@ -1,64 +1,36 @@
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { freePort, type RedisServer, startRedisServer } from '../../../test/support/redis-server.js';
-import {
-  client,
-  send,
-  startGateway,
-  startUpstream,
-  type TestGateway,
-  type TestUpstream,
-  tempDir,
-} from './support.js';
+import { describe, expect, it, vi } from 'vitest';
+import { freePort, startRedisServer } from '../../../test/support/redis-server.js';
+import { atOnce } from './own-connections.js';
+import { redisSuite } from './redis-suite.js';
+import { send, startGateway, type TestGateway } from './support.js';
 
-const tmp = tempDir();
-const agent = client();
 const TOKEN = 'admin-token-0123456789';
 const auth = { authorization: `Bearer ${TOKEN}` };
 const running: TestGateway[] = [];
-let upstream: TestUpstream;
-let redis: RedisServer;
+const suite = redisSuite(
+  () => startRedisServer(),
+  () => Promise.all(running.map((g) => g.gateway.close())),
+);
+const { tmp, agent } = suite;
 
 const TIER =
   'rateLimiting:\n  defaultTier: t\n  tiers:\n    t: { requestsPerMinute: 1, requestsPerHour: 5, burstLimit: 5 }\n';
 const ADMIN = `admin:\n  port: 0\n  token: "${TOKEN}"\n  token_name: alice\n`;
 
-beforeAll(async () => {
-  [upstream, redis] = await Promise.all([startUpstream(), startRedisServer()]);
-}, 60_000);
-afterAll(async () => {
-  await Promise.all(running.map((g) => g.gateway.close()));
-  await Promise.all([upstream.close(), redis.stop(), agent.close()]);
-  tmp.cleanup();
-});
-
 async function start(name: string, yaml: string): Promise<TestGateway> {
   const g = await startGateway(join(tmp.dir, `${name}.yaml`), {
     yaml,
-    overrides: { upstream: upstream.url },
+    overrides: { upstream: suite.upstream.url },
     now: Date.now,
   });
   running.push(g);
   return g;
 }
 
-/** `n` GET requests of `url` at once, each on a connection of its own: their statuses. */
-function atOnce(url: string, n: number): Promise<number[]> {
-  return Promise.all(
-    Array.from({ length: n }, async () => {
-      const own = client();
-      try {
-        return (await send(own, url)).status;
-      } finally {
-        await own.close();
-      }
-    }),
-  );
-}
-
 describe('a gateway on Redis, restarted or started before Redis', () => {
   it('holds a block from its first request after a restart of the gateway', async () => {
-    const yaml = `${TIER}${ADMIN}store: { type: redis, url: "${redis.url}" }\nkeys: { prefix: "restart-block:" }\n`;
+    const yaml = `${TIER}${ADMIN}store: { type: redis, url: "${suite.redis.url}" }\nkeys: { prefix: "restart-block:" }\n`;
     const before = await start('restart-block-1', yaml);
     const put = await send(agent, `${before.gateway.adminUrl}/overrides`, {
       method: 'PUT',

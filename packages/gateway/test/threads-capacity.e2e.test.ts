@@ -3,7 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { freePort } from '../../../test/support/redis-server.js';
-import { rawGet } from './raw-get.js';
+import { rawGet } from './own-connections.js';
 import { spawnSuite } from './spawn-suite.js';
 import { client, type SpawnedSluice, send, serveArgs, spawnSluice } from './support.js';
 
