@@ -91,9 +91,9 @@ export interface LineOrder {
  */
 export async function runReplay(o: ReplayRunOptions): Promise<ReplayRun> {
   const windowMs = o.reorderWindowMs ?? DEFAULT_REORDER_WINDOW_MS;
-  // Holding lines for the whole window costs an ordered log a seventh of its CPU (notes/replay-benchmarks.md). A log
-  // that can be read again is first replayed with a short window; the first line later than it allows starts the
-  // replay over with the whole window. Both give the same decisions: with no line late, either window lets the
+  // Holding lines for the whole window costs an ordered log a seventh of its CPU (docs/benchmarks.md, the run log
+  // of 2026-12-07). A log that can be read again is first replayed with a short window; the first line later than
+  // it allows starts the replay over with the whole window. Both give the same decisions: with no line late, either window lets the
   // lines go in time order, ties in reading order.
   const restartable = o.onDecision === undefined || o.onRestart !== undefined;
   if (windowMs > FIRST_WINDOW_MS && restartable && o.logs.every((l) => l.readOnce !== true)) {
