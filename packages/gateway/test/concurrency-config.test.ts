@@ -150,6 +150,12 @@ describe('load shedding in the configuration', () => {
       '7:3 overload.adaptive: a limit is either fixed (maxInFlight) or adaptive: remove one of them',
     ]);
   });
+
+  it('refuses a bad concurrencyRetryAfter once, whatever the number of concurrency policies', () => {
+    expect(violations(GOOD.replace('concurrencyRetryAfter: 2s', 'concurrencyRetryAfter: 1500ms'))).toEqual([
+      '3:26 rateLimiting.concurrencyRetryAfter: must be whole seconds from 1s to 1d, got "1500ms"',
+    ]);
+  });
 });
 
 describe('a policy class counting requests in flight', () => {

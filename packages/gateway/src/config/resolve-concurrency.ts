@@ -22,10 +22,12 @@ function retryAfterOf(rl: Raw, issues: SemanticIssue[]): number {
   if (raw === undefined) return 1;
   const ms = durationMs(raw);
   if (ms === undefined || ms < 1000 || ms % 1000 !== 0 || ms > 86_400_000) {
-    issues.push({
-      path: ['rateLimiting', 'concurrencyRetryAfter'],
-      message: `must be whole seconds from 1s to 1d, got ${JSON.stringify(raw)}`,
-    });
+    // Every concurrency policy reads it (a tier's, each rule's): reported once, not once per policy.
+    if (!issues.some((i) => i.path.length === 2 && i.path[1] === 'concurrencyRetryAfter'))
+      issues.push({
+        path: ['rateLimiting', 'concurrencyRetryAfter'],
+        message: `must be whole seconds from 1s to 1d, got ${JSON.stringify(raw)}`,
+      });
     return 1;
   }
   return ms / 1000;
