@@ -7,12 +7,12 @@
 import fc from 'fast-check';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RedisServer, startRedisServer } from '../../../../test/support/redis-server.js';
-import { type Check, definePolicy, ManualClock, type RateLimitStore } from '../core/index.js';
-import { MemoryStore } from '../memory/index.js';
-import { SharedStore } from '../shared/index.js';
-import { ReferenceStore } from '../testing/index.js';
-import { RedisStore } from './index.js';
+import { type RedisServer, startRedisServer } from '../../../test/support/redis-server.js';
+import { type Check, definePolicy, ManualClock, type RateLimitStore } from '../src/core/index.js';
+import { MemoryStore } from '../src/memory/index.js';
+import { RedisStore } from '../src/redis/index.js';
+import { SharedStore } from '../src/shared/index.js';
+import { ReferenceStore } from '../src/testing/index.js';
 
 const START = 1_700_000_000_000;
 // One token a second: the reset seconds of a bucket are the tokens it is short of full.
