@@ -20,7 +20,13 @@ export const DASHBOARD_OUT_DIR = join(HERE, '..', 'dist', 'dashboard-assets');
  * @throws the esbuild error when the source does not compile.
  */
 export function buildDashboard(outDir: string = DASHBOARD_OUT_DIR): Promise<string[]> {
-  return bundlePage({ sourceDir: HERE, outDir });
+  // The page takes `sluice` (its key patterns) from source: the browser suites build it on a fresh clone, before
+  // any `npm run build` wrote the library's dist.
+  return bundlePage({
+    sourceDir: HERE,
+    outDir,
+    alias: { sluice: join(HERE, '..', '..', 'sluice', 'src', 'core', 'index.ts') },
+  });
 }
 
 if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.argv[1]) {
