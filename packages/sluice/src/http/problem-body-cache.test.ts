@@ -15,6 +15,21 @@ const anyText = fc.string({ unit: fc.integer({ min: 0, max: 0xffff }).map((c) =>
 const text = fc.oneof(anyText, fc.string(), fc.constantFrom('/', '/a?b=1', 'id-1', '"', '\\', '\u2028'));
 
 describe('the problem body of a flood of denials', () => {
+  // First in the file: the module's cache of the last path starts out holding '/', and an empty target as the
+  // first denial of the process must not be answered from it.
+  it('gives the first denial of the process its own instance, an empty target included', () => {
+    const clock = new ManualClock(0);
+    const limiter = new Limiter({
+      policies: [{ name: 'first', quota: 1, window: 60, burst: 1 }],
+      store: new MemoryStore({ clock, sweepIntervalMs: 0 }),
+    });
+    limiter.decide([{ policy: 'first', key: 'k' }]);
+    const d = limiter.decide([{ policy: 'first', key: 'k' }]) as Decision;
+    const input = { decision: d, path: '', correlationId: 'c', nowMs: 0 };
+    expect(rateLimitProblemBody(input)).toBe(JSON.stringify(rateLimitProblem(input)));
+    expect(JSON.parse(rateLimitProblemBody(input)).instance).toBe('');
+  });
+
   it('is JSON.stringify of the problem for every denial in turn, whatever came before', () => {
     // One policy and one limiter for the whole run: the body's per-policy, per-path and per-retry caches see
     // every sequence of paths, ids and clocks, and no earlier denial may leak into a later body.

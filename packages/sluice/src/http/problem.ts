@@ -214,7 +214,7 @@ function jsonString(s: string): string {
 }
 
 /** The last request target and its `instance` member: a flood of denials mostly hits one path. */
-let lastPath = '';
+let lastPath = '/';
 let lastInstance = '"/"';
 
 function instanceOf(path: string): string {
