@@ -13,16 +13,8 @@ const { tmp, spawned } = suite;
 
 describe('concurrency limits and load shedding with sluice serve --threads 2', () => {
   it('one count across the threads: never more than N in flight per key', async () => {
-    let inFlight = 0;
-    let most = 0;
-    const held: ServerResponse[] = [];
-    suite.upstream.handler = (req: IncomingMessage, res: ServerResponse) => {
-      inFlight++;
-      most = Math.max(most, inFlight);
-      res.on('close', () => inFlight--);
-      req.resume();
-      held.push(res);
-    };
+    const upstream = holdUpstream();
+    const held = upstream.held;
     const file = join(tmp.dir, 'threads-concurrency.yaml');
     writeFileSync(
       file,
@@ -30,9 +22,7 @@ describe('concurrency limits and load shedding with sluice serve --threads 2', (
         `  endpoints:\n    - { pattern: "/api/reports/*", name: reports, concurrent: ${N} }\n` +
         'server: { port: 1 }\nupstream: { url: "http://127.0.0.1:1" }\n',
     );
-    const p = spawnSluice(process.execPath, serveArgs(file, suite.upstream.url, 2), spawned);
-    const { url } = JSON.parse(await p.waitFor(/sluice gateway listening/)) as { url: string };
-    await p.waitFor(/"thread":1.*sluice gateway listening/);
+    const { p, url } = await startTwoThreads(file);
     const answers: number[] = [];
     const all = Array.from({ length: CLIENTS }, () =>
       rawGet(url, '/api/reports/q').then((s) => answers.push(s)),
@@ -41,17 +31,12 @@ describe('concurrency limits and load shedding with sluice serve --threads 2', (
     while (answers.length < CLIENTS - N) await new Promise((r) => setTimeout(r, 20));
     expect(answers).toEqual(Array(CLIENTS - N).fill(429));
     expect(held).toHaveLength(N);
-    expect(most).toBe(N);
+    expect(upstream.most()).toBe(N);
     for (const res of held.splice(0)) res.end('done');
     await Promise.all(all);
     expect(answers.filter((s) => s === 200)).toHaveLength(N);
     // Both threads answered some, and every slot came back: N more are admitted at once.
-    const threads = new Set(
-      p.lines
-        .filter((l) => l.startsWith('{') && l.includes('"msg":"request"'))
-        .map((l) => (JSON.parse(l) as { thread?: number }).thread),
-    );
-    expect(threads).toEqual(new Set([0, 1]));
+    expect(threadsThatAnswered(p)).toEqual(new Set([0, 1]));
     const again = Array.from({ length: N }, () => rawGet(url, '/api/reports/again'));
     while (held.length < N) await new Promise((r) => setTimeout(r, 20));
     for (const res of held.splice(0)) res.end('done');
@@ -61,16 +46,8 @@ describe('concurrency limits and load shedding with sluice serve --threads 2', (
   }, 60_000);
 
   it('load shedding counts the process: overload.maxInFlight over both threads', async () => {
-    let inFlight = 0;
-    let most = 0;
-    const held: ServerResponse[] = [];
-    suite.upstream.handler = (req: IncomingMessage, res: ServerResponse) => {
-      inFlight++;
-      most = Math.max(most, inFlight);
-      res.on('close', () => inFlight--);
-      req.resume();
-      held.push(res);
-    };
+    const upstream = holdUpstream();
+    const held = upstream.held;
     const file = join(tmp.dir, 'threads-overload.yaml');
     writeFileSync(
       file,
@@ -78,24 +55,49 @@ describe('concurrency limits and load shedding with sluice serve --threads 2', (
         `overload: { maxInFlight: ${N}, reserve: 0 }\n` +
         'server: { port: 1 }\nupstream: { url: "http://127.0.0.1:1" }\n',
     );
-    const p = spawnSluice(process.execPath, serveArgs(file, suite.upstream.url, 2), spawned);
-    const { url } = JSON.parse(await p.waitFor(/sluice gateway listening/)) as { url: string };
-    await p.waitFor(/"thread":1.*sluice gateway listening/);
+    const { p, url } = await startTwoThreads(file);
     const answers: number[] = [];
     const all = Array.from({ length: CLIENTS }, () => rawGet(url, '/work').then((s) => answers.push(s)));
     while (answers.length < CLIENTS - N) await new Promise((r) => setTimeout(r, 20));
     expect(answers).toEqual(Array(CLIENTS - N).fill(503));
-    expect(most).toBe(N);
+    expect(upstream.most()).toBe(N);
     for (const res of held.splice(0)) res.end('done');
     await Promise.all(all);
     expect(answers.filter((s) => s === 200)).toHaveLength(N);
-    const threads = new Set(
-      p.lines
-        .filter((l) => l.startsWith('{') && l.includes('"msg":"request"'))
-        .map((l) => (JSON.parse(l) as { thread?: number }).thread),
-    );
-    expect(threads).toEqual(new Set([0, 1]));
+    expect(threadsThatAnswered(p)).toEqual(new Set([0, 1]));
     p.child.kill('SIGTERM');
     expect(await p.exited).toBe(0);
   }, 60_000);
 });
+
+/** An upstream that holds every request until the test ends it, and the most it held at once. */
+function holdUpstream(): { readonly held: ServerResponse[]; most(): number } {
+  let inFlight = 0;
+  let most = 0;
+  const held: ServerResponse[] = [];
+  suite.upstream.handler = (req: IncomingMessage, res: ServerResponse) => {
+    inFlight++;
+    most = Math.max(most, inFlight);
+    res.on('close', () => inFlight--);
+    req.resume();
+    held.push(res);
+  };
+  return { held, most: () => most };
+}
+
+/** `sluice serve --threads 2` with the file, once both threads listen. */
+async function startTwoThreads(file: string) {
+  const p = spawnSluice(process.execPath, serveArgs(file, suite.upstream.url, 2), spawned);
+  const { url } = JSON.parse(await p.waitFor(/sluice gateway listening/)) as { url: string };
+  await p.waitFor(/"thread":1.*sluice gateway listening/);
+  return { p, url };
+}
+
+/** The threads that wrote a request line. */
+function threadsThatAnswered(p: { readonly lines: readonly string[] }): Set<number | undefined> {
+  return new Set(
+    p.lines
+      .filter((l) => l.startsWith('{') && l.includes('"msg":"request"'))
+      .map((l) => (JSON.parse(l) as { thread?: number }).thread),
+  );
+}
