@@ -59,6 +59,7 @@ export class OverrideApplier {
    * @param clock - epoch milliseconds, read only when a rule matches.
    * @param unhashed - per check, its key before a key over the length limit was hashed (from
    *   `RulePlans.unhashedKeys`): patterns match the key as built, not its hash.
+   * @param tenant - the caller's tenant: a rule on the whole tenant applies to every check, whatever its key.
    */
   apply(
     index: OverrideIndex,
@@ -68,6 +69,7 @@ export class OverrideApplier {
     ip: string | undefined,
     clock: () => number,
     unhashed?: readonly (string | undefined)[],
+    tenant?: string,
   ): OverrideResult | undefined {
     const n = checks.length;
     let found: (CompiledOverride | undefined)[] | undefined;
@@ -76,7 +78,7 @@ export class OverrideApplier {
     let mask = 0;
     for (let i = 0; i < n; i++) {
       const raw = unhashed?.[i];
-      let e = index.find(raw ?? checks[i].key, checks[i].policy.name, tier, ip, clock);
+      let e = index.find(raw ?? checks[i].key, checks[i].policy.name, tier, ip, clock, tenant);
       if (raw !== undefined) {
         // A rule may also name the hashed key itself (a penalty block sets the key it was limited under).
         const h = index.find(checks[i].key, checks[i].policy.name, tier, ip, clock);

@@ -98,6 +98,32 @@ describe('run-time overrides in the HTTP limiter', () => {
     expect(policyOf({ tenant: 'other', client: 'a', tier: 'silver' })).toBe('"rl.read";q=300;w=60');
   });
 
+  it('applies a rule on a tenant to every request of that tenant, whatever its bucket key', async () => {
+    const { http, set, overrides } = setup();
+    // A tenant alone (no client nor user) keys by address; an API key by its hash: the tenant still decides.
+    const onlyTenant = req({ identity: { tenant: 'acme' } });
+    const withApiKey = req({ identity: { tenant: 'acme', apiKey: 'k-1' } });
+    expect(sync(http.evaluate(onlyTenant)).key).toBe('ip:203.0.113.7');
+    expect(sync(http.evaluate(withApiKey)).key).toMatch(/^apikey:/);
+    await set({ pattern: 'tenant:acme', policy: 'rl.read', quota: 100, window: 60, reason: 'limit' });
+    expect(header(sync(http.evaluate(onlyTenant)), 'RateLimit-Policy')).toBe('"rl.read";q=100;w=60');
+    const id = 'tenant:acme policy=rl.read';
+    await overrides.remove(id, { action: 'remove', id, who: 'ops', at: T0, reason: 'done' });
+    await set({ pattern: 'tenant:acme:*', block: 403, reason: 'abuse' });
+    for (const r of [onlyTenant, withApiKey, req()]) {
+      const v = sync(http.evaluate(r));
+      expect(v.status).toBe(403);
+      expect(v.outcome).toBe('blocked');
+    }
+    // Another tenant, and a caller with no tenant, are not blocked (at another address: this one's bucket is spent).
+    const elsewhere = { remoteAddress: '198.51.100.1' };
+    expect(sync(http.evaluate(req({ ...elsewhere, identity: { tenant: 'beta' } }))).status).toBe(200);
+    expect(sync(http.evaluate(req({ ...elsewhere, identity: undefined }))).status).toBe(200);
+    // An exact rule on the key still outranks the tenant, as it does for the tenant's own keys.
+    await set({ pattern: 'ip:203.0.113.7', unlimited: true, reason: 'office' });
+    expect(sync(http.evaluate(onlyTenant)).outcome).toBe('exempt_override');
+  });
+
   it('leaves an unlimited policy out and exempts a request with nothing left', async () => {
     const { http, set } = setup();
     await set({ pattern: 'tenant:acme:client:web', policy: 'rl.write', unlimited: true, reason: 'x' });

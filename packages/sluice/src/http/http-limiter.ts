@@ -185,6 +185,7 @@ export function createHttpLimiter<R extends HttpRequestInfo = HttpRequestInfo>(
         ip,
         o.wallClock,
         plans.unhashedKeys(),
+        identity?.tenant,
       );
       if (r !== undefined) {
         if (r.kind === 'block') return writer.blocked(req, r.entry.rule, key, identity, ip, o.wallClock());

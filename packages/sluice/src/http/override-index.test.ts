@@ -447,3 +447,79 @@ describe('patterns of keys holding spaces, controls, non-ASCII characters or *',
     );
   });
 });
+
+describe("rules on a whole tenant, matched by the caller's tenant whatever its bucket key", () => {
+  const index = (...specs: Record<string, unknown>[]) =>
+    new OverrideIndex(
+      specs.map((s) => parseOverride({ reason: 'test', ...s } as never, NOW, 'test')),
+      'rl:',
+    );
+  const find = (ix: OverrideIndex, key: string, tenant: string | undefined, ip = '203.0.113.7') =>
+    ix.find(`rl:${key}`, 'p', undefined, ip, () => NOW, tenant)?.rule.pattern;
+
+  it('finds tenant:<t>, tenant:<t>:* and shorter prefixes for a key of another kind, and only them', () => {
+    for (const pattern of ['tenant:acme', 'tenant:acme:*', 'tenant:ac*', 'tenant:*']) {
+      const ix = index({ pattern, block: 403 });
+      expect(find(ix, 'ip:203.0.113.7', 'acme'), pattern).toBe(pattern);
+      expect(find(ix, 'apikey:AbCdEfGhIjKlMnOpQr_-12', 'acme'), pattern).toBe(pattern);
+      // No tenant, or a tenant the pattern does not cover: the key alone decides, as before.
+      expect(find(ix, 'ip:203.0.113.7', undefined), pattern).toBeUndefined();
+      expect(find(ix, 'ip:203.0.113.7', 'beta'), pattern).toBe(pattern === 'tenant:*' ? pattern : undefined);
+    }
+    // A rule narrower than the tenant names a client or user the caller's key does not have.
+    const narrow = index(
+      { pattern: 'tenant:acme:client:*', block: 403 },
+      { pattern: 'tenant:acme:user:u1', block: 403 },
+      { pattern: 'tenant:acmex', block: 403 },
+    );
+    expect(find(narrow, 'ip:203.0.113.7', 'acme')).toBeUndefined();
+    expect(find(narrow, 'ip:203.0.113.7', '')).toBeUndefined();
+  });
+
+  it('reads the tenant as keys write it: ":" and "%" escaped, other characters as they are', () => {
+    const ix = index(
+      { pattern: 'tenant:org%3Aacme', block: 403 },
+      { pattern: 'tenant:web%20app', block: 429, ttlSeconds: 60 },
+    );
+    expect(find(ix, 'ip:203.0.113.7', 'org:acme')).toBe('tenant:org%3Aacme');
+    expect(find(ix, 'ip:203.0.113.7', 'org')).toBeUndefined();
+    expect(find(ix, 'ip:203.0.113.7', 'web app')).toBe('tenant:web%20app');
+  });
+
+  it('ranks a tenant rule as the prefix it is, beside the rules of the key and of the address', () => {
+    const ix = index(
+      { pattern: 'tenant:acme', block: 403 },
+      { pattern: 'ip:*', unlimited: true },
+      { pattern: 'ip:198.51.100.9', unlimited: true },
+      { pattern: 'ip:192.0.2.0/24', unlimited: true },
+      { pattern: 'tenant:acme', policy: 'p', quota: 5, window: 60 },
+    );
+    // The tenant (a longer prefix, and a policy scope) outranks ip:*; an exact key or an address range lets
+    // one client through by name, as it does for the tenant's own keys.
+    expect(find(ix, 'ip:203.0.113.7', 'acme')).toBe('tenant:acme');
+    expect(ix.find('rl:ip:203.0.113.7', 'p', undefined, '203.0.113.7', () => NOW, 'acme')?.rule.id).toBe(
+      'tenant:acme policy=p',
+    );
+    expect(ix.find('rl:ip:203.0.113.7', 'q', undefined, '203.0.113.7', () => NOW, 'acme')?.rule.id).toBe(
+      'tenant:acme',
+    );
+    expect(find(ix, 'ip:198.51.100.9', 'acme', '198.51.100.9')).toBe('ip:198.51.100.9');
+    expect(find(ix, 'ip:192.0.2.1', 'acme', '192.0.2.1')).toBe('ip:192.0.2.0/24');
+    expect(find(ix, 'ip:203.0.113.7', undefined)).toBe('ip:*');
+  });
+
+  it('follows rules set and removed one by one, and skips an expired one', () => {
+    const ix = index({ pattern: 'ip:10.0.0.1', block: 403 });
+    expect(find(ix, 'ip:203.0.113.7', 'acme')).toBeUndefined();
+    const rule = parseOverride(
+      { pattern: 'tenant:acme', block: 429, ttlSeconds: 1, reason: 't' },
+      NOW,
+      'test',
+    );
+    ix.apply([{ id: rule.id, rule }]);
+    expect(find(ix, 'ip:203.0.113.7', 'acme')).toBe('tenant:acme');
+    expect(ix.find('rl:ip:203.0.113.7', 'p', undefined, undefined, () => NOW + 1000, 'acme')).toBeUndefined();
+    ix.apply([{ id: rule.id, rule: undefined }]);
+    expect(find(ix, 'ip:203.0.113.7', 'acme')).toBeUndefined();
+  });
+});

@@ -1,27 +1,15 @@
 import { isIP } from 'node:net';
-import { invalidOption, type OverrideRule, overridePolicy, type Policy } from '../core/index.js';
+import { invalidOption, type OverrideRule } from '../core/index.js';
 import { canonicalKeyEscapes, patternAsKey } from '../core/key-pattern.js';
 import type { OverrideDelta } from '../core/override-log.js';
 import { detached } from './detached-string.js';
 import { type IpRange, inRange, normalizeIp, parseAddress, parseIpRange } from './ip-address.js';
+import { escapeKeyPart } from './keys.js';
+import { admits, type CompiledOverride, compile, narrowness } from './override-entry.js';
 import { checkPatternShape, KEY_PATTERN_KINDS } from './override-pattern-shape.js';
 import { PrefixTrie } from './override-trie.js';
 
-/** One rule compiled for lookups. */
-export interface CompiledOverride {
-  readonly rule: OverrideRule;
-  readonly effect: OverrideRule['effect'];
-  readonly policy: string | undefined;
-  readonly tier: string | undefined;
-  /** Epoch milliseconds; `Infinity` for a rule without an end. */
-  readonly expiresAt: number;
-  /** Narrower patterns first ({@link narrowness}); a policy scope before a tier scope before none. */
-  readonly rank: number;
-  /** The policy replacing a base policy under a `limit` rule (cached per base by `overridePolicy`). */
-  policyFor(base: Policy): Policy;
-  /** Plans derived under this rule alone, per base plan and mask of the checks it applied to. */
-  readonly plans: WeakMap<object, Map<number, object>>;
-}
+export type { CompiledOverride } from './override-entry.js';
 
 /** A pattern's kind and the string it compares. */
 export type OverridePatternKind =
@@ -175,7 +163,9 @@ interface Placed {
  * The current rules compiled for lookups: exact keys in a `Map`, prefixes in a character trie, address ranges in
  * a list. A key's candidates (every rule whose pattern matches it, narrowest first) are remembered, and so are the
  * range rules a client IP falls in (the address is parsed once, not once per range and policy), so a returning key
- * costs a `Map` lookup or two and a short scan, whatever the number of rules. A store's changes are applied rule
+ * costs a `Map` lookup or two and a short scan, whatever the number of rules. Rules on a whole tenant
+ * (`tenant:acme`, `tenant:acme:*`) are also found by the caller's tenant, remembered per tenant, whatever its
+ * bucket key (an address, an API key): a tenant block holds against every request of the tenant. A store's changes are applied rule
  * by rule ({@link OverrideIndex.apply}): a write to a store of 100,000 rules compiles one rule, not all of them.
  */
 export class OverrideIndex {
@@ -185,6 +175,13 @@ export class OverrideIndex {
   readonly #memo = new Map<string, readonly CompiledOverride[]>();
   readonly #byIp = new Map<string, readonly CompiledOverride[]>();
   readonly #byId = new Map<string, Placed>();
+  /** The rules on a whole tenant, by tenant (see {@link OverrideIndex.find}). */
+  readonly #byTenant = new Map<string, readonly CompiledOverride[]>();
+  /**
+   * Prefix rules that take in every key of some tenant: while none is held, a request's tenant is not looked up
+   * (no string built, no `Map` read).
+   */
+  #tenantWide = 0;
   readonly #keyPrefix: string;
 
   /**
@@ -220,6 +217,7 @@ export class OverrideIndex {
     if (ranges) this.#ranges.sort((a, b) => b.entry.rank - a.entry.rank);
     this.#memo.clear();
     this.#byIp.clear();
+    this.#byTenant.clear();
   }
 
   /** Compiles and places one rule (the caller deleted any of its id); true when it is an address range. */
@@ -246,6 +244,7 @@ export class OverrideIndex {
       else list.push(entry);
     } else {
       this.#trie.add(at, entry);
+      if (coversTenant(p.value)) this.#tenantWide++;
     }
     return false;
   }
@@ -262,6 +261,7 @@ export class OverrideIndex {
     }
     if (pattern.kind === 'prefix') {
       this.#trie.delete(at, entry);
+      if (coversTenant(pattern.value)) this.#tenantWide--;
       return false;
     }
     const list = this.#exact.get(at);
@@ -274,14 +274,17 @@ export class OverrideIndex {
   }
 
   /**
-   * The narrowest rule in force for one bucket: its key matches the pattern (or the client IP is in the
-   * range), and its scope admits the policy and tier.
+   * The narrowest rule in force for one bucket: its key matches the pattern, or the client IP is in the range,
+   * or the caller's tenant is one the pattern takes in whole (`tenant:acme`, `tenant:acme:*`, `tenant:ac*`), and
+   * its scope admits the policy and tier. A tenant's rule ranks as the prefix it is: an exact key or an address
+   * range still lets one client through by name, as it does among the tenant's own keys.
    *
    * @param key - the bucket key, with the limiter's prefix.
    * @param policy - the policy's name.
    * @param tier - the caller's tier, if any.
    * @param ip - the client IP, for address ranges.
    * @param clock - epoch milliseconds, read only when some rule matches: a rule past its end is skipped.
+   * @param tenant - the caller's tenant, as the identity gives it (unescaped), if any.
    */
   find(
     key: string,
@@ -289,6 +292,7 @@ export class OverrideIndex {
     tier: string | undefined,
     ip: string | undefined,
     clock: () => number,
+    tenant?: string,
   ): CompiledOverride | undefined {
     let list = this.#memo.get(key);
     if (list === undefined) {
@@ -300,20 +304,52 @@ export class OverrideIndex {
         this.#memo.set(detached(key), list);
       }
     }
+    const byTenant =
+      this.#tenantWide === 0 || typeof tenant !== 'string' || tenant === '' ? NONE : this.#ofTenant(tenant);
     const ranges = this.#ranges;
-    if (list.length === 0 && (ranges.length === 0 || ip === undefined)) return undefined;
+    if (list.length === 0 && byTenant.length === 0 && (ranges.length === 0 || ip === undefined))
+      return undefined;
     const nowMs = clock();
     const inside = ip === undefined || ranges.length === 0 ? NONE : this.#rangesOf(ip);
-    // Both lists are narrowest first: merged by rank, so a range rule outranks a key prefix (a block of
-    // ip:203.0.113.0/24 is not lifted by an override of ip:*), and one address ranks as an exact key.
+    // The lists are narrowest first: merged by rank, so a range rule outranks a key prefix (a block of
+    // ip:203.0.113.0/24 is not lifted by an override of ip:*), and one address ranks as an exact key. A tenant
+    // rule the key matches too is in two lists: found in either, it is the same rule.
     let i = 0;
     let j = 0;
-    while (i < list.length || j < inside.length) {
-      const e =
-        j >= inside.length || (i < list.length && list[i].rank >= inside[j].rank) ? list[i++] : inside[j++];
+    let k = 0;
+    for (;;) {
+      let e: CompiledOverride | undefined;
+      let from = 0;
+      if (i < list.length) e = list[i];
+      if (j < inside.length && (e === undefined || inside[j].rank > e.rank)) {
+        e = inside[j];
+        from = 1;
+      }
+      if (k < byTenant.length && (e === undefined || byTenant[k].rank > e.rank)) {
+        e = byTenant[k];
+        from = 2;
+      }
+      if (e === undefined) return undefined;
+      if (from === 0) i++;
+      else if (from === 1) j++;
+      else k++;
       if (admits(e, policy, tier, nowMs)) return e;
     }
-    return undefined;
+  }
+
+  /** The rules that take in every key of a tenant, narrowest first. */
+  #ofTenant(tenant: string): readonly CompiledOverride[] {
+    let list = this.#byTenant.get(tenant);
+    if (list === undefined) {
+      // Every prefix of the tenant's keys' common start (`tenant:acme:`) covers the whole tenant.
+      const found = this.#trie.collect(`${this.#keyPrefix}tenant:${escapeKeyPart(tenant)}:`, undefined);
+      list = found === undefined ? NONE : found.sort((a, b) => b.rank - a.rank);
+      if (tenant.length <= MEMO_KEY_CHARS) {
+        if (this.#byTenant.size >= MEMO_MAX) this.#byTenant.clear();
+        this.#byTenant.set(detached(tenant), list);
+      }
+    }
+    return list;
   }
 
   /** The range rules an address is in, narrowest first. */
@@ -341,43 +377,13 @@ export class OverrideIndex {
   }
 }
 
-/** Ranks of the pattern kinds: an exact key or a single address above every range, a range above every prefix. */
-const EXACT_RANK = 1_000_000;
-const RANGE_RANK = 100_000;
-
 /**
- * How narrow a pattern is, before its scope: an exact key, or a range of one address (an IPv6 client's key is its
- * /64, so one IPv6 address is kept as its /128 range); then address ranges by their length, IPv4 counted as the
- * IPv4-mapped IPv6 range it is; then key prefixes by their length (keys are at most a few hundred characters).
+ * Whether a prefix (without the key prefix) takes in every key of some tenant: it is a prefix of `tenant:<t>:`
+ * (`tenant:acme:`, `tenant:ac`, `tenant:`, `t`). A tenant name holds no ":" (keys escape it).
  */
-function narrowness(p: OverridePatternKind): number {
-  if (p.kind === 'exact') return EXACT_RANK;
-  if (p.kind === 'prefix') return p.value.length * 4;
-  const bits = p.range.kind === 'ipv4' ? p.range.bits + 96 : p.range.bits;
-  return bits === 128 ? EXACT_RANK : RANGE_RANK + bits * 4;
-}
-
-function admits(e: CompiledOverride, policy: string, tier: string | undefined, nowMs: number): boolean {
-  return (
-    e.expiresAt > nowMs &&
-    (e.policy === undefined || e.policy === policy) &&
-    (e.tier === undefined || e.tier === tier)
-  );
-}
-
-function compile(rule: OverrideRule, rank: number): CompiledOverride {
-  const sizes =
-    rule.effect === 'limit'
-      ? { quota: rule.quota as number, window: rule.window as number, burst: rule.burst as number }
-      : undefined;
-  return {
-    rule,
-    effect: rule.effect,
-    policy: rule.policy,
-    tier: rule.tier,
-    expiresAt: rule.expiresAt ?? Number.POSITIVE_INFINITY,
-    rank,
-    policyFor: (base) => (sizes === undefined ? base : overridePolicy(base, sizes)),
-    plans: new WeakMap(),
-  };
+function coversTenant(prefix: string): boolean {
+  if ('tenant:'.startsWith(prefix)) return true;
+  if (!prefix.startsWith('tenant:')) return false;
+  const colon = prefix.indexOf(':', 7);
+  return colon < 0 || colon === prefix.length - 1;
 }
