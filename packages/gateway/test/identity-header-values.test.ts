@@ -1,6 +1,8 @@
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { type AdmissionRequest, admitRequest } from '../src/admission/admit-request.js';
+import { hashApiKey } from '../src/identity/api-key-file.js';
 import { startGateway, type TestGateway, tempDir, WALL_MS } from './support.js';
 
 const tmp = tempDir();
@@ -79,5 +81,48 @@ describe('tenant ids in any case', () => {
       kind: 'allow',
       key: 'tenant:acme:client:Web',
     });
+  });
+});
+
+describe('a rule on a whole tenant', () => {
+  it('holds against every request of the tenant: a tenant alone (keyed by address) and an API key of it', async () => {
+    writeFileSync(
+      join(tmp.dir, 'tenant-keys.yaml'),
+      `keys:\n  - { hash: ${hashApiKey('key-acme')}, tenant: acme }\n  - { hash: ${hashApiKey('key-beta')}, tenant: beta }\n`,
+    );
+    running = await startGateway(join(tmp.dir, 'tenant-wide.yaml'), {
+      yaml: `${YAML}  apiKeys: { file: tenant-keys.yaml }\n`,
+    });
+    const onlyTenant = { 'x-tenant-id': 'ACME' };
+    expect(await admit(onlyTenant)).toMatchObject({ kind: 'allow', key: 'ip:203.0.113.7' });
+    const apiKey = await admit({ 'x-api-key': 'key-acme' });
+    expect(apiKey).toMatchObject({ kind: 'allow', key: expect.stringMatching(/^apikey:/) });
+    for (const pattern of ['tenant:acme', 'tenant:acme:*']) {
+      await running.gateway.overrides.set({ pattern, block: 403, reason: 'abuse' }, 'ops');
+      for (const headers of [
+        onlyTenant,
+        { 'x-api-key': 'key-acme' },
+        { 'x-tenant-id': 'acme', 'x-user-id': 'u' },
+      ]) {
+        expect(await admit(headers), `${pattern} ${JSON.stringify(headers)}`).toMatchObject({
+          kind: 'deny',
+          status: 403,
+          outcome: 'blocked',
+        });
+      }
+      // Another tenant, at the same address or with its own API key, is not blocked.
+      expect(await admit({ 'x-tenant-id': 'beta' })).toMatchObject({ kind: 'allow' });
+      expect(await admit({ 'x-api-key': 'key-beta' })).toMatchObject({ kind: 'allow' });
+      await running.gateway.overrides.remove(pattern, 'ops', 'done');
+    }
+    // A limit on the tenant gives its requests the rule's bucket, as it does to its client and user keys.
+    await running.gateway.overrides.set(
+      { pattern: 'tenant:acme', quota: 6000, window: 60, reason: 'launch' },
+      'ops',
+    );
+    const limited = await admit(onlyTenant);
+    const policy =
+      limited.kind === 'allow' ? limited.headers.find(([n]) => n === 'RateLimit-Policy') : undefined;
+    expect(policy?.[1]).toContain('q=6000');
   });
 });
