@@ -32,13 +32,8 @@ export class ForwardState implements Dispatcher.DispatchHandler {
   readonly #onClose = () => {
     if (!this.#settled && !this.#res.writableFinished) this.abort(new Error('client closed the connection'));
   };
-  readonly #onDrain = () => this.#controller?.resume();
-  /** The body has arrived whole: its place no longer counts in the share of bodies. */
-  readonly bodyArrived = () => {
-    if (!this.bodyHeld) return;
-    this.bodyHeld = false;
-    this.#gate.bodyArrived();
-  };
+  /** Made the first time the client socket is full (a large answer), not for every request. */
+  #onDrain: (() => void) | undefined;
 
   constructor(
     res: ServerResponse,
@@ -55,6 +50,13 @@ export class ForwardState implements Dispatcher.DispatchHandler {
     // Kept until the response closes (once per response) instead of removed when settled: removing a listener
     // per request cost more than the flag test that makes a late close a no-op.
     res.on('close', this.#onClose);
+  }
+
+  /** The body has arrived whole: its place no longer counts in the share of bodies. */
+  bodyArrived(): void {
+    if (!this.bodyHeld) return;
+    this.bodyHeld = false;
+    this.#gate.bodyArrived();
   }
 
   /** Cancels the upstream request (client gone, body too large or too slow). */
@@ -90,6 +92,7 @@ export class ForwardState implements Dispatcher.DispatchHandler {
     this.#feed?.chunk(chunk);
     if (!this.#res.write(chunk)) {
       controller.pause();
+      this.#onDrain ??= () => this.#controller?.resume();
       this.#res.once('drain', this.#onDrain);
     }
   }

@@ -176,7 +176,7 @@ export class UpstreamProxy {
     if (hasBody) {
       // The body counts in the gate's share of bodies until it has arrived whole, or the exchange ends first.
       state.bodyHeld = true;
-      req.once('end', state.bodyArrived);
+      req.once('end', () => state.bodyArrived());
       // Node leaves `100 Continue` to the gateway (checkContinue): the client is asked for its body only now that
       // it has passed admission and the caps and holds the connection the body goes to.
       if (expectsContinue(req)) res.writeContinue();

@@ -10,7 +10,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { GatewayConfig } from '../config/gateway-config.js';
 import { RequestLog } from '../log/request-log.js';
-import { ConnectionLine } from './connection-line.js';
+import { ConnectionLine, type IdleCount } from './connection-line.js';
 import type { ListenerGate } from './listener-gate.js';
 import type { ProxyContext, ProxyHost } from './proxy-context.js';
 import { ConnectionRefuser } from './refuse-connection.js';
@@ -66,12 +66,14 @@ export class ProxyServer implements ProxyContext {
   /** Connections refused at a cap: whatever they send is not served. */
   readonly #refused = new WeakSet<Duplex>();
   readonly #refuser = new ConnectionRefuser();
-  /** Keep-alive connections between two requests: the first to go when the listener is at its cap. */
-  readonly #idle = new Set<Socket>();
-  /** Connections that have served a request (and have the listener that forgets them when they close). */
-  readonly #seen = new WeakSet<Socket>();
-  /** Requests of a connection not answered yet, served one at a time. */
-  readonly #line = new ConnectionLine();
+  /**
+   * The line of every connection that has served a request (made at its first, dropped when it closes): its
+   * requests one at a time, and whether it is idle between two of them, the first to go when the listener is at
+   * its cap. One map lookup per request; the set is walked only by a reclaim.
+   */
+  readonly #lines = new WeakMap<Socket, ConnectionLine>();
+  readonly #open = new Set<ConnectionLine>();
+  readonly #idle: IdleCount = { n: 0 };
   #reclaimedAt = Number.NEGATIVE_INFINITY;
   #acceptWarnedAt = Number.NEGATIVE_INFINITY;
   #acceptFailures = 0;
@@ -95,23 +97,28 @@ export class ProxyServer implements ProxyContext {
     this.host = host;
     this.now = now;
     this.requestLog = new RequestLog(host.logger);
+    // One listener for every response (`this` is the response, `req` its request): no closure and no `once`
+    // wrapper per request. The line was made at the connection's first request and outlives its responses.
+    const lines = this.#lines;
+    function leaveLine(this: ServerResponse): void {
+      lines.get(this.req.socket as Socket)?.leave();
+    }
+    const serve = (req: IncomingMessage, res: ServerResponse) => {
+      // Before the pipeline's own listener: the next request of the connection starts, and counts as in flight,
+      // before this one stops counting, so a drain never sees the connection's line as done.
+      res.on('close', leaveLine);
+      void handleRequest(this, req, res);
+    };
     const handler = (req: IncomingMessage, res: ServerResponse) => {
       const socket = req.socket as Socket;
-      if (this.#refused.has(socket)) return;
-      // Idle once every request of the connection (pipelined ones too) has its answer.
-      this.#idle.delete(socket);
-      if (!this.#seen.has(socket)) {
-        this.#seen.add(socket);
-        socket.once('close', () => this.#idle.delete(socket));
+      let line = lines.get(socket);
+      if (line === undefined) {
+        // Only a connection that was not refused gets a line: a known one needs no second look.
+        if (this.#refused.has(socket)) return;
+        line = this.#lineOf(socket);
       }
-      this.#line.enter(socket, () => {
-        // Before the pipeline's own listener: the next request of the connection starts, and counts as in
-        // flight, before this one stops counting, so a drain never sees the connection's line as done.
-        res.once('close', () => {
-          if (this.#line.leave(socket) && !socket.destroyed) this.#idle.add(socket);
-        });
-        void handleRequest(this, req, res);
-      });
+      if (line.tryEnter()) serve(req, res);
+      else line.wait(() => serve(req, res));
     };
     const tls = server.tls;
     this.#tls = tls !== undefined;
@@ -163,13 +170,29 @@ export class ProxyServer implements ProxyContext {
     }
   }
 
+  /** The line of a connection at its first request, forgotten when the connection closes. */
+  #lineOf(socket: Socket): ConnectionLine {
+    const line = new ConnectionLine(socket, this.#idle);
+    this.#lines.set(socket, line);
+    this.#open.add(line);
+    socket.once('close', () => {
+      line.idle = false;
+      this.#open.delete(line);
+    });
+    return line;
+  }
+
   /** Closes the keep-alive connections idle between requests, at most once a second, to make room at the cap. */
   #reclaimIdle(): void {
     const t = performance.now();
-    if (t - this.#reclaimedAt < RECLAIM_INTERVAL_MS || this.#idle.size === 0) return;
+    if (t - this.#reclaimedAt < RECLAIM_INTERVAL_MS || this.#idle.n === 0) return;
     this.#reclaimedAt = t;
-    for (const socket of this.#idle) socket.destroy();
-    this.#idle.clear();
+    // A destroyed socket's close (and the line's removal from the set) comes in a later tick.
+    for (const line of this.#open) {
+      if (!line.idle) continue;
+      line.idle = false;
+      line.socket.destroy();
+    }
   }
 
   #acceptFailed(e: NodeJS.ErrnoException): void {
