@@ -5,7 +5,8 @@
  * - `pino`: the line as the gateway wrote it before `logging.requests` (`logger.info(fields, 'request')`,
  *   pino's redaction, formatter and hooks), on the logger of BENCH_BASELINE's tree when given (pino's default
  *   destination there: each line written through the thread pool), else on this tree's;
- * - `request log`: `RequestLog.write` on the same logger, the lines of one event-loop turn written together;
+ * - `request log`: `RequestLog.write` on the same logger, lines written together (32 KiB or a tenth of a
+ *   second, whichever comes first: here the size, since a round takes less than that per 32 KiB);
  * - `request log, none`: `RequestLog.wants` of `requests: none`, the floor (nothing built or written).
  *
  * Each turn writes `BENCH_LINES_PER_TURN` lines (default 16: a loaded gateway closes many responses per turn;
@@ -15,6 +16,7 @@
  *
  *   npx tsx bench/request-line.bench.ts > /tmp/lines.log
  *   BENCH_BASELINE=/tmp/base npx tsx bench/request-line.bench.ts > /tmp/lines.log
+ *   BENCH_REQUEST_LOG_BASELINE=/tmp/rl-base BENCH_LINES_PER_TURN=1 npx tsx bench/request-line.bench.ts > /tmp/l.log
  */
 import { createLogger } from '../packages/gateway/src/log/create-logger.js';
 import { RequestLog } from '../packages/gateway/src/log/request-log.js';
@@ -34,6 +36,19 @@ const before: typeof createLogger =
         }
       ).createLogger;
 const pinoLogger = before('info');
+// BENCH_REQUEST_LOG_BASELINE: a tree whose RequestLog is compared too (the same line, its own way of writing).
+const baselineLog =
+  process.env.BENCH_REQUEST_LOG_BASELINE === undefined
+    ? undefined
+    : await (async (dir: string) => {
+        const { createLogger: make } = (await import(`${dir}/packages/gateway/src/log/create-logger.ts`)) as {
+          createLogger: typeof createLogger;
+        };
+        const { RequestLog: Log } = (await import(`${dir}/packages/gateway/src/log/request-log.ts`)) as {
+          RequestLog: typeof RequestLog;
+        };
+        return new Log(make('info'));
+      })(process.env.BENCH_REQUEST_LOG_BASELINE);
 const ALL = { mode: 'all', share: 1 } as const;
 const NONE = { mode: 'none', share: 0 } as const;
 
@@ -64,6 +79,14 @@ const contenders: Record<string, () => void> = {
     const f = fields();
     if (log.wants(ALL, f.outcome)) log.write(f);
   },
+  ...(baselineLog === undefined
+    ? {}
+    : {
+        'request log, baseline tree': () => {
+          const f = fields();
+          if (baselineLog.wants(ALL, f.outcome)) baselineLog.write(f);
+        },
+      }),
   'request log, none': () => {
     const f = fields();
     if (log.wants(NONE, f.outcome)) log.write(f);
@@ -77,7 +100,9 @@ async function run(write: () => void): Promise<number> {
     for (let j = 0; j < PER_TURN; j++) write();
     await turn();
   }
-  await turn(); // the last batch's write
+  await turn();
+  log.flush(); // the last batch's write, counted in this round
+  (baselineLog as { flush?: () => void } | undefined)?.flush?.();
   const used = process.cpuUsage(before);
   return (used.user + used.system) / LINES;
 }

@@ -36,7 +36,7 @@ describe('concurrency limits and load shedding with sluice serve --threads 2', (
     await Promise.all(all);
     expect(answers.filter((s) => s === 200)).toHaveLength(N);
     // Both threads answered some, and every slot came back: N more are admitted at once.
-    expect(threadsThatAnswered(p)).toEqual(new Set([0, 1]));
+    expect(await threadsThatAnswered(p)).toEqual(new Set([0, 1]));
     const again = Array.from({ length: N }, () => rawGet(url, '/api/reports/again'));
     while (held.length < N) await new Promise((r) => setTimeout(r, 20));
     for (const res of held.splice(0)) res.end('done');
@@ -64,7 +64,7 @@ describe('concurrency limits and load shedding with sluice serve --threads 2', (
     for (const res of held.splice(0)) res.end('done');
     await Promise.all(all);
     expect(answers.filter((s) => s === 200)).toHaveLength(N);
-    expect(threadsThatAnswered(p)).toEqual(new Set([0, 1]));
+    expect(await threadsThatAnswered(p)).toEqual(new Set([0, 1]));
     p.child.kill('SIGTERM');
     expect(await p.exited).toBe(0);
   }, 60_000);
@@ -93,11 +93,21 @@ async function startTwoThreads(file: string) {
   return { p, url };
 }
 
-/** The threads that wrote a request line. */
-function threadsThatAnswered(p: { readonly lines: readonly string[] }): Set<number | undefined> {
-  return new Set(
-    p.lines
-      .filter((l) => l.startsWith('{') && l.includes('"msg":"request"'))
-      .map((l) => (JSON.parse(l) as { thread?: number }).thread),
-  );
+/**
+ * The threads that wrote a request line, once two have or after 20 s: each thread writes its lines in batches
+ * (up to a tenth of a second after the answers).
+ */
+async function threadsThatAnswered(p: {
+  readonly lines: readonly string[];
+}): Promise<Set<number | undefined>> {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const threads = new Set(
+      p.lines
+        .filter((l) => l.startsWith('{') && l.includes('"msg":"request"'))
+        .map((l) => (JSON.parse(l) as { thread?: number }).thread),
+    );
+    if (threads.size >= 2 || Date.now() > deadline) return threads;
+    await new Promise((r) => setTimeout(r, 50));
+  }
 }

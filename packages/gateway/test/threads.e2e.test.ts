@@ -127,6 +127,18 @@ const requestLines = (lines: string[]) =>
     .map((l) => JSON.parse(l) as { msg: string; thread?: number; status?: number })
     .filter((l) => l.msg === 'request');
 
+/** The threads that wrote a request line (with `status` when given), once both have: lines come in batches. */
+const threadsLogging = (p: { lines: string[] }, status?: number) =>
+  until(
+    async () =>
+      new Set(
+        requestLines(p.lines)
+          .filter((l) => status === undefined || l.status === status)
+          .map((l) => l.thread),
+      ),
+    (s) => s.size >= 2,
+  );
+
 describe('sluice serve --threads', () => {
   it('holds a block set through the admin API on every thread (the shared overrides buffer)', async () => {
     const file = join(tmp.dir, 'threads-block.yaml');
@@ -146,9 +158,7 @@ describe('sluice serve --threads', () => {
     expect(set.status).toBe(200);
     const codes = await burst(first.url, 20);
     expect(codes).toEqual(Array(20).fill(403));
-    await p.waitFor(/"msg":"request"/);
-    const answered = requestLines(p.lines).filter((l) => l.status === 403);
-    expect(new Set(answered.map((l) => l.thread))).toEqual(new Set([0, 1]));
+    expect(await threadsLogging(p, 403)).toEqual(new Set([0, 1]));
     p.child.kill('SIGTERM');
     expect(await p.exited).toBe(0);
   });
@@ -172,9 +182,7 @@ describe('sluice serve --threads', () => {
     expect(codes.filter((c) => c === 200)).toHaveLength(BURST);
     expect(codes.filter((c) => c === 429)).toHaveLength(EXTRA);
     // Both threads answered some of the requests.
-    await p.waitFor(/"msg":"request"/);
-    const threads = new Set(requestLines(p.lines).map((l) => l.thread));
-    expect(threads).toEqual(new Set([0, 1]));
+    expect(await threadsLogging(p)).toEqual(new Set([0, 1]));
     // /metrics answers for both threads, whichever one a connection lands on: in every scrape each of the tier's
     // two policies (both empty after the burst) counts every denial.
     const denied: number[][] = [];
@@ -282,7 +290,7 @@ describe('sluice serve --threads', () => {
     await p.waitFor(/"thread":1.*sluice gateway listening/);
     const codes = await burst(first.url, BURST + EXTRA, { 'x-tenant-id': 'acme', 'x-client-id': 'app' });
     expect(codes.filter((c) => c === 200)).toHaveLength(BURST);
-    expect(new Set(requestLines(p.lines).map((l) => l.thread))).toEqual(new Set([0, 1]));
+    expect(await threadsLogging(p)).toEqual(new Set([0, 1]));
     const admin = client();
     const get = async (path: string) => {
       const r = await send(admin, `http://127.0.0.1:${adminPort}${path}`, {
@@ -362,8 +370,7 @@ describe('sluice serve --threads', () => {
     await p.waitFor(/"thread":1.*sluice gateway listening/);
     const codes = await burst(first.url, BURST + EXTRA);
     expect(codes.filter((c) => c === 200)).toHaveLength(BURST);
-    await p.waitFor(/"msg":"request"/);
-    expect(new Set(requestLines(p.lines).map((l) => l.thread))).toEqual(new Set([0, 1]));
+    expect(await threadsLogging(p)).toEqual(new Set([0, 1]));
     p.child.kill('SIGTERM');
     expect(await p.exited).toBe(0);
   });

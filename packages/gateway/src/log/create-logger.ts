@@ -11,8 +11,14 @@ import { LOG_REDACT_PATHS, redactLogFields, redactLogString } from './log-redact
  *
  * @param level - a pino level, `silent` for none.
  * @param destination - where lines go; default standard output.
+ * @param options - `batch`: request lines are written together (see {@link RequestLog}); default true on
+ *   standard output, false on a given destination (a test's or a caller's stream sees each line at once).
  */
-export function createLogger(level: string, destination?: DestinationStream): Logger {
+export function createLogger(
+  level: string,
+  destination?: DestinationStream,
+  options: { readonly batch?: boolean } = {},
+): Logger {
   const logger = pino(
     {
       level,
@@ -29,14 +35,14 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
         },
       },
     },
-    // Standard output by default, written synchronously: request lines are the volume, and RequestLog writes a
-    // turn's lines in one call, which costs less than pino's default (each write through the thread pool).
+    // Standard output by default, written synchronously: request lines are the volume, and RequestLog writes
+    // many lines in one call, which costs less than pino's default (each write through the thread pool).
     destination ?? pino.destination({ dest: 1, sync: true }),
   );
   // Read by RequestLog (children see it through their prototype): the line format is this function's, and on
-  // pino's own standard output a turn's request lines may be written together.
+  // pino's own standard output request lines may be written together.
   (logger as unknown as Record<symbol, unknown>)[REQUEST_LINES] = Object.freeze({
-    batched: destination === undefined,
+    batched: options.batch ?? destination === undefined,
   });
   return logger;
 }

@@ -1,8 +1,8 @@
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { RequestLogging } from '../config/request-logging.js';
 import { createLogger } from './create-logger.js';
-import { RequestLog, type RequestLogFields } from './request-log.js';
+import { REQUEST_LINE_BATCH, RequestLog, type RequestLogFields } from './request-log.js';
 
 const ALL: RequestLogging = { mode: 'all', share: 1 };
 const DENIED: RequestLogging = { mode: 'denied', share: 0 };
@@ -149,5 +149,83 @@ describe('which requests the request log keeps', () => {
       }),
       { numRuns: 100 },
     );
+  });
+});
+
+describe('request lines written together', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  function batched() {
+    const writes: string[] = [];
+    const logger = createLogger('info', { write: (s: string) => void writes.push(s) }, { batch: true });
+    return { writes, log: new RequestLog(logger) };
+  }
+
+  it('writes the lines of many requests in one call, at most a flush interval after the first', () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    const { writes, log } = batched();
+    log.write(FIELDS);
+    log.write({ ...FIELDS, reqId: 'b' });
+    vi.advanceTimersByTime(REQUEST_LINE_BATCH.flushMs / 2);
+    log.write({ ...FIELDS, reqId: 'c' });
+    expect(writes).toEqual([]);
+    vi.advanceTimersByTime(REQUEST_LINE_BATCH.flushMs / 2);
+    expect(writes).toHaveLength(1);
+    expect(written(writes).map((l) => l.reqId)).toEqual(['trace-42', 'b', 'c']);
+    // Nothing pending: no write, and the next line starts a new interval.
+    vi.advanceTimersByTime(REQUEST_LINE_BATCH.flushMs * 3);
+    expect(writes).toHaveLength(1);
+    log.write({ ...FIELDS, reqId: 'd' });
+    vi.advanceTimersByTime(REQUEST_LINE_BATCH.flushMs);
+    expect(written(writes).map((l) => l.reqId)).toEqual(['trace-42', 'b', 'c', 'd']);
+  });
+
+  it('writes at once when the pending lines reach the batch size, and on flush()', () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    const { writes, log } = batched();
+    const url = `/${'x'.repeat(1000)}`;
+    let n = 0;
+    while (writes.length === 0) log.write({ ...FIELDS, reqId: String(n++), url });
+    expect(writes[0].length).toBeGreaterThanOrEqual(REQUEST_LINE_BATCH.bytes);
+    expect(writes[0].length).toBeLessThan(REQUEST_LINE_BATCH.bytes + 1200);
+    log.write({ ...FIELDS, reqId: 'last' });
+    log.flush();
+    expect(written(writes).map((l) => l.reqId)).toEqual([
+      ...Array.from({ length: n }, (_, i) => String(i)),
+      'last',
+    ]);
+    // The timer of the flushed lines finds nothing to write.
+    vi.advanceTimersByTime(REQUEST_LINE_BATCH.flushMs);
+    expect(writes).toHaveLength(2);
+  });
+
+  it('writes each line at once on a destination given without batch', () => {
+    const { lines, logger } = capture();
+    const log = new RequestLog(logger);
+    log.write(FIELDS);
+    log.write(FIELDS);
+    expect(lines).toHaveLength(2);
+  });
+});
+
+describe('request lines at exit', () => {
+  it('are written when the process ends by process.exit before the flush interval', async () => {
+    const { execFileSync } = await import('node:child_process');
+    const { fileURLToPath } = await import('node:url');
+    const here = fileURLToPath(new URL('.', import.meta.url));
+    const program = [
+      "import { createLogger } from './create-logger.ts';",
+      "import { RequestLog } from './request-log.ts';",
+      "const log = new RequestLog(createLogger('info'));",
+      "for (let i = 0; i < 3; i++) log.write({ reqId: 'r' + i, method: 'GET', url: '/x', status: 200, outcome: 'proxied' });",
+      'process.exit(0);',
+    ].join('\n');
+    const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', program], {
+      cwd: here,
+      encoding: 'utf8',
+    });
+    expect(written([out]).map((l) => l.reqId)).toEqual(['r0', 'r1', 'r2']);
   });
 });

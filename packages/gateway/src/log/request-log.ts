@@ -34,10 +34,13 @@ const MILLION = 1_000_000;
  * quoted as it is when it is printable ASCII, else by `JSON.stringify`. Lines go out whatever the logger's level:
  * the setting decides, so `level: warn` with `requests: all` keeps the request lines and hides the info lines.
  *
- * On the logger's own standard output (no destination given to `createLogger`) the lines of one event-loop turn
- * are written together, after the requests that produced them, in one system call instead of one each; a line
- * can then follow, within that turn, a warning written after it. Other destinations (tests, a caller's stream)
- * get each line at once. A logger not made by `createLogger` gets `logger.info` calls (its level applies).
+ * On the logger's own standard output (no destination given to `createLogger`) lines are written together, in
+ * one system call instead of one each: when {@link REQUEST_LINE_BATCH} `bytes` are pending, else by one timer
+ * `flushMs` after the first pending line (a ref'd timer, so a process that ends on its own writes them first). A
+ * write costs about as much as building a few lines, so a gateway at any rate pays it once per many requests;
+ * a line can then follow, by up to `flushMs`, a warning written after it. Other destinations (tests, a caller's
+ * stream) get each line at once. A logger not made by `createLogger` gets `logger.info` calls (its level
+ * applies).
  */
 export class RequestLog {
   readonly #logger: Logger;
@@ -50,16 +53,14 @@ export class RequestLog {
   readonly #outcome = new LastText();
   readonly #tier = new LastText();
   #pending = '';
-  #flushScheduled = false;
+  #timer: ReturnType<typeof setTimeout> | undefined = undefined;
   #timeMs = Number.NaN;
   #time = '';
   /** Starts one short of a line, so the first request served as asked is logged and shows the log works. */
   #sampled = MILLION - 1;
-  readonly #flush = () => {
-    this.#flushScheduled = false;
-    const text = this.#pending;
-    this.#pending = '';
-    this.#stream?.write(text);
+  readonly #onTimer = () => {
+    this.#timer = undefined;
+    this.flush();
   };
 
   /** @param logger - the gateway's logger (or a child of it): its stream and bindings are read once. */
@@ -112,11 +113,25 @@ export class RequestLog {
       this.#stream.write(line);
       return;
     }
-    this.#pending += line;
-    if (!this.#flushScheduled) {
-      this.#flushScheduled = true;
-      setImmediate(this.#flush);
+    if (this.#pending === '') {
+      withPendingLines.add(this);
+      if (!exitListener) {
+        exitListener = true;
+        process.on('exit', flushAllOnExit);
+      }
     }
+    this.#pending += line;
+    if (this.#pending.length >= REQUEST_LINE_BATCH.bytes) this.flush();
+    else if (this.#timer === undefined) this.#timer = setTimeout(this.#onTimer, REQUEST_LINE_BATCH.flushMs);
+  }
+
+  /** Writes the pending lines now (a gateway stopping, a test); nothing when none are pending. */
+  flush(): void {
+    if (this.#pending === '') return;
+    const text = this.#pending;
+    this.#pending = '';
+    withPendingLines.delete(this);
+    this.#stream?.write(text);
   }
 
   #isoTime(): string {
@@ -128,6 +143,24 @@ export class RequestLog {
     return this.#time;
   }
 }
+
+/**
+ * The logs holding lines not yet written, so that a process ending by `process.exit` (or an uncaught error) still
+ * writes them: the destination is synchronous, so an `exit` listener can. One listener for the module, added with
+ * the first pending line; a log leaves the set when it writes.
+ */
+const withPendingLines = new Set<RequestLog>();
+let exitListener = false;
+function flushAllOnExit(): void {
+  for (const log of [...withPendingLines]) log.flush();
+}
+
+/**
+ * When batched request lines are written: once `bytes` characters are pending, else `flushMs` milliseconds after
+ * the first pending line. Like NGINX's `access_log ... buffer=32k flush=...`: a `tail -f` sees lines within a
+ * tenth of a second, and a crash loses at most that much.
+ */
+export const REQUEST_LINE_BATCH = Object.freeze({ bytes: 32 * 1024, flushMs: 100 });
 
 /** Printable ASCII without `"` and `\\`: quoted as it is, which is cheaper than `JSON.stringify`. */
 const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
