@@ -4,6 +4,7 @@ import { type Decision, Limiter, ManualClock } from '../core/index.js';
 import { MemoryStore } from '../memory/index.js';
 import { correlationIdOf } from './correlation-id.js';
 import {
+  problemBodyBytes,
   problemTypeResolver,
   rateLimitProblem,
   rateLimitProblemBody,
@@ -65,7 +66,50 @@ describe('the problem body of a flood of denials', () => {
               typeOf: typeOfs[s.typeOf],
               code: s.code ?? undefined,
             };
-            expect(rateLimitProblemBody(input)).toBe(JSON.stringify(rateLimitProblem(input)));
+            const body = rateLimitProblemBody(input);
+            expect(body).toBe(JSON.stringify(rateLimitProblem(input)));
+            expect(problemBodyBytes(body)).toBe(Buffer.byteLength(body));
+          }
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it('counts the UTF-8 bytes of the body just built, and of any other string, beyond ASCII too', () => {
+    // Policy names, paths and ids beyond ASCII: the count from the parts must still be the bytes on the wire.
+    const clock = new ManualClock(0);
+    const names = ['débit ✓', 'plain', 'emoji 🚦'];
+    const limiter = new Limiter({
+      policies: names.map((name) => ({ name, quota: 1, window: 60, burst: 1 })),
+      store: new MemoryStore({ clock, sweepIntervalMs: 0 }),
+    });
+    fc.assert(
+      fc.property(
+        fc.array(
+          fc.record({
+            policy: fc.constantFrom(...names),
+            key: fc.constantFrom('a', 'b'),
+            path: text,
+            id: fc.oneof(text, fc.constant(correlationIdOf({}))),
+            checked: fc.boolean(),
+            advanceMs: fc.integer({ min: 0, max: 5_000 }),
+            other: text,
+          }),
+          { minLength: 1, maxLength: 12 },
+        ),
+        (steps) => {
+          for (const s of steps) {
+            clock.advance(s.advanceMs);
+            const d = limiter.decide([{ policy: s.policy, key: s.key }]) as Decision;
+            if (d.allowed) continue;
+            const correlationId = s.checked ? correlationIdOf({ 'x-request-id': s.id }) : s.id;
+            const input = { decision: d, path: s.path, correlationId, nowMs: clock.now() };
+            const body = rateLimitProblemBodyOf(input, s.checked);
+            expect(body).toBe(JSON.stringify(rateLimitProblem(input)));
+            expect(problemBodyBytes(body)).toBe(Buffer.byteLength(body));
+            // A string that is not the body just built is measured, whatever it holds.
+            expect(problemBodyBytes(s.other)).toBe(Buffer.byteLength(s.other));
           }
         },
       ),

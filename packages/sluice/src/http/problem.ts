@@ -1,5 +1,4 @@
-import type { Decision, Policy } from '../core/index.js';
-import { invalidOption } from '../core/index.js';
+import { type Decision, invalidOption, type Policy, SingleDecision } from '../core/index.js';
 import { mostRestrictive, resetEpochSeconds } from './rate-limit-headers.js';
 
 /** The media type of RFC 9457 problem details. */
@@ -168,12 +167,28 @@ interface BodyTemplate {
   readonly middle: string;
   /** From `,"violated-policies"` up to and including `"correlation_id":`. */
   readonly tail: string;
+  /** UTF-8 bytes of `head`, `middle` and `tail` (a policy name or type URI may be beyond ASCII). */
+  readonly headBytes: number;
+  readonly middleBytes: number;
+  readonly tailBytes: number;
   /** The wait of the last body, and its two parts: a flood of denials mostly repeats one wait. */
   retry: number;
   /** `head`, the wait, and up to `"instance":`. */
   lead: string;
   /** From `,"retryAfter":` (the wait) up to and including `"correlation_id":`. */
   trail: string;
+  /** `lead` and the `instance` member of the last body (kept while the wait and the path repeat), its bytes. */
+  front: string;
+  frontInstance: string;
+  frontBytes: number;
+  /**
+   * From `,"code"` up to and including `"correlation_id":` of the last body (kept while its numbers and the wait
+   * repeat), with its bytes: a flood of denials of one key repeats `remaining` and `reset` within a second.
+   */
+  back: string;
+  backRemaining: number;
+  backReset: number;
+  backBytes: number;
 }
 
 const templates = new WeakMap<object, BodyTemplate>();
@@ -185,15 +200,28 @@ function templateOf(p: Policy, typeOf: ((slug: string) => string) | undefined, c
   const title = typeOf ? '"Rate Limit Exceeded"' : '"Too Many Requests"';
   // The serialized prefix without its closing quote: the seconds and ` s."` follow per denial.
   const detail = JSON.stringify(deniedDetailPrefix(p)).slice(0, -1);
+  const head = `{"type":${type},"title":${title},"status":429,"detail":${detail}`;
+  const middle = `,"code":${JSON.stringify(code)},"limit":${p.quota},"remaining":`;
+  const tail = `,"violated-policies":${JSON.stringify([p.name])},"correlation_id":`;
   const t: BodyTemplate = {
     typeOf,
     code,
-    head: `{"type":${type},"title":${title},"status":429,"detail":${detail}`,
-    middle: `,"code":${JSON.stringify(code)},"limit":${p.quota},"remaining":`,
-    tail: `,"violated-policies":${JSON.stringify([p.name])},"correlation_id":`,
+    head,
+    middle,
+    tail,
+    headBytes: Buffer.byteLength(head),
+    middleBytes: Buffer.byteLength(middle),
+    tailBytes: Buffer.byteLength(tail),
     retry: 0,
     lead: '',
     trail: '',
+    front: '',
+    frontInstance: '',
+    frontBytes: 0,
+    back: '',
+    backRemaining: -1,
+    backReset: -1,
+    backBytes: 0,
   };
   // One entry per policy: a second HTTP limiter with another type base over the same policy replaces it.
   templates.set(p, t);
@@ -213,9 +241,10 @@ function jsonString(s: string): string {
   return `"${s}"`;
 }
 
-/** The last request target and its `instance` member: a flood of denials mostly hits one path. */
+/** The last request target and its `instance` member (with its UTF-8 bytes): a flood of denials mostly hits one path. */
 let lastPath = '/';
 let lastInstance = '"/"';
+let lastInstanceBytes = 3;
 
 function instanceOf(path: string): string {
   if (path === lastPath) return lastInstance;
@@ -223,7 +252,30 @@ function instanceOf(path: string): string {
   const instance = jsonString(q < 0 ? path : path.slice(0, q));
   lastPath = path;
   lastInstance = instance;
+  lastInstanceBytes = asciiOnly(instance) ? instance.length : Buffer.byteLength(instance);
   return instance;
+}
+
+/** Whether every character is ASCII, so that the UTF-8 bytes are the length. */
+function asciiOnly(s: string): boolean {
+  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) > 0x7f) return false;
+  return true;
+}
+
+/** The last body of the template path and its UTF-8 bytes, for {@link problemBodyBytes}. */
+let lastBody = '';
+let lastBodyBytes = 0;
+
+/**
+ * The UTF-8 bytes of a denial body, for its `Content-Length`. The body just built by
+ * {@link rateLimitProblemBodyOf} (what an adapter sends next, on the synchronous path) is counted from its
+ * parts, which spares `Buffer.byteLength` flattening it into a copy the socket write makes again; any other body
+ * is measured. Only a body of equal content compares equal, so the answer is right for every string.
+ *
+ * @param body - the body to send.
+ */
+export function problemBodyBytes(body: string): number {
+  return body === lastBody ? lastBodyBytes : Buffer.byteLength(body);
 }
 
 /**
@@ -246,18 +298,52 @@ export function rateLimitProblemBody(input: ProblemInput): string {
  */
 export function rateLimitProblemBodyOf(input: ProblemInput, checkedId: boolean): string {
   const d = input.decision;
-  if (d.reason === 'store_unavailable' || d.reason === 'cost_exceeds_burst' || d.violated.length !== 1) {
-    return JSON.stringify(rateLimitProblem(input));
+  let policy: Policy;
+  let remaining: number;
+  let resetSeconds: number;
+  // A one-policy decision of the store is read through its fields: its outcome list is built only when read.
+  if (d instanceof SingleDecision) {
+    if (d.allowed || d.reason === 'cost_exceeds_burst') return JSON.stringify(rateLimitProblem(input));
+    policy = d.policy;
+    remaining = d.remaining;
+    resetSeconds = d.resetSeconds;
+  } else {
+    if (d.reason === 'store_unavailable' || d.reason === 'cost_exceeds_burst' || d.violated.length !== 1) {
+      return JSON.stringify(rateLimitProblem(input));
+    }
+    const o = d.violated[0];
+    policy = o.policy;
+    remaining = o.remaining;
+    resetSeconds = o.resetSeconds;
   }
-  const o = d.violated[0];
-  const t = templateOf(o.policy, input.typeOf, input.code ?? ProblemCode.RateLimited);
+  const t = templateOf(policy, input.typeOf, input.code ?? ProblemCode.RateLimited);
   const retryAfter = Math.max(d.retryAfterSeconds, 1);
   if (t.retry !== retryAfter) {
     t.lead = `${t.head}${retryAfter} s.","instance":`;
     t.trail = `,"retryAfter":${retryAfter}${t.tail}`;
     t.retry = retryAfter;
+    t.frontInstance = '';
+    t.backRemaining = -1;
   }
-  const reset = resetEpochSeconds(input.nowMs ?? Date.now(), o.resetSeconds);
+  const instance = instanceOf(input.path);
+  if (t.frontInstance !== instance) {
+    t.front = `${t.lead}${instance}`;
+    t.frontInstance = instance;
+    // The wait and its fixed text around it are ASCII.
+    t.frontBytes = t.headBytes + t.lead.length - t.head.length + lastInstanceBytes;
+  }
+  const reset = resetEpochSeconds(input.nowMs ?? Date.now(), resetSeconds);
+  if (t.backRemaining !== remaining || t.backReset !== reset) {
+    t.back = `${t.middle}${remaining},"reset":${reset}${t.trail}`;
+    t.backRemaining = remaining;
+    t.backReset = reset;
+    // Everything but the middle and the tail is digits and ASCII punctuation.
+    t.backBytes = t.back.length - t.middle.length - t.tail.length + t.middleBytes + t.tailBytes;
+  }
   const id = checkedId ? `"${input.correlationId}"` : jsonString(input.correlationId);
-  return `${t.lead}${instanceOf(input.path)}${t.middle}${o.remaining},"reset":${reset}${t.trail}${id}}`;
+  const body = `${t.front}${t.back}${id}}`;
+  lastBody = body;
+  // A checked id is ASCII (letters, digits and a few marks); another went through the serializer.
+  lastBodyBytes = t.frontBytes + t.backBytes + (checkedId ? id.length : Buffer.byteLength(id)) + 1;
+  return body;
 }

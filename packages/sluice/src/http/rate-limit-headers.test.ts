@@ -263,4 +263,39 @@ describe('property: no header value is ever malformed', () => {
       }),
     );
   });
+
+  it("the one-policy pair equals the plan's state in any sequence, and is shared while r and t repeat", () => {
+    // One plan per policy for the whole run: its cache of the last pair sees every sequence of values.
+    const rate = definePolicy({ name: 'rate', quota: 5, window: 60 });
+    const slots = definePolicy({ name: 'slots', concurrent: 2 });
+    const plans = [new HeaderPlan([rate]), new HeaderPlan([slots])];
+    fc.assert(
+      fc.property(
+        fc.array(fc.record({ which: fc.constantFrom(0, 1), r: fc.nat(3), t: fc.nat(3) }), { maxLength: 20 }),
+        (steps) => {
+          let last: { which: number; r: number; t: number; pair: readonly [string, string] } | undefined;
+          for (const s of steps) {
+            const policy = s.which === 0 ? rate : slots;
+            const outcome = {
+              policy,
+              key: 'k',
+              limited: true,
+              remaining: s.r,
+              resetSeconds: s.t,
+              retryAfterSeconds: 1,
+            };
+            const pair = plans[s.which].onePair(policy, s.r, s.t);
+            expect(pair).toEqual(['RateLimit', plans[s.which].state([outcome])]);
+            if (last !== undefined && last.which === s.which && last.r === s.r && last.t === s.t) {
+              // The repeat is one frozen pair: a caller cannot change what later verdicts send.
+              expect(Object.isFrozen(pair)).toBe(true);
+              expect(plans[s.which].onePair(policy, s.r, s.t)).toBe(pair);
+            }
+            last = { which: s.which, r: s.r, t: s.t, pair };
+          }
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
 });

@@ -263,6 +263,47 @@ export class HeaderPlan {
     this.#prefixes = policies.map((p) => (p.shadow ? undefined : `${serializeItem(p.name)};r=`));
   }
 
+  /** The inputs and the value of the last {@link HeaderPlan.onePair}, and its pair once a value repeated. */
+  #lastPolicy: Policy | undefined;
+  #lastRemaining = -1;
+  #lastReset = -1;
+  #lastValue = '';
+  #lastPair: HeaderPair | undefined;
+
+  /**
+   * The `RateLimit` pair of a decision over this plan's one policy, as {@link HeaderPlan.state} would give it
+   * without the decision's outcome list (a one-policy decision builds that list only when read). While `r` and
+   * `t` repeat, as they do across a flood of denials of one key, the same frozen pair comes back, so a denial
+   * allocates neither the value nor the pair. A value that does not repeat (admissions counting down) costs what
+   * it did: a string and a pair, never frozen.
+   *
+   * @param policy - the decision's policy, this plan's only one (not a shadow policy).
+   * @param remaining - its `r`.
+   * @param resetSeconds - its `t`.
+   */
+  onePair(policy: Policy, remaining: number, resetSeconds: number): HeaderPair {
+    if (
+      policy === this.#lastPolicy &&
+      remaining === this.#lastRemaining &&
+      resetSeconds === this.#lastReset
+    ) {
+      this.#lastPair ??= Object.freeze([HeaderName.RateLimit, this.#lastValue] as const);
+      return this.#lastPair;
+    }
+    const prefix = this.#prefixes[0] as string;
+    // A concurrency policy's item carries no `t` (its slots come back as responses end, not by time).
+    const value =
+      policy.concurrent > 0
+        ? `${prefix}${sfInteger(remaining)}`
+        : `${prefix}${sfInteger(remaining)};t=${sfInteger(resetSeconds)}`;
+    this.#lastPolicy = policy;
+    this.#lastRemaining = remaining;
+    this.#lastReset = resetSeconds;
+    this.#lastValue = value;
+    this.#lastPair = undefined;
+    return [HeaderName.RateLimit, value];
+  }
+
   /** The `RateLimit` value for outcomes decided over exactly these policies, in the same order. */
   state(outcomes: readonly PolicyOutcome[]): string {
     let s = '';

@@ -1,4 +1,4 @@
-import type { Decision, OverrideRule, Policy } from '../core/index.js';
+import { type Decision, type OverrideRule, type Policy, SingleDecision } from '../core/index.js';
 import { correlationIdOf } from './correlation-id.js';
 import type { CredentialFailure, ResolvedHttpLimiterOptions } from './http-limiter-options.js';
 import { type HttpProblem, httpProblemBody } from './http-problem.js';
@@ -130,15 +130,14 @@ export class VerdictWriter {
         identity,
       };
     }
-    const headers = none ? [] : this.#rateLimitHeaders(facts, d);
-    headers.push(retryAfterPair(d.retryAfterSeconds));
     const unavailable = d.reason === 'store_unavailable';
+    let headers: HeaderPair[];
     // Without denial bodies (verdicts read, never sent: a replay of logs) the body and the headers that describe
     // it are left out.
     let body: string | undefined;
     if (this.#o.denialBodies) {
       const correlationId = this.correlationId(req);
-      this.#denyHeaders(headers, correlationId);
+      headers = this.#denialHeaders(facts, d, correlationId);
       // An id of correlationIdOf (no id set on the request) needs no escaping: the body quotes it as it is.
       body = rateLimitProblemBodyOf(
         {
@@ -151,6 +150,9 @@ export class VerdictWriter {
         },
         req.correlationId === undefined,
       );
+    } else {
+      headers = none ? [] : this.#rateLimitHeaders(facts, d);
+      headers.push(retryAfterPair(d.retryAfterSeconds));
     }
     return {
       action: 'deny',
@@ -294,14 +296,56 @@ export class VerdictWriter {
     };
   }
 
+  /** An index loop: `for...of` over the list allocated an iterator per denial. */
   #denyHeaders(headers: HeaderPair[], correlationId: string): void {
-    for (const h of DENY_HEADERS) headers.push(h);
+    for (let i = 0; i < DENY_HEADERS.length; i++) headers.push(DENY_HEADERS[i]);
     headers.push([this.#o.requestIdName, correlationId]);
+  }
+
+  /**
+   * Every header of a denial with a body, in order: the rate-limit fields, `Retry-After`, the problem's fields
+   * and the request id. The common case (draft-11 fields only, one policy, a decision of the store) is one array
+   * of exactly its seven pairs, six of them shared; any other goes through the general lists.
+   */
+  #denialHeaders(facts: DecidedFacts, d: Decision, correlationId: string): HeaderPair[] {
+    const plan = facts.header;
+    if (
+      this.#draft &&
+      !this.#legacy &&
+      !this.#o.partitionKey &&
+      d instanceof SingleDecision &&
+      plan.policies.length === 1 &&
+      plan.policyValue !== ''
+    ) {
+      return [
+        plan.policyPair,
+        plan.onePair(d.policy, d.remaining, d.resetSeconds),
+        retryAfterPair(d.retryAfterSeconds),
+        DENY_HEADERS[0],
+        DENY_HEADERS[1],
+        DENY_HEADERS[2],
+        [this.#o.requestIdName, correlationId],
+      ];
+    }
+    const headers = this.#o.mode === 'none' ? [] : this.#rateLimitHeaders(facts, d);
+    headers.push(retryAfterPair(d.retryAfterSeconds));
+    this.#denyHeaders(headers, correlationId);
+    return headers;
   }
 
   #rateLimitHeaders(facts: DecidedFacts, d: Decision): HeaderPair[] {
     const out: HeaderPair[] = [];
     const plan = facts.header;
+    // A one-policy decision of the store is always known, and its outcome list is built only when read: the
+    // `RateLimit` pair comes from its fields (and is shared while they repeat).
+    if (this.#draft && d instanceof SingleDecision && plan.policies.length === 1 && !this.#o.partitionKey) {
+      if (plan.policyValue !== '') {
+        out.push(plan.policyPair);
+        out.push(plan.onePair(d.policy, d.remaining, d.resetSeconds));
+      }
+      if (this.#legacy) this.#legacyHeaders(out, facts, d);
+      return out;
+    }
     const known =
       d.outcomes.length > 0 && d.reason !== 'store_unavailable' && d.reason !== 'store_unavailable_open';
     if (this.#draft && plan.policyValue !== '') {
@@ -314,19 +358,17 @@ export class VerdictWriter {
         if (known) out.push([HeaderName.RateLimit, plan.state(d.outcomes)]);
       }
     }
-    if (this.#legacy && known) {
-      const m = mostRestrictive(d);
-      if (m !== undefined) {
-        out.push([HeaderName.LegacyLimit, String(m.policy.quota)]);
-        out.push([HeaderName.LegacyRemaining, String(m.remaining)]);
-        out.push([HeaderName.LegacyReset, String(resetEpochSeconds(this.#o.wallClock(), m.resetSeconds))]);
-        out.push([
-          HeaderName.LegacyPolicy,
-          facts.legacyNames?.get(m.policy) ?? legacyPolicyName(m.policy.name),
-        ]);
-      }
-    }
+    if (this.#legacy && known) this.#legacyHeaders(out, facts, d);
     return out;
+  }
+
+  #legacyHeaders(out: HeaderPair[], facts: DecidedFacts, d: Decision): void {
+    const m = mostRestrictive(d);
+    if (m === undefined) return;
+    out.push([HeaderName.LegacyLimit, String(m.policy.quota)]);
+    out.push([HeaderName.LegacyRemaining, String(m.remaining)]);
+    out.push([HeaderName.LegacyReset, String(resetEpochSeconds(this.#o.wallClock(), m.resetSeconds))]);
+    out.push([HeaderName.LegacyPolicy, facts.legacyNames?.get(m.policy) ?? legacyPolicyName(m.policy.name)]);
   }
 }
 
