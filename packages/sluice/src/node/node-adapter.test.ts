@@ -1,4 +1,4 @@
-import { createServer } from 'node:http';
+import { Agent, createServer, request } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { fixture, listen } from '../../test/support/adapter-fixtures.js';
 import { rateLimitMiddleware, withRateLimit } from './node-adapter.js';
@@ -8,7 +8,58 @@ afterEach(async () => {
   await Promise.all(closers.splice(0).map((c) => c()));
 });
 
+/** One request on `agent`, answered with its status, raw header lines in order, and body. */
+function exchange(
+  url: string,
+  agent: Agent,
+  method: string,
+  headers: Record<string, string>,
+): Promise<{ status: number; lines: string[]; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(`${url}/api/x`, { method, headers, agent }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => {
+        body += c;
+      });
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, lines: res.rawHeaders, body }));
+    });
+    req.on('error', reject);
+    // The declared upload is never sent: the denial must close rather than wait for it.
+    req.end();
+  });
+}
+
 describe('node:http adapter', () => {
+  it('writes every denial its own header lines: Connection: close only where an upload is left unread', async () => {
+    const { http } = fixture();
+    const s = await listen(createServer(withRateLimit(http, (_req, res) => res.end('ok'))));
+    closers.push(s.close);
+    const agent = new Agent({ keepAlive: true });
+    closers.push(async () => agent.destroy());
+    for (let i = 0; i < 3; i++) expect((await exchange(s.url, agent, 'GET', {})).status).toBe(200);
+    // The lines up to Content-Length (legacy fields included in the fixture's mode), as the first denial wrote them.
+    let names: string[] | undefined;
+    // Alternate: the list one denial wrote must not leak into the next, longer or shorter.
+    for (const upload of [false, true, false, true, false]) {
+      const r = await exchange(s.url, agent, 'POST', upload ? { 'content-length': String(1 << 20) } : {});
+      expect(r.status).toBe(429);
+      const got = r.lines.filter((_, i) => i % 2 === 0);
+      names ??= got.slice(0, got.indexOf('Content-Length') + 1);
+      expect(names.slice(-4)).toEqual([
+        'Cache-Control',
+        'X-Content-Type-Options',
+        'X-Request-Id',
+        'Content-Length',
+      ]);
+      expect(got.slice(0, names.length)).toEqual(names);
+      expect(r.lines[2 * names.indexOf('Content-Length') + 1]).toBe(String(Buffer.byteLength(r.body)));
+      expect(JSON.parse(r.body).correlation_id).toBe(r.lines[2 * names.indexOf('X-Request-Id') + 1]);
+      const connection = r.lines[r.lines.indexOf('Connection') + 1];
+      expect(connection).toBe(upload ? 'close' : 'keep-alive');
+    }
+  });
+
   it('works with an asynchronous store', async () => {
     const { http } = fixture('async');
     const s = await listen(createServer(withRateLimit(http, (_req, res) => res.end('hi'))));

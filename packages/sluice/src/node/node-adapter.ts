@@ -13,6 +13,7 @@ import {
   type WarnFunction,
 } from '../http/index.js';
 import { emitWarning, type PeerWarnings, peerWarningsOf } from '../http/peer-warnings.js';
+import { problemBodyBytes } from '../http/problem.js';
 
 /** Per-request facts an application supplies to the node:http adapter. */
 export interface NodeRateLimitOptions {
@@ -152,31 +153,53 @@ export function sendDenial(res: ServerResponse, verdict: Verdict): void {
   else void close.then((c) => writeDenial(res, verdict, c));
 }
 
+/**
+ * The flat header list of `writeHead`, one for the process: Node reads it within the call and keeps only the
+ * head it serializes, so a denial fills this list instead of allocating its own. It holds the last denial's
+ * header values until the next one (strings only, never a request).
+ */
+const flat: string[] = [];
+/** The last `Content-Length` value and its string: a flood of denials repeats a few lengths. */
+let lastLength = -1;
+let lastLengthText = '';
+
+function lengthText(n: number): string {
+  if (n !== lastLength) {
+    lastLength = n;
+    lastLengthText = String(n);
+  }
+  return lastLengthText;
+}
+
 function writeDenial(res: ServerResponse, verdict: Verdict, close: boolean): void {
   if (res.headersSent || res.destroyed) return;
   const body = verdict.body ?? '';
+  // Counted from the parts the body was built of when it is the one just built: no flattened copy of it.
+  const length = lengthText(problemBodyBytes(body));
   if (res.getHeaderNames().length > 0) {
     // Headers set earlier (by other middleware) must survive: merge through setHeader.
     applyHeaders(res, verdict.headers);
     res.statusCode = verdict.status;
-    res.setHeader('Content-Length', Buffer.byteLength(body));
+    res.setHeader('Content-Length', length);
     if (close) res.setHeader('Connection', 'close');
     res.end(body);
     return;
   }
   // The common case: one writeHead with a flat list, the cheapest way to send a flood of denials.
   const h = verdict.headers;
-  const flat: string[] = new Array(h.length * 2 + (close ? 4 : 2));
+  const n = h.length * 2;
   for (let i = 0; i < h.length; i++) {
     flat[2 * i] = h[i][0];
     flat[2 * i + 1] = h[i][1];
   }
-  flat[2 * h.length] = 'Content-Length';
-  flat[2 * h.length + 1] = String(Buffer.byteLength(body));
+  flat[n] = 'Content-Length';
+  flat[n + 1] = length;
   if (close) {
-    flat[2 * h.length + 2] = 'Connection';
-    flat[2 * h.length + 3] = 'close';
+    flat[n + 2] = 'Connection';
+    flat[n + 3] = 'close';
   }
+  // Cut to this answer's length, never emptied: an empty list would give up its storage.
+  flat.length = n + (close ? 4 : 2);
   res.writeHead(verdict.status, flat);
   res.end(body);
 }
