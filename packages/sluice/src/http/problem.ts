@@ -189,6 +189,8 @@ interface BodyTemplate {
   backRemaining: number;
   backReset: number;
   backBytes: number;
+  /** `front` and `back` joined (kept while both are), so a denial only appends its correlation id. */
+  both: string;
 }
 
 const templates = new WeakMap<object, BodyTemplate>();
@@ -219,9 +221,10 @@ function templateOf(p: Policy, typeOf: ((slug: string) => string) | undefined, c
     frontInstance: '',
     frontBytes: 0,
     back: '',
-    backRemaining: -1,
-    backReset: -1,
+    backRemaining: Number.NaN,
+    backReset: Number.NaN,
     backBytes: 0,
+    both: '',
   };
   // One entry per policy: a second HTTP limiter with another type base over the same policy replaces it.
   templates.set(p, t);
@@ -322,15 +325,18 @@ export function rateLimitProblemBodyOf(input: ProblemInput, checkedId: boolean):
     t.lead = `${t.head}${retryAfter} s.","instance":`;
     t.trail = `,"retryAfter":${retryAfter}${t.tail}`;
     t.retry = retryAfter;
+    // Both halves hold the wait: neither is kept.
     t.frontInstance = '';
-    t.backRemaining = -1;
+    t.backRemaining = Number.NaN;
   }
   const instance = instanceOf(input.path);
+  let joined = false;
   if (t.frontInstance !== instance) {
     t.front = `${t.lead}${instance}`;
     t.frontInstance = instance;
     // The wait and its fixed text around it are ASCII.
     t.frontBytes = t.headBytes + t.lead.length - t.head.length + lastInstanceBytes;
+    joined = true;
   }
   const reset = resetEpochSeconds(input.nowMs ?? Date.now(), resetSeconds);
   if (t.backRemaining !== remaining || t.backReset !== reset) {
@@ -339,11 +345,22 @@ export function rateLimitProblemBodyOf(input: ProblemInput, checkedId: boolean):
     t.backReset = reset;
     // Everything but the middle and the tail is digits and ASCII punctuation.
     t.backBytes = t.back.length - t.middle.length - t.tail.length + t.middleBytes + t.tailBytes;
+    joined = true;
   }
-  const id = checkedId ? `"${input.correlationId}"` : jsonString(input.correlationId);
-  const body = `${t.front}${t.back}${id}}`;
+  if (joined) t.both = `${t.front}${t.back}`;
+  const cid = input.correlationId;
+  let body: string;
+  let idBytes: number;
+  if (checkedId) {
+    // A checked id is ASCII (letters, digits and a few marks) and needs no escape.
+    body = `${t.both}"${cid}"}`;
+    idBytes = cid.length + 2;
+  } else {
+    const id = jsonString(cid);
+    body = `${t.both}${id}}`;
+    idBytes = Buffer.byteLength(id);
+  }
   lastBody = body;
-  // A checked id is ASCII (letters, digits and a few marks); another went through the serializer.
-  lastBodyBytes = t.frontBytes + t.backBytes + (checkedId ? id.length : Buffer.byteLength(id)) + 1;
+  lastBodyBytes = t.frontBytes + t.backBytes + idBytes + 1;
   return body;
 }
