@@ -11,6 +11,14 @@ function uncork(res: ServerResponse): void {
 }
 
 /**
+ * The client response's close, relayed by a listener the caller has anyway (the request pipeline's one `close`
+ * listener): the forwarding sets `onClose` while its request is upstream, instead of adding a listener per request.
+ */
+export interface CloseRelay {
+  onClose: (() => void) | undefined;
+}
+
+/**
  * One forwarded request as an undici dispatch handler: writes the upstream's status and headers (plus the
  * gateway's) to the client, the body chunks as they arrive (pausing undici while the client socket is full), and
  * settles once with `undefined` (a response was sent or cut) or the failure to answer with.
@@ -41,6 +49,7 @@ export class ForwardState implements Dispatcher.DispatchHandler {
     gate: ConnectionGate,
     done: (f: ProxyFailure | undefined) => void,
     feed?: ResponseFeed,
+    relay?: CloseRelay,
   ) {
     this.#res = res;
     this.#extra = extra;
@@ -49,7 +58,8 @@ export class ForwardState implements Dispatcher.DispatchHandler {
     this.#feed = feed;
     // Kept until the response closes (once per response) instead of removed when settled: removing a listener
     // per request cost more than the flag test that makes a late close a no-op.
-    res.on('close', this.#onClose);
+    if (relay !== undefined) relay.onClose = this.#onClose;
+    else res.on('close', this.#onClose);
   }
 
   /** The body has arrived whole: its place no longer counts in the share of bodies. */

@@ -25,7 +25,11 @@ export interface ProxyContext {
   readonly draining: boolean;
   /** Counts a request in flight until {@link ProxyContext.end}; shutdown waits for none to be left. */
   begin(): void;
-  end(): void;
+  /**
+   * The request's response has closed: the next request of its connection (one pipelined behind it) starts, and
+   * only then does this one stop counting, so a drain never sees the connection's line as done.
+   */
+  end(req: IncomingMessage): void;
   /** Keeps an upgraded connection, so shutdown can close it. */
   keepUpgraded(socket: Duplex): void;
   /** The request log of the host's logger: which requests get a line (`logging.requests`), and the line. */

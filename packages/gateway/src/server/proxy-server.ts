@@ -97,28 +97,19 @@ export class ProxyServer implements ProxyContext {
     this.host = host;
     this.now = now;
     this.requestLog = new RequestLog(host.logger);
-    // One listener for every response (`this` is the response, `req` its request): no closure and no `once`
-    // wrapper per request. The line was made at the connection's first request and outlives its responses.
-    const lines = this.#lines;
-    function leaveLine(this: ServerResponse): void {
-      lines.get(this.req.socket as Socket)?.leave();
-    }
-    const serve = (req: IncomingMessage, res: ServerResponse) => {
-      // Before the pipeline's own listener: the next request of the connection starts, and counts as in flight,
-      // before this one stops counting, so a drain never sees the connection's line as done.
-      res.on('close', leaveLine);
-      void handleRequest(this, req, res);
-    };
+    // The line is left in `end`, from the pipeline's one close listener of the response: no listener, closure or
+    // `once` wrapper of its own per request. It was made at the connection's first request and outlives its
+    // responses.
     const handler = (req: IncomingMessage, res: ServerResponse) => {
       const socket = req.socket as Socket;
-      let line = lines.get(socket);
+      let line = this.#lines.get(socket);
       if (line === undefined) {
         // Only a connection that was not refused gets a line: a known one needs no second look.
         if (this.#refused.has(socket)) return;
         line = this.#lineOf(socket);
       }
-      if (line.tryEnter()) serve(req, res);
-      else line.wait(() => serve(req, res));
+      if (line.tryEnter()) void handleRequest(this, req, res);
+      else line.wait(() => void handleRequest(this, req, res));
     };
     const tls = server.tls;
     this.#tls = tls !== undefined;
@@ -220,7 +211,8 @@ export class ProxyServer implements ProxyContext {
     this.#inflight++;
   }
 
-  end(): void {
+  end(req: IncomingMessage): void {
+    this.#lines.get(req.socket as Socket)?.leave();
     this.#inflight--;
     if (this.#inflight === 0 && this.#drainWaiters.length > 0) {
       for (const w of this.#drainWaiters.splice(0)) w();

@@ -5,6 +5,7 @@ import { type GatewayProblem, Problems, sendProblem } from '../admission/problem
 import { requestIdOf } from '../admission/request-id.js';
 import type { Runtime } from '../admission/runtime.js';
 import { expectsContinue } from '../proxy/expects-continue.js';
+import type { CloseRelay } from '../proxy/forward-state.js';
 import { hasRequestBody } from '../proxy/request-body.js';
 import { ResponseFeed } from '../proxy/response-feed.js';
 import { admittedHeaders, upstreamHeaders } from './answer-headers.js';
@@ -38,9 +39,14 @@ export async function handleRequest(
   let key: string | undefined;
   let tier: string | undefined;
   let forwarded = false;
+  // Where the forwarded request learns of the client's close while it is upstream: through this one listener
+  // instead of one of its own.
+  const relay: CloseRelay = { onClose: undefined };
   // `on`, not `once`: a response closes once, and `once` would wrap the listener and remove it again per request.
+  // The response's only listener: the connection's line, the upstream request and the log are all told from here.
   res.on('close', () => {
-    ctx.end();
+    ctx.end(req);
+    relay.onClose?.();
     // A body the gateway answered without forwarding (a denial, a health answer) is read and dropped by Node
     // before the connection serves another request: it keeps the pace a forwarded body must keep, or the
     // connection is closed, so a trickled leftover cannot hold a socket without end.
@@ -173,6 +179,7 @@ export async function handleRequest(
         if (bodyUnread) forwarded = false;
       },
       feed,
+      relay,
     );
   } catch (e) {
     outcome = 'error';
@@ -233,6 +240,7 @@ function proxy(
   extra: OutgoingHttpHeaders,
   setOutcome: (o: string, bodyUnread?: boolean) => void,
   feed: ResponseFeed | undefined,
+  relay: CloseRelay,
 ): void {
   const c = rt.config;
   const instance = pathAndQuery;
@@ -308,6 +316,7 @@ function proxy(
       }
     },
     feed,
+    relay,
   );
 }
 
