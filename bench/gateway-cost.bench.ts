@@ -8,13 +8,19 @@
  *   BENCH_BASELINE=/tmp/base npx tsx bench/gateway-cost.bench.ts            # set "path": both trees at warn
  *   BENCH_BASELINE=/tmp/base BENCH_SET=log npx tsx bench/gateway-cost.bench.ts   # the request log's cost
  *   BENCH_SET=lines npx tsx bench/gateway-cost.bench.ts    # this tree only: requests all against none
+ *   BENCH_SET=headers npx tsx bench/gateway-cost.bench.ts  # the rate-limit header lines: gateway with and
+ *                                  # without them, beside the bare proxy with and without the same bytes
  *   BENCH_SECONDS=4 BENCH_ROUNDS=8 ...
+ *   BENCH_BUILT=1 ...              # gateways from each tree's dist (run `npm run build` in each first)
  *
- * Gateways run from sources through tsx (both trees alike); each writes its standard output to a file, as a
- * gateway logging to a file or a collector's pipe does. BENCH_BASELINE's tree must have its own node_modules.
+ * Gateways run from sources through tsx (both trees alike), or with BENCH_BUILT=1 from each tree's built dist, as
+ * `sluice serve` runs in production: tsx's transform names every class-field arrow function with a call per
+ * instance, which the built gateway does not pay. Each writes its standard output to a file, as a gateway logging
+ * to a file or a collector's pipe does. BENCH_BASELINE's tree must have its own node_modules.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { get } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -29,6 +35,7 @@ const CONNECTIONS = 32;
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const BASELINE = process.env.BENCH_BASELINE;
 const SET = process.env.BENCH_SET ?? 'path';
+const BUILT = process.env.BENCH_BUILT === '1';
 const dir = mkdtempSync(join(tmpdir(), 'sluice-cost-bench-'));
 const children: ChildProcess[] = [];
 
@@ -38,9 +45,17 @@ interface Variant {
   readonly root: string | undefined;
   /** The `logging:` section. */
   readonly logging: string;
+  /** More configuration (YAML lines); for the bare proxy, `fields`: it carries the gateway's header lines. */
+  readonly more?: string;
 }
 
 const bare: Variant = { name: 'node proxy, no limiting', root: undefined, logging: '' };
+const bareFields: Variant = {
+  name: 'node proxy + the header lines',
+  root: undefined,
+  logging: '',
+  more: 'fields',
+};
 const sets: Record<string, Variant[]> = {
   path: [
     ...(BASELINE === undefined
@@ -65,6 +80,19 @@ const sets: Record<string, Variant[]> = {
   lines: [
     { name: 'this tree, info, requests none', root: ROOT, logging: '{ level: info, requests: none }' },
     { name: 'this tree, info, requests all', root: ROOT, logging: '{ level: info, requests: all }' },
+    bare,
+  ],
+  // The rate-limit header lines against a precomputed write of their bytes: the gateway with and without them,
+  // the bare proxy with and without the same fields (and the request id and forwarding fields) as fixed strings.
+  headers: [
+    { name: 'this tree, warn, headers both', root: ROOT, logging: '{ level: warn }' },
+    {
+      name: 'this tree, warn, headers none',
+      root: ROOT,
+      logging: '{ level: warn }',
+      more: 'headers: { mode: none }',
+    },
+    bareFields,
     bare,
   ],
 };
@@ -104,9 +132,14 @@ async function main(): Promise<void> {
   );
   await waitForPort(up);
   const targets: { v: Variant; url: string; pid: number | undefined; log: string | undefined }[] = [];
-  for (const [i, v] of variants.entries()) {
+  // Gateways first: the bare proxy with the header lines takes them from a gateway's answer.
+  const order = [...variants.entries()].sort(
+    ([, a], [, b]) => Number(a.root === undefined) - Number(b.root === undefined),
+  );
+  for (const [i, v] of order) {
     const port = await freePort();
     if (v.root === undefined) {
+      const fields = v.more === 'fields' ? [await rateLimitFields(targets[0]?.url)] : [];
       const child = spawnPinned(
         SERVER_CPUS,
         [
@@ -115,6 +148,7 @@ async function main(): Promise<void> {
           join(ROOT, 'bench/gateway/bare-proxy.ts'),
           `http://127.0.0.1:${up}`,
           String(port),
+          ...fields,
         ],
         ROOT,
         'ignore',
@@ -124,15 +158,18 @@ async function main(): Promise<void> {
       continue;
     }
     const yaml = join(dir, `gw-${i}.yaml`);
-    writeFileSync(yaml, `${BENCH_LIMITS_YAML}logging: ${v.logging}\nreload: { watch: false }\n`);
+    writeFileSync(
+      yaml,
+      `${BENCH_LIMITS_YAML}logging: ${v.logging}\nreload: { watch: false }\n${v.more === undefined ? '' : `${v.more}\n`}`,
+    );
     const log = join(dir, `gw-${i}.log`);
     const fd = openSync(log, 'w');
     const child = spawnPinned(
       SERVER_CPUS,
       [
-        '--import',
-        'tsx',
-        'packages/gateway/src/bin/sluice.ts',
+        ...(BUILT
+          ? ['packages/gateway/dist/bin/sluice.js']
+          : ['--import', 'tsx', 'packages/gateway/src/bin/sluice.ts']),
         'serve',
         '--config',
         yaml,
@@ -150,7 +187,11 @@ async function main(): Promise<void> {
     await waitForPort(port);
     targets.push({ v, url: `http://127.0.0.1:${port}/api/x`, pid: child.pid, log });
   }
-  console.log(`${arrangement()}; set ${SET}; ${ROUNDS} rounds of ${SECONDS} s, ${CONNECTIONS} connections`);
+  // Rows in the set's order, whatever order they were started in.
+  targets.sort((a, b) => variants.indexOf(a.v) - variants.indexOf(b.v));
+  console.log(
+    `${arrangement()}; set ${SET}; ${ROUNDS} rounds of ${SECONDS} s, ${CONNECTIONS} connections; gateways ${BUILT ? 'built (dist)' : 'from sources (tsx)'}`,
+  );
   for (const t of targets) await runLoad({ url: t.url, connections: CONNECTIONS, seconds: 1 }); // warm-up
   const cpu: number[][] = targets.map(() => []);
   const rps: number[][] = targets.map(() => []);
@@ -196,6 +237,21 @@ async function main(): Promise<void> {
     ),
   );
   console.log(`errors and non-2xx: ${failures}`);
+}
+
+/** The rate-limit fields of one gateway answer, as the JSON argument of the bare proxy. */
+async function rateLimitFields(url: string | undefined): Promise<string> {
+  if (url === undefined) throw new Error('the bare proxy with the header lines needs a gateway in the set');
+  // node:http, not fetch: the names as the gateway spells them, so the bare proxy writes the same bytes.
+  const raw = await new Promise<string[]>((resolve, reject) => {
+    get(url, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.rawHeaders));
+    }).on('error', reject);
+  });
+  const fields: Record<string, string> = {};
+  for (let i = 0; i < raw.length; i += 2) if (/^(x-)?ratelimit/i.test(raw[i])) fields[raw[i]] = raw[i + 1];
+  return JSON.stringify(fields);
 }
 
 main()
