@@ -1,7 +1,13 @@
 import { type OverrideRule, overridePolicy, type Policy } from '../core/index.js';
-import type { OverridePatternKind } from './override-index.js';
+import type { IpRange } from './ip-address.js';
 
 // Compiled rules and their order, apart from the index that holds them (override-index.ts).
+
+/** A pattern's kind and the string it compares. */
+export type OverridePatternKind =
+  | { readonly kind: 'exact'; readonly value: string }
+  | { readonly kind: 'prefix'; readonly value: string }
+  | { readonly kind: 'range'; readonly range: IpRange };
 
 /** One rule compiled for lookups. */
 export interface CompiledOverride {

@@ -5,17 +5,17 @@ import type { OverrideDelta } from '../core/override-log.js';
 import { detached } from './detached-string.js';
 import { type IpRange, inRange, normalizeIp, parseAddress, parseIpRange } from './ip-address.js';
 import { escapeKeyPart } from './keys.js';
-import { admits, type CompiledOverride, compile, narrowness } from './override-entry.js';
+import {
+  admits,
+  type CompiledOverride,
+  compile,
+  narrowness,
+  type OverridePatternKind,
+} from './override-entry.js';
 import { checkPatternShape, KEY_PATTERN_KINDS } from './override-pattern-shape.js';
 import { PrefixTrie } from './override-trie.js';
 
-export type { CompiledOverride } from './override-entry.js';
-
-/** A pattern's kind and the string it compares. */
-export type OverridePatternKind =
-  | { readonly kind: 'exact'; readonly value: string }
-  | { readonly kind: 'prefix'; readonly value: string }
-  | { readonly kind: 'range'; readonly range: IpRange };
+export type { CompiledOverride, OverridePatternKind } from './override-entry.js';
 
 /** A bucket key hashed by `boundKey`: its kind, `#`, and 22 base64url characters of its SHA-256. */
 const HASHED_KEY = /^[a-z-]+:#[A-Za-z0-9_-]{22}$/;
