@@ -100,4 +100,17 @@ describe('identity header values with a space or a non-ASCII character', () => {
     ]);
     expect(keysLogged().some((k) => String(k).includes('\u202e'))).toBe(false);
   });
+
+  it('refuse a value with a control character with 400 invalid_identity_header, logged as such', async () => {
+    const before = g.logs.lines.length;
+    // A tab inside the value (Node.js keeps it; only those around it are the field's), U+0085 and U+202E in UTF-8.
+    for (const value of ['ac\tme', 'acme\u0085', 'acme\u202e']) {
+      expect(await get([['x-tenant-id', value]]), JSON.stringify(value)).toBe(400);
+    }
+    const lines = g.logs.lines.slice(before).filter((l) => l.msg === 'request');
+    expect(lines.map((l) => [l.status, l.outcome])).toEqual(
+      Array.from({ length: 3 }, () => [400, 'invalid_identity_header']),
+    );
+    expect(lines.map((l) => l.key)).not.toContain('ip:127.0.0.1');
+  });
 });

@@ -67,6 +67,45 @@ describe('identity headers with more than one value', () => {
   });
 });
 
+describe('identity headers holding a control character', () => {
+  // Node.js gives header bytes one character each (latin1): obs-text bytes it accepts can be a C1 control on
+  // their own (0x85) or the UTF-8 form of one (0xC2 0x85 is U+0085, 0xE2 0x80 0xAE is U+202E).
+  it.each([
+    ['x-tenant-id', { 'x-tenant-id': 'ac\tme', 'x-client-id': 'web' }],
+    ['x-client-id', { 'x-tenant-id': 'acme', 'x-client-id': 'we\x7fb' }],
+    ['x-client-id', { 'x-tenant-id': 'acme', 'x-client-id': 'web\x85' }],
+    ['x-user-id', { 'x-tenant-id': 'acme', 'x-user-id': 'u\xc2\x851' }],
+    ['x-tenant-id', { 'x-tenant-id': 'acme\xe2\x80\xae', 'x-client-id': 'web' }],
+    ['x-rate-limit-tier', { 'x-rate-limit-tier': '\x1b[31mfree' }],
+  ])('are refused with 400 naming %s, never keyed by the address', async (name, headers) => {
+    running = await startGateway(join(tmp.dir, 'control.yaml'), { yaml: YAML });
+    const a = await admit(headers);
+    expect(a).toMatchObject({
+      kind: 'deny',
+      status: 400,
+      outcome: 'invalid_identity_header',
+      key: undefined,
+    });
+    if (a.kind !== 'deny') return;
+    const body = JSON.parse(a.body) as Record<string, unknown>;
+    expect(body).toMatchObject({ status: 400, code: 'invalid_identity_header', correlation_id: 'req-1' });
+    expect(String(body.detail)).toContain(name);
+    expect(a.headers).toContainEqual(['content-type', 'application/problem+json']);
+  });
+
+  it('are ignored from an untrusted peer; spaces and UTF-8 letters are still read', async () => {
+    running = await startGateway(join(tmp.dir, 'control-ok.yaml'), { yaml: YAML });
+    expect(await admit({ 'x-tenant-id': 'ac\tme' }, false)).toMatchObject({
+      kind: 'allow',
+      key: 'ip:203.0.113.7',
+    });
+    expect(await admit({ 'x-tenant-id': 'M\xc3\xbcller', 'x-client-id': 'web app' })).toMatchObject({
+      kind: 'allow',
+      key: 'tenant:m\u00fcller:client:web app',
+    });
+  });
+});
+
 describe('tenant ids in any case', () => {
   it('key ACME, Acme and acme from identity headers as one tenant, so a block of tenant:acme holds', async () => {
     running = await startGateway(join(tmp.dir, 'case.yaml'), { yaml: YAML });
@@ -99,11 +138,12 @@ describe('a rule on a whole tenant', () => {
     expect(apiKey).toMatchObject({ kind: 'allow', key: expect.stringMatching(/^apikey:/) });
     for (const pattern of ['tenant:acme', 'tenant:acme:*']) {
       await running.gateway.overrides.set({ pattern, block: 403, reason: 'abuse' }, 'ops');
-      for (const headers of [
+      const callers: Record<string, string>[] = [
         onlyTenant,
         { 'x-api-key': 'key-acme' },
         { 'x-tenant-id': 'acme', 'x-user-id': 'u' },
-      ]) {
+      ];
+      for (const headers of callers) {
         expect(await admit(headers), `${pattern} ${JSON.stringify(headers)}`).toMatchObject({
           kind: 'deny',
           status: 403,

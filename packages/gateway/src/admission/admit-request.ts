@@ -14,7 +14,7 @@ import type { Logger } from '../log/create-logger.js';
 import type { TenantQuota } from '../quota/tenant-quota.js';
 import type { GatewayRequest } from './identify-caller.js';
 import type { Penalties } from './penalties.js';
-import { repeatedIdentityHeader } from './repeated-identity-header.js';
+import { invalidIdentityHeader, repeatedIdentityHeader } from './repeated-identity-header.js';
 import type { Runtime } from './runtime.js';
 
 /** Why a request is exempt from limiting; a closed set, used as the metric label `reason`. */
@@ -156,11 +156,15 @@ export function admitRequest(host: AdmissionHost, r: AdmissionRequest): Admissio
   // Switched off, nothing is limited; a target that cannot be matched safely is still refused (the evaluation
   // below refuses it first thing), since the gateway would forward it.
   if (!rt.config.enabled && rt.http.canonicalTarget(r.path).ok) return exempt(host, 'disabled', undefined);
-  // A trusted proxy's identity header with two values names no one caller: refused before anything is keyed.
+  // A trusted proxy's identity header with two values, or with a control character, names no one caller:
+  // refused before anything is keyed.
   if (r.trustIdentityHeaders) {
     const repeated = rt.identifier.repeatedHeader(r.headers);
     if (repeated !== undefined)
       return repeatedIdentityHeader(repeated, r.path, rt.config.server.requestIdHeader, r.correlationId);
+    const invalid = rt.identifier.controlHeader(r.headers);
+    if (invalid !== undefined)
+      return invalidIdentityHeader(invalid, r.path, rt.config.server.requestIdHeader, r.correlationId);
   }
   const req = new AdmittedRequest(r);
   const t0 = performance.now();

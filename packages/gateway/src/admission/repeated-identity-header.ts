@@ -1,10 +1,10 @@
 import { problemBody } from './problem-response.js';
 
-/** The refusal of a request whose identity header holds more than one value, as admission returns it. */
+/** The refusal of a request whose identity header cannot name one caller, as admission returns it. */
 export interface RepeatedIdentityHeader {
   readonly kind: 'deny';
   readonly status: 400;
-  readonly outcome: 'duplicate_identity_header';
+  readonly outcome: 'duplicate_identity_header' | 'invalid_identity_header';
   readonly headers: readonly (readonly [string, string])[];
   readonly body: string;
   readonly decision: undefined;
@@ -28,20 +28,52 @@ export function repeatedIdentityHeader(
   requestIdHeader: string,
   requestId: string,
 ): RepeatedIdentityHeader {
-  const body = problemBody(
-    {
-      status: 400,
-      title: 'Bad Request',
-      detail: `The identity header ${name} has more than one value; send it once, with one value.`,
-      code: 'duplicate_identity_header',
-    },
+  return refusal(
+    'duplicate_identity_header',
+    `The identity header ${name} has more than one value; send it once, with one value.`,
     path,
+    requestIdHeader,
     requestId,
   );
+}
+
+/**
+ * A 400 for a request from a trusted proxy whose identity header holds a control character (a tab, DEL, a C1
+ * control as a byte or in UTF-8, a bidirectional control): no id holds one, and reading the request as having no
+ * such header would key it by the address, out of its tenant's blocks, as a repeated header would.
+ *
+ * @param name - the header, as configured.
+ * @param path - the request target (the problem's `instance`, without its query).
+ * @param requestIdHeader - the header carrying the request id.
+ * @param requestId - the request id.
+ */
+export function invalidIdentityHeader(
+  name: string,
+  path: string,
+  requestIdHeader: string,
+  requestId: string,
+): RepeatedIdentityHeader {
+  return refusal(
+    'invalid_identity_header',
+    `The identity header ${name} holds a control character; send an id of printable characters (UTF-8 for non-ASCII ones).`,
+    path,
+    requestIdHeader,
+    requestId,
+  );
+}
+
+function refusal(
+  code: RepeatedIdentityHeader['outcome'],
+  detail: string,
+  path: string,
+  requestIdHeader: string,
+  requestId: string,
+): RepeatedIdentityHeader {
+  const body = problemBody({ status: 400, title: 'Bad Request', detail, code }, path, requestId);
   return {
     kind: 'deny',
     status: 400,
-    outcome: 'duplicate_identity_header',
+    outcome: code,
     headers: [
       ['content-type', 'application/problem+json'],
       ['cache-control', 'no-store'],

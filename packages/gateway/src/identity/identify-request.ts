@@ -106,6 +106,27 @@ export class RequestIdentifier {
     return undefined;
   }
 
+  /**
+   * The first identity header whose value holds a control character: C0 (a tab inside the value), DEL, C1 (as an
+   * obs-text byte Node.js accepts, or in UTF-8) or a bidirectional control. {@link RequestIdentifier.identify}
+   * would not read such a value, and the request would be keyed by its address; admission refuses it instead.
+   * A value of visible ASCII (the common case) costs one regular expression test.
+   *
+   * @param headers - the request headers (a repeated header is {@link RequestIdentifier.repeatedHeader}'s).
+   * @returns the header's configured name, or `undefined` when no value holds a control character.
+   */
+  controlHeader(headers: IncomingHttpHeaders): string | undefined {
+    const names = this.#names;
+    for (let i = 0; i < names.length; i++) {
+      const v = headers[names[i]];
+      if (typeof v !== 'string') continue;
+      // Trimmed as it is read: spaces and tabs around a value are the field's, not the id's.
+      const t = v.trim();
+      if (t !== '' && !VISIBLE_ASCII.test(t) && spokenValue(t) === undefined) return names[i];
+    }
+    return undefined;
+  }
+
   /** The credentials this gateway would verify, or `undefined` when there are none. */
   credentials(headers: IncomingHttpHeaders): PresentedCredentials | undefined {
     let bearer: string | undefined;
