@@ -222,20 +222,28 @@ describe('operator overrides through the admin API (memory store)', () => {
   it.each([
     ['declared', false],
     ['chunked', true],
-  ])('answers a %s body over 16 KiB with its 400, which reaches the client', async (_kind, chunked) => {
-    const big = JSON.stringify({ pattern: 'ip:192.0.2.1', block: 403, reason: 'x'.repeat(256 * 1024) });
-    const r = await send(agent, `${running[0].gateway.adminUrl}/overrides`, {
-      method: 'PUT',
-      headers: { ...auth, 'content-type': 'application/json' },
-      body: chunked ? Readable.from([Buffer.from(big)]) : big,
-    });
-    expect(r.status).toBe(400);
-    expect(r.json()).toMatchObject({
-      status: 400,
-      field: 'body',
-      detail: 'body must be at most 16384 bytes',
-    });
-  });
+  ])(
+    'answers a %s body over 16 KiB with a 413 naming the limit, which reaches the client',
+    async (_kind, chunked) => {
+      for (const size of [100 * 1024, 256 * 1024]) {
+        const big = JSON.stringify({ pattern: 'ip:192.0.2.1', block: 403, reason: 'x'.repeat(size) });
+        const r = await send(agent, `${running[0].gateway.adminUrl}/overrides`, {
+          method: 'PUT',
+          headers: { ...auth, 'content-type': 'application/json' },
+          body: chunked ? Readable.from([Buffer.from(big)]) : big,
+        });
+        expect(r.status).toBe(413);
+        expect(r.headers['content-type']).toBe('application/problem+json');
+        expect(r.json()).toMatchObject({
+          status: 413,
+          code: 'body_too_large',
+          field: 'body',
+          limit: 16384,
+          detail: 'The request body is larger than 16384 bytes.',
+        });
+      }
+    },
+  );
 });
 
 describe('API key names', () => {

@@ -93,7 +93,11 @@ export async function serveOverrides(
     const allow = 'GET, PUT, DELETE';
     sendProblem(res, AdminProblems.methodNotAllowed(allow), instance, '', { allow });
   } catch (e) {
-    if (e instanceof OverrideInputError) {
+    if (e instanceof BodyTooLarge) {
+      // 413 as the proxy answers a body over its limit, with the limit as a number for programs.
+      const p = { ...Problems.tooLarge(e.limit), field: 'body' };
+      sendProblem(res, p, instance, '', {}, { limit: e.limit });
+    } else if (e instanceof OverrideInputError) {
       sendProblem(res, Problems.invalidOverride(e.field, e.message), instance, '');
     } else if (e instanceof SluiceError && e.code === ErrorCode.OverridesFull) {
       sendProblem(res, Problems.overridesFull(e.message), instance, '');
@@ -119,14 +123,21 @@ function checkLoaded(control: OverrideControl): void {
   );
 }
 
+/** A request body over the admin API's limit: answered 413 (`body_too_large`), not as an invalid override. */
+class BodyTooLarge extends Error {
+  constructor(readonly limit: number) {
+    super(`body must be at most ${limit} bytes`);
+  }
+}
+
 /**
  * The request body as JSON. A body over {@link MAX_BODY} is refused with `Connection: close`; the rest is first
  * read and dropped, up to {@link REFUSED_DRAIN_LIMIT} and for at most a second, because closing a connection
- * while the client still sends makes the kernel reset it and the client can lose the 400 with it. A larger
+ * while the client still sends makes the kernel reset it and the client can lose the 413 with it. A larger
  * declared body is refused without reading. The request stream is never destroyed.
  *
  * @param res - the answer, told to close the connection when the body is refused for its size.
- * @throws OverrideInputError naming `body` for a body that is too large or not JSON.
+ * @throws BodyTooLarge for a body over {@link MAX_BODY}; OverrideInputError naming `body` for one not JSON.
  */
 async function readJson(req: IncomingMessage, res: ServerResponse): Promise<unknown> {
   const declared = Number(req.headers['content-length'] ?? 0);
@@ -143,7 +154,7 @@ async function readJson(req: IncomingMessage, res: ServerResponse): Promise<unkn
   }
   if (declared <= REFUSED_DRAIN_LIMIT) await drainBody(req, REFUSED_DRAIN_LIMIT);
   res.setHeader('connection', 'close');
-  throw new OverrideInputError('body', `body must be at most ${MAX_BODY} bytes`);
+  throw new BodyTooLarge(MAX_BODY);
 }
 
 /** The most rules one page of `GET /overrides` holds. */
