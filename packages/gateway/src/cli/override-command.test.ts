@@ -156,6 +156,47 @@ describe('sluice override set and sluice block set: arguments', () => {
   });
 });
 
+describe('sluice override set --until', () => {
+  it('sends a date-time with Z or an offset as given', async () => {
+    for (const until of [
+      '2030-01-01T00:00:00Z',
+      '2030-01-01T02:00:00+02:00',
+      '2030-01-01T00:00:00.5-05:30',
+    ]) {
+      const r = await run('block', 'set', 'ip:192.0.2.1', '--until', until, '--reason', 'x');
+      expect(r, until).toMatchObject({ code: 0, err: '' });
+      expect(sent.at(-1)?.body).toMatchObject({ expiresAt: until });
+    }
+  });
+
+  it.each(['2030-01-01T00:00:00', '2030-01-01T00:00', '2030-01-01 00:00:00', '2030-01-01'])(
+    'refuses %j, a time without a zone (or a date alone), with exit 2',
+    async (until) => {
+      const r = await run('block', 'set', 'ip:192.0.2.1', '--until', until, '--reason', 'x');
+      expect(r.code).toBe(2);
+      expect(r.err).toContain(
+        `--until must be a date-time with Z or an offset from UTC, such as 2030-01-01T00:00:00Z or 2030-01-01T02:00:00+02:00, got ${JSON.stringify(until)}`,
+      );
+      expect(sent).toEqual([]);
+    },
+  );
+
+  it('refuses a duration or a time that is not one, pointing a duration to --for (which still takes it)', async () => {
+    const r = await run('block', 'set', 'ip:192.0.2.1', '--until', '30m', '--reason', 'x');
+    expect(r.code).toBe(2);
+    expect(r.err).toContain('got "30m" (for a duration, use --for 30m)');
+    // A month or a day the calendar does not have is refused, not rolled over to another date.
+    for (const until of ['2030-13-45T00:00:00Z', '2030-02-30T00:00:00Z', '2030-01-01T24:00:00Z']) {
+      expect((await run('block', 'set', 'ip:192.0.2.1', '--until', until, '--reason', 'x')).code, until).toBe(
+        2,
+      );
+    }
+    expect(sent).toEqual([]);
+    expect((await run('block', 'set', 'ip:192.0.2.1', '--for', '30m', '--reason', 'x')).code).toBe(0);
+    expect(sent[0].body).toMatchObject({ ttlSeconds: 1800 });
+  });
+});
+
 describe('sluice override list', () => {
   it('shows the time left as the dashboard does', async () => {
     const rule = { id: 'tenant:acme', effect: 'unlimited', author: 'alice', reason: 'promo' };

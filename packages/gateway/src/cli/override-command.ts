@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util';
 import { describeEffect, type OverrideRule } from 'sluice';
 import { DURATION_EXAMPLES, durationMs } from '../config/duration.js';
 import { printable } from '../replay/report-text.js';
-import { timeLeft } from './time-left.js';
+import { timeLeft, untilIssue } from './time-left.js';
 import { joinNegativeValues } from './usage-hints.js';
 
 /** Where the command writes and how it reaches the admin API; replaceable in tests. */
@@ -47,6 +47,8 @@ ip:2001:db8::1 is its /128) or an API key of the key file by name (apikey-name:c
 the client's key (ip:::ffff:1.2.3.4 as ip:1.2.3.4). A name holding ":" or "%" is written as keys write it
 (tenant:org%3Aacme for the tenant org:acme); a pattern no key can match is refused. Quote a pattern with *
 ('tenant:acme:client:*') so that the shell does not replace it with file names. Durations: ${DURATION_EXAMPLES}.
+ISO-TIME: a date-time with Z or an offset from UTC (2030-01-01T00:00:00Z, 2030-01-01T02:00:00+02:00); one
+without them is refused, since the gateway would read it in its own local time.
 ID: the pattern as stored, then " policy=NAME" or " tier=NAME" when scoped (as "sluice override list" shows it).
 The admin API is SLUICE_ADMIN_URL (or --admin URL, default http://127.0.0.1:9091) with the token in
 SLUICE_ADMIN_TOKEN (never on the command line, where other users could read it).
@@ -193,7 +195,11 @@ function bodyOf(kind: 'override' | 'block', pattern: string, v: Values): Record<
       return `--for must be a duration such as ${DURATION_EXAMPLES}, got ${JSON.stringify(v.for)}`;
     body.ttlSeconds = Math.round(ms / 1000);
   }
-  if (v.until !== undefined) body.expiresAt = v.until;
+  if (v.until !== undefined) {
+    const issue = untilIssue(v.until);
+    if (issue !== undefined) return issue;
+    body.expiresAt = v.until;
+  }
   if (kind === 'block') {
     const status = v.status === undefined ? 403 : Number(v.status);
     if (status !== 403 && status !== 429)

@@ -19,3 +19,36 @@ export function timeLeft(seconds: number): string {
   if (min > 0) return `${min} min ${String(sec).padStart(2, '0')} s`;
   return `${sec} s`;
 }
+
+/** An ISO 8601 date-time with its offset from UTC: `Z` or `+02:00` (or `+0200`); seconds and fractions optional. */
+const ZONED_TIME =
+  /^(\d{4})-(\d{2})-(\d{2})[Tt]([01]\d|2[0-3]):([0-5]\d)(?::([0-5]\d)(?:\.\d{1,9})?)?(?:[Zz]|[+-](?:[01]\d|2[0-3]):?[0-5]\d)$/;
+
+/**
+ * Why a `--until` value is refused, or `undefined` for a date-time the gateway reads as one instant. A time
+ * without `Z` or an offset is refused: `Date.parse` reads it in the local time of the machine that parses it
+ * (the gateway's, not the operator's), so a block would end hours early or late; a date alone is refused too,
+ * since a person reads it as local midnight and `Date.parse` as UTC. A day the month does not have (`02-30`) is
+ * refused rather than rolled over.
+ *
+ * @param value - the option's value as given.
+ * @returns the usage message, naming the option, the form expected and the value given.
+ *
+ * @example
+ * ```ts
+ * untilIssue('2030-01-01T00:00:00Z'); // undefined
+ * untilIssue('2030-01-01T00:00');     // '--until must be a date-time with Z or an offset from UTC, ...'
+ * ```
+ */
+export function untilIssue(value: string): string | undefined {
+  const m = ZONED_TIME.exec(value);
+  if (m !== null) {
+    const [year, month, day] = [Number(m[1]), Number(m[2]), Number(m[3])];
+    const date = new Date(Date.UTC(year, month - 1, day));
+    if (Number.isFinite(Date.parse(value)) && date.getUTCMonth() === month - 1 && date.getUTCDate() === day)
+      return undefined;
+  }
+  // A duration here is most likely meant for --for, which takes it.
+  const hint = /^\d+(?:\.\d+)?(?:ms|s|m|h|d)$/.test(value) ? ` (for a duration, use --for ${value})` : '';
+  return `--until must be a date-time with Z or an offset from UTC, such as 2030-01-01T00:00:00Z or 2030-01-01T02:00:00+02:00, got ${JSON.stringify(value)}${hint}`;
+}
