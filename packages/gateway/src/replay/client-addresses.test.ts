@@ -82,6 +82,44 @@ describe('client addresses', () => {
     }
   });
 
+  it('looks up in batches as alone: every address of a batch touched first, then each looked up (property)', () => {
+    // A batch of the replay touches its lines' slots, then looks them up, while lookups insert new addresses (and
+    // start the table over at its size): the answers must be those of lookups alone, the places kept included.
+    const batched = new ClientAddresses();
+    const alone = new ClientAddresses();
+    const repeated = fc.oneof(address, fc.constantFrom('203.0.113.7', '203.0.113.8', '10.0.0.1:80'));
+    fc.assert(
+      fc.property(fc.array(repeated, { maxLength: 40 }), (batch) => {
+        const values = batch.map((s) => batched.touch(s));
+        expect(values).toEqual(batch.map(dottedQuadValue));
+        batch.forEach((s, i) => {
+          const found = batched.lookup(s, values[i]);
+          expect(found).toBe(alone.lookup(s));
+          if (!found) return;
+          expect([batched.ip, batched.key, batched.slot]).toEqual([alone.ip, alone.key, alone.slot]);
+          if (batched.slot < 0) return;
+          expect(batched.place(batched.slot)).toBe(alone.place(alone.slot));
+          batched.keepPlace(batched.slot, i, 7);
+          alone.keepPlace(alone.slot, i, 7);
+        });
+      }),
+      { numRuns: 500 },
+    );
+    // Past the size (65,536 addresses), in batches of 30 touched first: the table starts over inside a batch.
+    const text = (i: number) => `10.${(i >>> 16) & 255}.${(i >>> 8) & 255}.${i & 255}`;
+    const differ: string[] = [];
+    for (let from = 0; from < 70_000; from += 30) {
+      const values = Array.from({ length: 30 }, (_, j) => batched.touch(text(from + j)));
+      for (let j = 0; j < 30; j++) {
+        const s = text(from + j);
+        const found = batched.lookup(s, values[j]) && alone.lookup(s);
+        if (!found || batched.key !== alone.key || batched.slot !== alone.slot || batched.ip !== s)
+          differ.push(s);
+      }
+    }
+    expect(differ).toEqual([]);
+  });
+
   it('reads the number of a dotted quad and refuses every other form', () => {
     expect(dottedQuadValue('0.0.0.0')).toBe(0);
     expect(dottedQuadValue('255.255.255.255')).toBe(2 ** 32 - 1);

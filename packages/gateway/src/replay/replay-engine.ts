@@ -100,6 +100,8 @@ export class ReplayEngine {
   /** Per line of a batch: its client's address and key, found before the batch is decided. */
   readonly #batchIps: (string | undefined)[] = new Array<string | undefined>(REPLAY_BATCH).fill(undefined);
   readonly #batchKeys: (string | undefined)[] = new Array<string | undefined>(REPLAY_BATCH).fill(undefined);
+  /** Per line of a batch: its client's dotted-quad value, or -1 (`ClientAddresses.touch`). */
+  readonly #batchValues = new Float64Array(REPLAY_BATCH);
 
   /**
    * @param config - the resolved configuration.
@@ -166,10 +168,16 @@ export class ReplayEngine {
     const store = this.store;
     const ips = this.#batchIps;
     const keys = this.#batchKeys;
+    const values = this.#batchValues;
+    // Every line's address slot is read before any is looked up: the loads overlap (see ClientAddresses.touch).
+    for (let i = 0; i < count; i++) {
+      const a = records[i].clientIp;
+      values[i] = a === undefined ? -1 : addresses.touch(a);
+    }
     for (let i = 0; i < count; i++) {
       const r = records[i];
       const a = r.clientIp;
-      if (a !== undefined && addresses.lookup(a)) {
+      if (a !== undefined && addresses.lookup(a, values[i])) {
         ips[i] = addresses.ip;
         keys[i] = addresses.key;
         // A recorded caller is keyed by its identity, which admission builds: only an address key is known here.

@@ -207,7 +207,9 @@ export class MemoryStore implements RateLimitStore {
     const t = this.#table;
     const head = place >= 0 && placesMoved === t.placesMoved && t.keys[place] === key ? place : t.head(key);
     let sum = 0;
-    for (let slot = head; slot >= 0; slot = t.next[slot]) sum += t.units[slot] + t.last[slot];
+    // The policy of each bucket too: the decision reads it first, to find the bucket of each of its policies.
+    for (let slot = head; slot >= 0; slot = t.next[slot])
+      sum += t.units[slot] + t.last[slot] + t.policyOf[slot];
     // Kept, so that the reads are not optimised away.
     this.#prefetched = sum;
     this.#hints.record(t, key, head);
