@@ -38,6 +38,25 @@ describe('clientResponseHeaderList', () => {
       ['RateLimit', '"default";r=9;t=60'],
     ]);
   });
+
+  it("replaces by each call's own field names, when they change from one call to the next and back", () => {
+    const upstream = { 'x-request-id': 'up', ratelimit: 'up', 'x-ratelimit-limit': 'up', date: 'd' };
+    const allowed = { 'x-request-id': 'a', RateLimit: 'r', 'X-RateLimit-Limit': '9' };
+    const exempt = { 'x-request-id': 'e' };
+    const names = (extra: Record<string, string>) =>
+      pairs(clientResponseHeaderList({ ...upstream }, extra)).map(([k]) => k);
+    for (let i = 0; i < 3; i++) {
+      expect(names(allowed)).toEqual(['date', 'x-request-id', 'RateLimit', 'X-RateLimit-Limit']);
+      expect(names(allowed)).toEqual(['date', 'x-request-id', 'RateLimit', 'X-RateLimit-Limit']);
+      expect(names(exempt)).toEqual(['ratelimit', 'x-ratelimit-limit', 'date', 'x-request-id']);
+      expect(names({ 'x-request-id': 'x', RateLimit: 'r' })).toEqual([
+        'x-ratelimit-limit',
+        'date',
+        'x-request-id',
+        'RateLimit',
+      ]);
+    }
+  });
 });
 
 describe('upstreamRequestHeaders', () => {

@@ -125,7 +125,7 @@ export function clientResponseHeaderList(
   const out: (string | string[])[] = [];
   for (const name in upstream) {
     const value = upstream[name];
-    if (value === undefined || HOP_BY_HOP.has(name) || named.has(name) || replaced.includes(name)) continue;
+    if (value === undefined || HOP_BY_HOP.has(name) || named.has(name) || replaced.has(name)) continue;
     out.push(name, value);
   }
   for (const name in extra) {
@@ -135,21 +135,26 @@ export function clientResponseHeaderList(
   return out;
 }
 
-// Extra header names come from the configuration (request id header, rate-limit header names): a small fixed set
-// whose lower-case forms are kept instead of lower-casing them again for every response.
-const LOWER = new Map<string, string>();
+// Extra header names come from the configuration (request id header, rate-limit header names), in the same order
+// response after response: the lower-case set of the last list of names is kept and reused while they repeat, so
+// a response costs one pass comparing names (interned strings: a pointer each) and no allocation.
+let lastNames: readonly string[] = [];
+let lastLower: ReadonlySet<string> = new Set();
 
-function lowerNames(headers: OutgoingHttpHeaders): string[] {
-  const out: string[] = [];
+function lowerNames(headers: OutgoingHttpHeaders): ReadonlySet<string> {
+  let i = 0;
   for (const name in headers) {
-    let lower = LOWER.get(name);
-    if (lower === undefined) {
-      lower = name.toLowerCase();
-      if (LOWER.size < 1024) LOWER.set(name, lower);
-    }
-    out.push(lower);
+    if (lastNames[i] !== name) return remember(headers);
+    i++;
   }
-  return out;
+  return i === lastNames.length ? lastLower : remember(headers);
+}
+
+function remember(headers: OutgoingHttpHeaders): ReadonlySet<string> {
+  const names = Object.keys(headers);
+  lastNames = names;
+  lastLower = new Set(names.map((n) => n.toLowerCase()));
+  return lastLower;
 }
 
 // Most requests name no connection tokens: they share this empty set instead of allocating one each.
