@@ -16,13 +16,16 @@ const PATTERNS = [
   'ip:*',
   'tenant:acme',
   'tenant:acme:client:*',
+  'tenant:b*',
 ];
+const TENANTS = [undefined, 'acme', 'beta'];
 
-/** Whether a rule's pattern takes in a bucket key or client IP, read from the rule alone. */
-function covers(rule: OverrideRule, key: string, ip: string): boolean {
+/** Whether a rule's pattern takes in a bucket key, client IP or the caller's whole tenant, read from the rule alone. */
+function covers(rule: OverrideRule, key: string, ip: string, tenant: string | undefined): boolean {
   const p = overridePattern(rule.pattern);
   if (p.kind === 'range') return inRanges(ip, [parseIpRange(rule.pattern.slice(3))!]);
-  return p.kind === 'exact' ? key === p.value : key.startsWith(p.value);
+  if (p.kind === 'exact') return key === p.value;
+  return key.startsWith(p.value) || (tenant !== undefined && `tenant:${tenant}:`.startsWith(p.value));
 }
 
 const rule = fc.record({
@@ -38,7 +41,12 @@ describe('OverrideIndex', () => {
       fc.property(
         fc.array(rule, { maxLength: 12 }),
         fc.array(
-          fc.record({ at: fc.nat(KEYS.length - 1), ip: fc.constantFrom(...ADDRESSES), late: fc.boolean() }),
+          fc.record({
+            at: fc.nat(KEYS.length - 1),
+            ip: fc.constantFrom(...ADDRESSES),
+            tenant: fc.constantFrom(...TENANTS),
+            late: fc.boolean(),
+          }),
           {
             minLength: 1,
             maxLength: 20,
@@ -67,10 +75,10 @@ describe('OverrideIndex', () => {
           for (const ask of asks) {
             const key = KEYS[ask.at];
             const now = ask.late ? NOW + 2500 : NOW;
-            const found = index.find(key, 'p', 't', ask.ip, () => now);
+            const found = index.find(key, 'p', 't', ask.ip, () => now, ask.tenant);
             const applies = rules.filter(
               (r) =>
-                covers(r, key, ask.ip) &&
+                covers(r, key, ask.ip, ask.tenant) &&
                 (r.expiresAt ?? Number.POSITIVE_INFINITY) > now &&
                 (r.policy === undefined || r.policy === 'p') &&
                 (r.tier === undefined || r.tier === 't'),
