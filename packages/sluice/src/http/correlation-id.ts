@@ -36,13 +36,30 @@ const BOOT_ID = globalThis.crypto.randomUUID().slice(0, 13);
 let sequence = 0;
 
 /**
+ * The last two base-36 digits of every sequence number, zero padded, made once: a number's `toString(36)` is a
+ * conversion in the runtime, and a flood of denials asks for one id each. Only the digits above them are
+ * converted, once per 1,296 ids.
+ */
+const LOW = 36 * 36;
+const LOW_DIGITS: readonly string[] = Array.from({ length: LOW }, (_, i) => i.toString(36).padStart(2, '0'));
+let highOf = -1;
+let highText = '';
+
+/**
  * A fresh correlation id: the process's random prefix and a sequence number in base 36, for example
  * `3b241101-e2bb-1a2f`. Cheaper than a UUID per denial (a flood of 429s generates one each), unique per process
  * lifetime, and sortable in logs of one process.
  */
 export function newCorrelationId(): string {
   sequence = sequence === Number.MAX_SAFE_INTEGER ? 0 : sequence + 1;
-  return `${BOOT_ID}-${sequence.toString(36)}`;
+  if (sequence < LOW) return `${BOOT_ID}-${sequence.toString(36)}`;
+  const high = Math.floor(sequence / LOW);
+  if (high !== highOf) {
+    highOf = high;
+    highText = `${BOOT_ID}-${high.toString(36)}`;
+  }
+  // The same text as `sequence.toString(36)` behind the prefix: the high digits, then the low two, padded.
+  return `${highText}${LOW_DIGITS[sequence - high * LOW]}`;
 }
 
 /**

@@ -154,11 +154,24 @@ export function sendDenial(res: ServerResponse, verdict: Verdict): void {
 }
 
 /**
- * The flat header list of `writeHead`, one for the process: Node reads it within the call and keeps only the
- * head it serializes, so a denial fills this list instead of allocating its own. It holds the last denial's
- * header values until the next one (strings only, never a request).
+ * Flat header lists for `writeHead`, one per length, made on first use: Node reads the list within the call and
+ * keeps only the head it serializes, so a denial fills the list of its length instead of allocating its own (and
+ * never resizes one, which costs a call into the runtime). A list holds the last denial's header values of its
+ * length until the next one (strings only, never a request).
  */
-const flat: string[] = [];
+const flatLists: string[][] = [];
+/** Lists are kept for up to this many entries; a longer one (many headers) is made per denial. */
+const MAX_KEPT = 64;
+
+function flatList(length: number): string[] {
+  let list = length <= MAX_KEPT ? flatLists[length] : undefined;
+  if (list === undefined) {
+    list = [];
+    for (let i = 0; i < length; i++) list.push('');
+    if (length <= MAX_KEPT) flatLists[length] = list;
+  }
+  return list;
+}
 /** The last `Content-Length` value and its string: a flood of denials repeats a few lengths. */
 let lastLength = -1;
 let lastLengthText = '';
@@ -188,6 +201,7 @@ function writeDenial(res: ServerResponse, verdict: Verdict, close: boolean): voi
   // The common case: one writeHead with a flat list, the cheapest way to send a flood of denials.
   const h = verdict.headers;
   const n = h.length * 2;
+  const flat = flatList(n + (close ? 4 : 2));
   for (let i = 0; i < h.length; i++) {
     flat[2 * i] = h[i][0];
     flat[2 * i + 1] = h[i][1];
@@ -198,8 +212,6 @@ function writeDenial(res: ServerResponse, verdict: Verdict, close: boolean): voi
     flat[n + 2] = 'Connection';
     flat[n + 3] = 'close';
   }
-  // Cut to this answer's length, never emptied: an empty list would give up its storage.
-  flat.length = n + (close ? 4 : 2);
   res.writeHead(verdict.status, flat);
   res.end(body);
 }
