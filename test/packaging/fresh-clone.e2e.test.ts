@@ -177,7 +177,8 @@ describe('a fresh clone and the packed packages', () => {
 
   // A clone on a newcomer's machine has no folder beside it. The copy's parent holds the copy alone at this point
   // (packs and consumer come later), so a suite that reads `../anything` of the repository fails here. The unit
-  // project holds every suite that checks the requirements kept in test/fixtures/requirements/.
+  // project holds every suite that checks the requirements kept in test/fixtures/requirements/. It runs its files
+  // in one process (vitest.config.ts), so running all of it again here costs about a minute.
   it('installs on this Node.js line without an engine or install-script warning', () => {
     expect(installed).not.toMatch(/EBADENGINE|npm warn/i);
   });

@@ -135,8 +135,9 @@ describe('SharedOverrides by its log of changes', () => {
       }),
       { numRuns: 100 },
     );
-    // The runs went through compactions of the log, not only appends.
-    expect(compacted).toBeGreaterThan(10);
+    // The runs went through compactions of the log, not only appends. How many do depends on the generated runs
+    // (9 to 20 of 100 seen): the bound says "some", not a share that a fresh seed can miss.
+    expect(compacted).toBeGreaterThan(2);
   });
 
   it('hands a reader the changes since its version, and updates its index in place', async () => {
