@@ -96,6 +96,9 @@ afterEach(async () => {
     else await o.close();
   }
   vi.unstubAllGlobals();
+  // A module that read `navigator` when loaded under a stub is dropped, so a later file of this process (the unit
+  // project runs its files in one) loads it again off Workers.
+  vi.resetModules();
 });
 
 async function hundred(target: Running['target'], headers: Record<string, string> = {}): Promise<number[]> {
