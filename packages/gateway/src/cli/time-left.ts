@@ -1,3 +1,5 @@
+import { parseZonedTime } from 'sluice';
+
 /**
  * The seconds until a rule ends, as the dashboard's "Overrides and blocks" panel counts them down: `2 h 05 min`,
  * `4 min 09 s`, `9 s`; `ended` at zero. `sluice override list` shows the same words, so the two read alike.
@@ -20,10 +22,6 @@ export function timeLeft(seconds: number): string {
   return `${sec} s`;
 }
 
-/** An ISO 8601 date-time with its offset from UTC: `Z` or `+02:00` (or `+0200`); seconds and fractions optional. */
-const ZONED_TIME =
-  /^(\d{4})-(\d{2})-(\d{2})[Tt]([01]\d|2[0-3]):([0-5]\d)(?::([0-5]\d)(?:\.\d{1,9})?)?(?:[Zz]|[+-](?:[01]\d|2[0-3]):?[0-5]\d)$/;
-
 /**
  * Why a `--until` value is refused, or `undefined` for a date-time the gateway reads as one instant. A time
  * without `Z` or an offset is refused: `Date.parse` reads it in the local time of the machine that parses it
@@ -41,13 +39,7 @@ const ZONED_TIME =
  * ```
  */
 export function untilIssue(value: string): string | undefined {
-  const m = ZONED_TIME.exec(value);
-  if (m !== null) {
-    const [year, month, day] = [Number(m[1]), Number(m[2]), Number(m[3])];
-    const date = new Date(Date.UTC(year, month - 1, day));
-    if (Number.isFinite(Date.parse(value)) && date.getUTCMonth() === month - 1 && date.getUTCDate() === day)
-      return undefined;
-  }
+  if (Number.isFinite(parseZonedTime(value))) return undefined;
   // A duration here is most likely meant for --for, which takes it.
   const hint = /^\d+(?:\.\d+)?(?:ms|s|m|h|d)$/.test(value) ? ` (for a duration, use --for ${value})` : '';
   return `--until must be a date-time with Z or an offset from UTC, such as 2030-01-01T00:00:00Z or 2030-01-01T02:00:00+02:00, got ${JSON.stringify(value)}${hint}`;

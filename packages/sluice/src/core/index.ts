@@ -57,3 +57,4 @@ export {
 export { settledUnits } from './settle-math.js';
 export { SingleDecision } from './single-decision.js';
 export type { Check, MaybePromise, RateLimitStore } from './store.js';
+export { parseZonedTime } from './zoned-time.js';

@@ -6,6 +6,7 @@ import { keyAsPattern } from './key-pattern.js';
 import { integerOption, invalidOption, objectOption, rejectUnknownKeys } from './options.js';
 import { MAX_OVERRIDE_SECONDS, type OverrideRule, overrideId } from './override.js';
 import { checkOverrideReason } from './override-reason.js';
+import { parseZonedTime } from './zoned-time.js';
 
 /** The largest time a `Date` holds, in epoch milliseconds (ECMAScript: 8.64e15, 100,000,000 days). */
 const MAX_DATE_MS = 8.64e15;
@@ -121,9 +122,13 @@ export function parseOverride(input: unknown, nowMs: number, author: string): Ov
   if (o.ttlSeconds !== undefined) {
     expiresAt = nowMs + integerOption('ttlSeconds', o.ttlSeconds, 1, MAX_OVERRIDE_SECONDS) * 1000;
   } else if (o.expiresAt !== undefined) {
-    const at = typeof o.expiresAt === 'string' ? Date.parse(o.expiresAt) : o.expiresAt;
+    const at = typeof o.expiresAt === 'string' ? parseZonedTime(o.expiresAt) : o.expiresAt;
     if (typeof at !== 'number' || !Number.isFinite(at)) {
-      throw invalidOption('expiresAt', 'an ISO 8601 time or epoch milliseconds', o.expiresAt);
+      throw invalidOption(
+        'expiresAt',
+        'an ISO 8601 date-time with Z or an offset from UTC (2030-01-01T00:00:00Z), or epoch milliseconds',
+        o.expiresAt,
+      );
     }
     if (at <= nowMs) {
       throw invalidOption(

@@ -70,6 +70,11 @@ describe('parseOverride', () => {
     [{ pattern: 'k', quota: 5, window: 1, burst: -2, reason: 'x' }, 'burst'],
     [{ pattern: 'k', quota: 1, window: 1, expiresAt: NOW - 1, reason: 'x' }, 'expiresAt'],
     [{ pattern: 'k', quota: 1, window: 1, expiresAt: 'yesterday', reason: 'x' }, 'expiresAt'],
+    // A time without Z or an offset is read in the local time of whichever machine parses it; a date alone too.
+    [{ pattern: 'k', block: 403, expiresAt: '2026-01-01T01:00:00', reason: 'x' }, 'expiresAt'],
+    [{ pattern: 'k', block: 403, expiresAt: '2026-01-02', reason: 'x' }, 'expiresAt'],
+    [{ pattern: 'k', block: 403, expiresAt: 'Thu, 01 Jan 2026 01:00:00', reason: 'x' }, 'expiresAt'],
+    [{ pattern: 'k', block: 403, expiresAt: '2026-02-30T00:00:00Z', reason: 'x' }, 'expiresAt'],
     // Past what a Date can hold, or further off than an override may last (a 500 per request once stored).
     [{ pattern: 'k', block: 403, expiresAt: 1e17, reason: 'x' }, 'expiresAt'],
     [{ pattern: 'k', block: 429, expiresAt: '+275760-09-13T00:00:00.000Z', reason: 'x' }, 'expiresAt'],
