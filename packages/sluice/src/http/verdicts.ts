@@ -321,6 +321,7 @@ export class VerdictWriter {
         plan.policyPair,
         plan.onePair(d.policy, d.remaining, d.resetSeconds),
         retryAfterPair(d.retryAfterSeconds),
+        // The three fields of DENY_HEADERS, as #denyHeaders adds them (the property test holds both paths equal).
         DENY_HEADERS[0],
         DENY_HEADERS[1],
         DENY_HEADERS[2],
