@@ -419,7 +419,7 @@ describe('sluice serve --threads', () => {
     expect(new Set(requestLines(p.lines.slice(from)).map((l) => l.thread))).toEqual(new Set([0, 1]));
     p.child.kill('SIGTERM');
     expect(await p.exited).toBe(0);
-  });
+  }, 60_000);
 
   it('with Redis, a reload that changes a limit starts it full on every thread', async () => {
     const file = join(tmp.dir, 'threads-reload.yaml');
