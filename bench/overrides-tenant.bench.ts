@@ -8,6 +8,7 @@
  * Run: npx tsx bench/overrides-tenant.bench.ts <other tree, e.g. a worktree of the commit before> [rounds=9]
  */
 import { resolve } from 'node:path';
+import { benchPattern, fixedOverrideStore } from './lib/fixed-overrides.js';
 import { interleavedPasses, type PassContender } from './lib/passes.js';
 import { median, table } from './lib/stats.js';
 
@@ -42,29 +43,16 @@ const requests = Array.from({ length: CALLERS }, (_, i) => ({
 
 function contenders(label: string, t: Tree): PassContender[] {
   const now = Date.now();
-  const store = (matching: boolean) => {
-    const rules = Array.from({ length: 10_000 }, (_, i) => {
-      const input =
-        matching && i < CALLERS
-          ? { pattern: `tenant:t${i}:client:web` }
-          : i % 2 === 0
-            ? { pattern: `tenant:other${i}:client:web` }
-            : i % 4 === 1
-              ? { pattern: `tenant:x${i}` }
-              : { pattern: `tenant:p${i}:client:*` };
-      return t.core.parseOverride({ ...input, quota: 6000, window: 60, reason: 'bench' }, now, 'bench');
-    });
-    const snapshot = Object.freeze({ version: 1, rules: Object.freeze(rules) });
-    return {
-      kind: 'fixed',
-      snapshot: () => snapshot,
-      set: async () => undefined,
-      remove: async () => undefined,
-      history: async () => [],
-      refresh: () => undefined,
-      close: () => undefined,
-    };
-  };
+  const store = (matching: boolean) =>
+    fixedOverrideStore(
+      Array.from({ length: 10_000 }, (_, i) =>
+        t.core.parseOverride(
+          { pattern: benchPattern(i, matching, CALLERS), quota: 6000, window: 60, reason: 'bench' },
+          now,
+          'bench',
+        ),
+      ),
+    );
   const limiter = (overrides: unknown) =>
     t.http.createHttpLimiter({
       limiter: new t.core.Limiter({

@@ -20,6 +20,7 @@ import {
 import { createHttpLimiter, type HttpRequestInfo } from '../packages/sluice/src/http/index.js';
 import { OverrideIndex } from '../packages/sluice/src/http/override-index.js';
 import { MemoryOverrides, MemoryStore } from '../packages/sluice/src/memory/index.js';
+import { benchPattern, fixedOverrideStore } from './lib/fixed-overrides.js';
 import { interleavedPasses, type PassContender } from './lib/passes.js';
 import { median, rate, table } from './lib/stats.js';
 
@@ -35,28 +36,17 @@ const requests: HttpRequestInfo[] = Array.from({ length: CALLERS }, (_, i) => ({
   identity: { tenant: `t${i}`, client: 'web', tier: 'gold' },
 }));
 
-/** A store holding a fixed list (built at once: setting 10,000 rules one by one is the admin path, not timed). */
+/** A store holding a fixed list of `rules` rules, the callers' own among them when `matching`. */
 function store(rules: number, matching: boolean): OverrideStore {
-  const list: OverrideRule[] = [];
-  const add = (input: Record<string, unknown>) =>
-    list.push(parseOverride({ reason: 'bench', ...input }, NOW, 'bench'));
-  for (let i = 0; i < rules; i++) {
-    if (matching && i < CALLERS) add({ pattern: `tenant:t${i}:client:web`, quota: 6000, window: 60 });
-    else if (i % 2 === 0) add({ pattern: `tenant:other${i}:client:web`, quota: 6000, window: 60 });
-    else if (i % 4 === 1) add({ pattern: `tenant:x${i}`, quota: 6000, window: 60 });
-    else add({ pattern: `tenant:p${i}:client:*`, quota: 6000, window: 60 });
-  }
   if (rules === 0) return new MemoryOverrides();
-  const snapshot = Object.freeze({ version: 1, rules: Object.freeze(list) });
-  return {
-    kind: 'fixed',
-    snapshot: () => snapshot,
-    set: async () => undefined,
-    remove: async () => undefined,
-    history: async () => [],
-    refresh: () => undefined,
-    close: () => undefined,
-  };
+  const list: OverrideRule[] = Array.from({ length: rules }, (_, i) =>
+    parseOverride(
+      { pattern: benchPattern(i, matching, CALLERS), quota: 6000, window: 60, reason: 'bench' },
+      NOW,
+      'bench',
+    ),
+  );
+  return fixedOverrideStore(list) as OverrideStore;
 }
 
 function limiterWith(overrides: OverrideStore | undefined) {
