@@ -32,12 +32,24 @@ export default defineConfig({
           // One process for every unit file instead of one each: the suites share no state that outlives them
           // (they restore what they stub), and the fork and module graph per file were half the project's time.
           isolate: false,
+          // First, alone: it is CPU-bound, and a second worker gains nothing on two cores.
+          sequence: { groupOrder: 0 },
+          maxWorkers: 1,
           include: TEST_GLOBS,
           exclude: [...configDefaults.exclude, '**/*.e2e.test.ts', '**/*.browser.test.ts', ...suites.system],
           env: { [UNIT_PROJECT_VAR]: 'unit' },
         },
       },
-      { extends: true, test: { name: 'system', include: [...suites.systemToRun] } },
+      {
+        extends: true,
+        test: {
+          name: 'system',
+          include: [...suites.systemToRun],
+          // Then two files at a time: a system suite mostly waits for the programs it started.
+          sequence: { groupOrder: 1 },
+          maxWorkers: 2,
+        },
+      },
     ],
     coverage: {
       provider: 'v8',

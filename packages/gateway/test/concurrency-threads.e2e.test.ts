@@ -30,6 +30,8 @@ describe('concurrency limits and load shedding with sluice serve --threads 2', (
     // Every request but the N the upstream holds is answered while they run: 429, whichever thread took it.
     while (answers.length < CLIENTS - N) await new Promise((r) => setTimeout(r, 20));
     expect(answers).toEqual(Array(CLIENTS - N).fill(429));
+    // The admitted ones may still be on their way to the upstream when the refusals are in.
+    await heldReach(held, N);
     expect(held).toHaveLength(N);
     expect(upstream.most()).toBe(N);
     for (const res of held.splice(0)) res.end('done');
@@ -60,6 +62,7 @@ describe('concurrency limits and load shedding with sluice serve --threads 2', (
     const all = Array.from({ length: CLIENTS }, () => rawGet(url, '/work').then((s) => answers.push(s)));
     while (answers.length < CLIENTS - N) await new Promise((r) => setTimeout(r, 20));
     expect(answers).toEqual(Array(CLIENTS - N).fill(503));
+    await heldReach(held, N);
     expect(upstream.most()).toBe(N);
     for (const res of held.splice(0)) res.end('done');
     await Promise.all(all);
@@ -69,6 +72,12 @@ describe('concurrency limits and load shedding with sluice serve --threads 2', (
     expect(await p.exited).toBe(0);
   }, 60_000);
 });
+
+/** Waits until the upstream holds `n` requests, or 10 s. */
+async function heldReach(held: readonly ServerResponse[], n: number): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (held.length < n && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+}
 
 /** An upstream that holds every request until the test ends it, and the most it held at once. */
 function holdUpstream(): { readonly held: ServerResponse[]; most(): number } {
