@@ -9,6 +9,7 @@ import { openWatchedPage, type WatchedPage } from '../../../test/support/watched
 import { buildDashboard } from '../dashboard-ui/build.js';
 import {
   client,
+  startedIn,
   startGateway,
   startUpstream,
   type TestGateway,
@@ -82,11 +83,7 @@ export function dashboardSuite(o: DashboardSuiteOptions): DashboardSuite {
     if (profile !== undefined) await rm(profile, { recursive: true, force: true });
     tmp.cleanup();
   });
-  const ready = <T>(value: T | undefined): T => {
-    if (value === undefined)
-      throw new Error('the dashboard suite starts in beforeAll: read it inside a test');
-    return value;
-  };
+  const ready = startedIn('the dashboard suite');
   return {
     tmp,
     agent,

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll } from 'vitest';
 import type { RedisServer } from '../../../test/support/redis-server.js';
-import { client, startUpstream, type TestUpstream, tempDir } from './support.js';
+import { client, startedIn, startUpstream, type TestUpstream, tempDir } from './support.js';
 
 /** What a suite of gateways on one Redis shares between its tests. */
 export interface RedisSuite {
@@ -38,10 +38,7 @@ export function redisSuite(
     await Promise.all([upstream?.close(), redis?.stop(), agent.close()]);
     tmp.cleanup();
   });
-  const ready = <T>(value: T | undefined): T => {
-    if (value === undefined) throw new Error('the Redis suite starts in beforeAll: read it inside a test');
-    return value;
-  };
+  const ready = startedIn('the Redis suite');
   return {
     tmp,
     agent,

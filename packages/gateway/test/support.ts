@@ -14,6 +14,19 @@ import { type LoadConfigOptions, loadConfigFile } from '../src/config/load-confi
 import { Gateway } from '../src/gateway/gateway.js';
 import { createLogger } from '../src/log/create-logger.js';
 
+/**
+ * A reader for what a suite helper starts in `beforeAll`: the value, or an error saying it was read too early
+ * (at collection time, outside a test).
+ *
+ * @param suite - the suite's name for the message, for example `the Redis suite`.
+ */
+export function startedIn(suite: string): <T>(value: T | undefined) => T {
+  return <T>(value: T | undefined): T => {
+    if (value === undefined) throw new Error(`${suite} starts in beforeAll: read it inside a test`);
+    return value;
+  };
+}
+
 /** A temporary folder removed by `cleanup`. */
 export function tempDir(): { dir: string; cleanup: () => void } {
   const dir = mkdtempSync(join(tmpdir(), 'sluice-gw-'));
