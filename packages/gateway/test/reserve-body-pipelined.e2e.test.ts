@@ -70,4 +70,50 @@ describe('a reservation read from the body, with pipelined requests', () => {
       cleanup();
     }
   });
+
+  it('streams the body of a request no reserving rule matches, without waiting for it first', async () => {
+    const { dir, cleanup } = tempDir();
+    const upstream = await startUpstream();
+    // The upstream learns of the request while its body is still on its way: the gateway forwarded it at once.
+    let arrived: () => void = () => {};
+    const reached = new Promise<void>((r) => {
+      arrived = r;
+    });
+    upstream.handler = (req, res) => {
+      arrived();
+      let b = '';
+      req.on('data', (c: Buffer) => {
+        b += c.toString();
+      });
+      req.on('end', () => {
+        res.writeHead(200, { 'content-type': 'text/plain' });
+        res.end(`got ${b}`);
+      });
+    };
+    // A body deadline far beyond the test's own: a gateway that held the body back would still be waiting.
+    const t = await startGateway(join(dir, 'other.yaml'), {
+      yaml: `${CONFIG}server:\n  bodyTimeout: 300s\nupstream:\n  url: ${upstream.url}\n`,
+    });
+    const s = connect(Number(new URL(t.gateway.url).port), '127.0.0.1');
+    try {
+      let out = '';
+      s.on('data', (d) => {
+        out += d.toString();
+      });
+      const body = JSON.stringify({ max_tokens: 5, note: 'streamed' });
+      const head = `POST /v1/other HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`;
+      s.write(head + body.slice(0, 10));
+      await reached;
+      const closed = new Promise<void>((r) => s.on('close', () => r()));
+      s.write(body.slice(10));
+      await closed;
+      expect(out).toMatch(/^HTTP\/1\.1 200/);
+      expect(out).toContain(`got ${body}`);
+    } finally {
+      s.destroy();
+      await t.gateway.close();
+      await upstream.close();
+      cleanup();
+    }
+  });
 });

@@ -15,7 +15,7 @@ import type { GatewayConfig } from '../config/gateway-config.js';
 import { RequestIdentifier } from '../identity/identify-request.js';
 import type { Identity as CallerIdentity } from '../identity/identity.js';
 import { GatewayLimits } from '../limits/gateway-limits.js';
-import { reserveBodyBytes } from '../limits/settle-options.js';
+import { ReserveBodyScope } from '../limits/reserve-body-scope.js';
 import type { UpstreamProxy, UpstreamProxyOptions } from '../proxy/upstream-proxy.js';
 import { QuotaCategories } from '../quota/quota-categories.js';
 import { callerIdentifier, type GatewayRequest } from './identify-caller.js';
@@ -67,8 +67,11 @@ export class Runtime {
   readonly config: GatewayConfig;
   /** The policies of this configuration and what the admin API needs of them. */
   readonly plan: GatewayLimits;
-  /** The request body bytes read before admission for a reservation (`cost.reserve.field`); 0 reads none. */
-  readonly reserveBodyBytes: number;
+  /**
+   * Which requests have their body read before admission for a reservation (`cost.reserve.field`), and how much
+   * of it; `undefined` reads none.
+   */
+  readonly reserveBody: ReserveBodyScope | undefined;
   /** The one admission path: proxy, upgrades, decision API. */
   readonly http: HttpLimiter<GatewayRequest>;
   readonly identifier: RequestIdentifier;
@@ -96,7 +99,7 @@ export class Runtime {
     this.config = config;
     this.events = events ?? previous?.events ?? {};
     this.plan = new GatewayLimits(config, store, previous?.plan, this.events.clock);
-    this.reserveBodyBytes = reserveBodyBytes(config);
+    this.reserveBody = ReserveBodyScope.of(config);
     this.identifier = new RequestIdentifier(config);
     this.problemType = problemTypeResolver(config.problems.typeBase);
     this.quotaCategories = config.quota === undefined ? undefined : new QuotaCategories(config.quota);

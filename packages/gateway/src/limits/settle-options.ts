@@ -1,5 +1,4 @@
 import type { RuleOptions } from 'sluice/http';
-import type { GatewayConfig } from '../config/gateway-config.js';
 import type { CostConfig, ReserveField } from '../config/resolve-cost.js';
 import { reserveFromBody } from './reserve-from-body.js';
 
@@ -28,18 +27,4 @@ export function settleOptions(limit: {
           }),
     },
   };
-}
-
-/**
- * The most request body bytes a reservation of this configuration reads (`cost.reserve.maxBytes`), or 0 when no
- * tier, endpoint rule or class reserves from the body: the pipeline then reads no body before admission.
- */
-export function reserveBodyBytes(config: GatewayConfig): number {
-  let most = 0;
-  const limits = [...Object.values(config.tiers), ...config.endpoints, ...Object.values(config.classes)];
-  for (const l of limits) {
-    const r = l.cost?.reserve;
-    if (r !== undefined && typeof r !== 'number') most = Math.max(most, r.maxBytes);
-  }
-  return most;
 }

@@ -103,10 +103,12 @@ export async function handleRequest(
     // The response's early close (the client went away) aborts a wait in a queue and returns its tokens.
     // Resolved once: admission keys by it, and the upstream request and the count of bodies use it again.
     const clientIp = rt.clientIp(req.socket.remoteAddress, req.headers);
-    // A reservation that names a field of the JSON body (`cost.reserve.field`) reads a small body first.
+    // A reservation that names a field of the JSON body (`cost.reserve.field`) reads a small body first, on the
+    // routes whose rules take one only (any route when a tier does).
+    const scope = rt.reserveBody;
     const reserveBody =
-      rt.reserveBodyBytes > 0 && hasRequestBody(req.headers)
-        ? await readReserveBody(req, rt.reserveBodyBytes, c.server.bodyTimeoutMs || 10_000)
+      scope !== undefined && target.ok && hasRequestBody(req.headers) && scope.wants(method, target.path)
+        ? await readReserveBody(req, scope.maxBytes, c.server.bodyTimeoutMs || 10_000)
         : undefined;
     const admitting = admitOwnRequest(ctx, rt, req, method, raw, id, clientIp, res, reserveBody);
     // The memory store answers in the same tick: no await, so no microtask hop for most requests.
