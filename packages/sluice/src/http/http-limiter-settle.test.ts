@@ -192,6 +192,32 @@ describe('a cost settled from the response', () => {
     expect(t.fallbacks).toEqual([['rules[0]', 'json_missing']]);
   });
 
+  it('charges the fallback for a usage below zero, as for an invalid header value', () => {
+    const t = setup([
+      { path: '/v1/*', policies: ['tokens'], settle: { json: 'usage.total_tokens', reserve: 10, fallback: 40 } },
+    ]);
+    const json = { 'content-type': 'application/json' };
+    respond(t.evaluate(), { status: 200, headers: json, body: ['{"usage":{"total_tokens":-1000}}'] });
+    expect(t.units.at(-1)).toEqual(['tokens', 'tokens', 40]);
+    expect(t.fallbacks).toEqual([['rules[0]', 'json_invalid']]);
+    // Weighted paths: one below zero makes the usage invalid as a whole, not a smaller sum.
+    const w = setup([
+      {
+        path: '/v1/*',
+        policies: ['tokens'],
+        settle: { json: { 'usage.prompt_tokens': 1, 'usage.completion_tokens': 2 }, reserve: 10 },
+      },
+    ]);
+    respond(w.evaluate(), {
+      status: 200,
+      headers: json,
+      body: ['{"usage":{"prompt_tokens":30,"completion_tokens":-20}}'],
+    });
+    // No fallback configured: the reservation stands.
+    expect(w.units.at(-1)).toEqual(['tokens', 'tokens', 10]);
+    expect(w.fallbacks).toEqual([['rules[0]', 'json_invalid']]);
+  });
+
   it('charges the tier its request and the endpoint rule its tokens, each settled apart', () => {
     const t = setup([
       { name: 'tier', policies: ['requests'] },

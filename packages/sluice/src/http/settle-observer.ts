@@ -9,8 +9,8 @@ export interface SettleEvents {
   /** `units` charged to `policy` by a request (after settlement), in the rule's unit (`tokens`, `bytes`). */
   recordUnits?(policy: string, unit: string, units: number): void;
   /**
-   * A response whose cost could not be read (`reason`: `header_missing`, `header_invalid`, `json_missing`), so
-   * the configured fallback was charged.
+   * A response whose cost could not be read (`reason`: `header_missing`, `header_invalid`, `json_missing`,
+   * `json_invalid` for a usage below zero), so the configured fallback was charged.
    */
   recordSettleFallback?(rule: string, reason: string): void;
 }
@@ -137,8 +137,11 @@ export class SettleObserver implements ResponseObserver {
     if (scanner !== undefined && scanner.found !== 0) {
       let sum = 0;
       for (let p = 0; p < s.paths.length; p++) {
-        if ((scanner.found & (1 << p)) !== 0 && scanner.values[p] > 0)
-          sum += scanner.values[p] * s.weights[p];
+        if ((scanner.found & (1 << p)) === 0) continue;
+        // A usage below zero is no count of anything: the upstream's answer is as unusable as a header that is
+        // not a number, and costs the fallback, never a refund of the whole reservation.
+        if (scanner.values[p] < 0) return this.#fallback(g, 'json_invalid');
+        sum += scanner.values[p] * s.weights[p];
       }
       return Math.min(Math.ceil(sum), Number.MAX_SAFE_INTEGER);
     }
