@@ -184,6 +184,18 @@ describe('run-time overrides in the HTTP limiter', () => {
     expect(sync(http.evaluate(req({ remoteAddress: '2001:db8::2', identity: undefined }))).status).toBe(200);
   });
 
+  it('blocks and limits a single IPv4 client by its address, whatever its key', async () => {
+    const { http, set } = setup();
+    await set({ pattern: 'ip:203.0.113.7', block: 403, reason: 'scanner' });
+    expect(sync(http.evaluate(req({ identity: undefined }))).status).toBe(403);
+    expect(sync(http.evaluate(req())).status).toBe(403);
+    expect(sync(http.evaluate(req({ identity: { tenant: 'acme' } }))).status).toBe(403);
+    expect(sync(http.evaluate(req({ remoteAddress: '203.0.113.8' }))).status).toBe(200);
+    const limited = setup();
+    await limited.set({ pattern: 'ip:203.0.113.7', quota: 1, window: 3600, reason: 'slow down' });
+    expect(statuses(limited.http, 3)).toEqual([200, 429, 429]);
+  });
+
   it('applies a rule on an IPv4-mapped or zero-padded address to the IPv4 client it names', async () => {
     const { http, set } = setup();
     await set({ pattern: 'ip:::ffff:203.0.113.7', block: 403, reason: 'mapped' });

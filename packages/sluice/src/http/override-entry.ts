@@ -7,6 +7,8 @@ import type { IpRange } from './ip-address.js';
 export type OverridePatternKind =
   | { readonly kind: 'exact'; readonly value: string }
   | { readonly kind: 'prefix'; readonly value: string }
+  /** One client address, canonical as `normalizeIp` writes it: matched against the client IP, whatever the key. */
+  | { readonly kind: 'address'; readonly value: string }
   | { readonly kind: 'range'; readonly range: IpRange };
 
 /** One rule compiled for lookups. */
@@ -30,12 +32,11 @@ const EXACT_RANK = 1_000_000;
 const RANGE_RANK = 100_000;
 
 /**
- * How narrow a pattern is, before its scope: an exact key, or a range of one address (an IPv6 client's key is its
- * /64, so one IPv6 address is kept as its /128 range); then address ranges by their length, IPv4 counted as the
+ * How narrow a pattern is, before its scope: an exact key, one address or a range of one address; then address ranges by their length, IPv4 counted as the
  * IPv4-mapped IPv6 range it is; then key prefixes by their length (keys are at most a few hundred characters).
  */
 export function narrowness(p: OverridePatternKind): number {
-  if (p.kind === 'exact') return EXACT_RANK;
+  if (p.kind === 'exact' || p.kind === 'address') return EXACT_RANK;
   if (p.kind === 'prefix') return p.value.length * 4;
   const bits = p.range.kind === 'ipv4' ? p.range.bits + 96 : p.range.bits;
   return bits === 128 ? EXACT_RANK : RANGE_RANK + bits * 4;

@@ -24,6 +24,7 @@ const TENANTS = [undefined, 'acme', 'beta'];
 function covers(rule: OverrideRule, key: string, ip: string, tenant: string | undefined): boolean {
   const p = overridePattern(rule.pattern);
   if (p.kind === 'range') return inRanges(ip, [parseIpRange(rule.pattern.slice(3))!]);
+  if (p.kind === 'address') return ip === p.value;
   if (p.kind === 'exact') return key === p.value;
   return key.startsWith(p.value) || (tenant !== undefined && `tenant:${tenant}:`.startsWith(p.value));
 }
@@ -94,7 +95,7 @@ describe('OverrideIndex', () => {
             const rank = (r: OverrideRule) => {
               const p = overridePattern(r.pattern);
               let narrow = 0;
-              if (p.kind === 'exact') narrow = 3_000;
+              if (p.kind === 'exact' || p.kind === 'address') narrow = 3_000;
               else if (p.kind === 'prefix') narrow = p.value.length;
               else {
                 const bits = p.range.kind === 'ipv4' ? p.range.bits + 96 : p.range.bits;
@@ -181,12 +182,11 @@ describe('overridePattern and canonicalOverridePattern on patterns naming an add
     expect(canonicalOverridePattern(pattern)).toBe(canonical);
   });
 
-  it('reads a single IPv6 address as its /128 range (the bucket key is the /64, never the address)', () => {
-    const p = overridePattern('ip:2001:db8::1');
-    expect(p.kind).toBe('range');
-    expect(p.kind === 'range' && [p.range.kind, p.range.bits]).toEqual(['ipv6', 128]);
-    expect(overridePattern('ip:::ffff:1.2.3.4')).toEqual({ kind: 'exact', value: 'ip:1.2.3.4' });
-    expect(overridePattern('ip:127.000.000.001')).toEqual({ kind: 'exact', value: 'ip:127.0.0.1' });
+  it('reads a single address as that client address, matched whatever the bucket key (an IPv6 key is the /64)', () => {
+    expect(overridePattern('ip:2001:DB8::1')).toEqual({ kind: 'address', value: '2001:db8::1' });
+    expect(overridePattern('ip:::ffff:1.2.3.4')).toEqual({ kind: 'address', value: '1.2.3.4' });
+    expect(overridePattern('ip:127.000.000.001')).toEqual({ kind: 'address', value: '127.0.0.1' });
+    expect(overridePattern('ip:unknown')).toEqual({ kind: 'exact', value: 'ip:unknown' });
   });
 
   it.each([
@@ -217,6 +217,39 @@ describe('overridePattern and canonicalOverridePattern on patterns naming an add
     expect(index.find('ip:127.0.0.1', 'p', undefined, '127.0.0.1', at)?.rule.pattern).toBe(
       'ip:127.000.000.001',
     );
+  });
+});
+
+describe('rules on one address, matched by the client IP whatever the bucket key', () => {
+  const at = () => NOW;
+  const KEYS_OF_ONE_CLIENT = ['ip:203.0.113.9', 'apikey:AbCdEfGhIjKlMnOpQr_-12', 'tenant:acme:client:web'];
+
+  it.each(['ip:203.0.113.9', 'ip:::ffff:203.0.113.9', 'ip:203.0.113.9/32'])(
+    'finds %s for every key of a client at 203.0.113.9, and for no other address',
+    (pattern) => {
+      const index = new OverrideIndex([parseOverride({ pattern, block: 403, reason: 'test' }, NOW, 'test')]);
+      for (const key of KEYS_OF_ONE_CLIENT) {
+        expect(index.find(key, 'p', undefined, '203.0.113.9', at)?.rule.pattern).toBe(pattern);
+        expect(index.find(key, 'p', undefined, '::ffff:203.0.113.9', at)?.rule.pattern).toBe(pattern);
+        expect(index.find(key, 'p', undefined, '203.0.113.10', at)).toBeUndefined();
+      }
+    },
+  );
+
+  it('finds single addresses among many without a scan, narrowest scope first, and follows removals', () => {
+    const rules = Array.from({ length: 2000 }, (_, i) =>
+      parseOverride({ pattern: `ip:10.0.${i >> 8}.${i & 255}`, block: 403, reason: 'test' }, NOW, 'test'),
+    );
+    rules.push(
+      parseOverride({ pattern: 'ip:10.0.0.7', quota: 5, window: 60, policy: 'p', reason: 't' }, NOW, 'x'),
+    );
+    const index = new OverrideIndex(rules);
+    expect(index.find('apikey:k', 'p', undefined, '10.0.0.7', at)?.rule.effect).toBe('limit');
+    expect(index.find('apikey:k', 'q', undefined, '10.0.0.7', at)?.rule.effect).toBe('block');
+    expect(index.find('apikey:k', 'q', undefined, '10.0.7.207', at)?.rule.pattern).toBe('ip:10.0.7.207');
+    index.apply([{ id: 'ip:10.0.7.207', rule: undefined }]);
+    expect(index.find('apikey:k', 'q', undefined, '10.0.7.207', at)).toBeUndefined();
+    expect(index.find('ip:unknown', 'q', undefined, undefined, at)).toBeUndefined();
   });
 });
 

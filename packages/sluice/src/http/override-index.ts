@@ -23,8 +23,9 @@ const HASHED_KEY = /^[a-z-]+:#[A-Za-z0-9_-]{22}$/;
 /**
  * Reads a pattern: `ip:<address>/<bits>` is an address range (matched against the client IP), `tenant:<t>` every
  * key of that tenant, `<prefix>*` a prefix, anything else an exact bucket key. A single address is read as the
- * key the gateway gives its client (see {@link canonicalOverridePattern}); a single IPv6 address is its /128
- * range, since an IPv6 client's key is its /64 and no key names one address.
+ * gateway writes it (see {@link canonicalOverridePattern}) and names that client: it is matched against the client
+ * IP, as a range is, so that it holds whatever the request's bucket key (an API key, a tenant's client, the
+ * anonymous `ip:` key; an IPv6 client's key is its /64, which never names one address).
  *
  * @throws SluiceError `ERR_INVALID_OPTION` naming `pattern` for a malformed address or range, a key kind in the
  * wrong case, or any other pattern no bucket key can match: an unknown kind, an empty part, a tenant pattern of
@@ -96,10 +97,11 @@ function checkKindCase(pattern: string): void {
   }
 }
 
-/** An address as a pattern: an IPv4 key is exact, an IPv6 address the /128 range matched against the client IP. */
+/** An address as a pattern: one client address, or the key `ip:unknown` (clients without an address). */
 function addressPattern(address: string): OverridePatternKind {
-  if (isIP(address) !== 6) return { kind: 'exact', value: `ip:${address}` };
-  return { kind: 'range', range: parseIpRange(address) as IpRange };
+  return isIP(address) === 0
+    ? { kind: 'exact', value: `ip:${address}` }
+    : { kind: 'address', value: address };
 }
 
 /**
@@ -172,6 +174,10 @@ export class OverrideIndex {
   readonly #exact = new Map<string, CompiledOverride[]>();
   readonly #trie = new PrefixTrie<CompiledOverride>();
   #ranges: { readonly range: IpRange; readonly entry: CompiledOverride }[] = [];
+  /** Rules on one address, by canonical address: found in one `Map` read, however many addresses are blocked. */
+  readonly #addresses = new Map<string, CompiledOverride[]>();
+  /** Address ranges and single addresses held: while none is, the client IP is not looked up. */
+  #byAddress = 0;
   readonly #memo = new Map<string, readonly CompiledOverride[]>();
   readonly #byIp = new Map<string, readonly CompiledOverride[]>();
   readonly #byId = new Map<string, Placed>();
@@ -232,11 +238,19 @@ export class OverrideIndex {
       rule,
       narrowness(p) + (rule.policy !== undefined ? 2 : rule.tier !== undefined ? 1 : 0),
     );
-    const at = p.kind === 'range' ? '' : this.#keyPrefix + p.value;
+    const at = p.kind === 'range' || p.kind === 'address' ? '' : this.#keyPrefix + p.value;
     this.#byId.set(rule.id, { entry, pattern: p, at });
     if (p.kind === 'range') {
       this.#ranges.push({ range: p.range, entry });
+      this.#byAddress++;
       return true;
+    }
+    if (p.kind === 'address') {
+      const list = this.#addresses.get(p.value);
+      if (list === undefined) this.#addresses.set(p.value, [entry]);
+      else list.push(entry);
+      this.#byAddress++;
+      return false;
     }
     if (p.kind === 'exact') {
       const list = this.#exact.get(at);
@@ -257,7 +271,16 @@ export class OverrideIndex {
     const { entry, pattern, at } = placed;
     if (pattern.kind === 'range') {
       this.#ranges = this.#ranges.filter((r) => r.entry !== entry);
+      this.#byAddress--;
       return true;
+    }
+    if (pattern.kind === 'address') {
+      this.#byAddress--;
+      const list = this.#addresses.get(pattern.value);
+      const rest = list?.filter((e) => e !== entry) ?? [];
+      if (rest.length === 0) this.#addresses.delete(pattern.value);
+      else this.#addresses.set(pattern.value, rest);
+      return false;
     }
     if (pattern.kind === 'prefix') {
       this.#trie.delete(at, entry);
@@ -306,11 +329,10 @@ export class OverrideIndex {
     }
     const byTenant =
       this.#tenantWide === 0 || typeof tenant !== 'string' || tenant === '' ? NONE : this.#ofTenant(tenant);
-    const ranges = this.#ranges;
-    if (list.length === 0 && byTenant.length === 0 && (ranges.length === 0 || ip === undefined))
-      return undefined;
+    const byIp = ip !== undefined && this.#byAddress > 0;
+    if (list.length === 0 && byTenant.length === 0 && !byIp) return undefined;
     const nowMs = clock();
-    const inside = ip === undefined || ranges.length === 0 ? NONE : this.#rangesOf(ip);
+    const inside = byIp ? this.#rangesOf(ip) : NONE;
     // The lists are narrowest first: merged by rank, so a range rule outranks a key prefix (a block of
     // ip:203.0.113.0/24 is not lifted by an override of ip:*), and one address ranks as an exact key. A tenant
     // rule the key matches too is in two lists: found in either, it is the same rule.
@@ -352,16 +374,19 @@ export class OverrideIndex {
     return list;
   }
 
-  /** The range rules an address is in, narrowest first. */
+  /** The rules on an address and on the ranges it is in, narrowest first. */
   #rangesOf(ip: string): readonly CompiledOverride[] {
     let list = this.#byIp.get(ip);
     if (list === undefined) {
-      const address = parseAddress(ip);
-      const out: CompiledOverride[] = [];
+      const canonical = normalizeIp(ip);
+      const address = canonical === undefined ? undefined : parseAddress(canonical);
+      const own = canonical === undefined ? undefined : this.#addresses.get(canonical);
+      const out: CompiledOverride[] = own === undefined ? [] : [...own];
       if (address !== undefined) {
         for (const r of this.#ranges) if (inRange(address, r.range)) out.push(r.entry);
       }
-      list = out.length === 0 ? NONE : out;
+      // Stable: rules of equal rank stay in the order they were set.
+      list = out.length === 0 ? NONE : out.sort((a, b) => b.rank - a.rank);
       if (this.#byIp.size >= MEMO_MAX) this.#byIp.clear();
       this.#byIp.set(detached(ip), list);
     }
