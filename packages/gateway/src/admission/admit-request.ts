@@ -156,13 +156,13 @@ export function admitRequest(host: AdmissionHost, r: AdmissionRequest): Admissio
   // Switched off, nothing is limited; a target that cannot be matched safely is still refused (the evaluation
   // below refuses it first thing), since the gateway would forward it.
   if (!rt.config.enabled && rt.http.canonicalTarget(r.path).ok) return exempt(host, 'disabled', undefined);
-  // A trusted proxy's identity header with two values, or with a control character, names no one caller:
-  // refused before anything is keyed.
+  // A trusted proxy's identity header with two values, a control character or more than 256 characters names
+  // no one caller: refused before anything is keyed.
   if (r.trustIdentityHeaders) {
     const repeated = rt.identifier.repeatedHeader(r.headers);
     if (repeated !== undefined)
       return repeatedIdentityHeader(repeated, r.path, rt.config.server.requestIdHeader, r.correlationId);
-    const invalid = rt.identifier.controlHeader(r.headers);
+    const invalid = rt.identifier.invalidHeader(r.headers);
     if (invalid !== undefined)
       return invalidIdentityHeader(invalid, r.path, rt.config.server.requestIdHeader, r.correlationId);
   }

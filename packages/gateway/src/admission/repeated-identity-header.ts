@@ -1,3 +1,4 @@
+import { type InvalidIdentityValue, MAX_IDENTITY_LENGTH } from '../identity/identify-request.js';
 import { problemBody } from './problem-response.js';
 
 /** The refusal of a request whose identity header cannot name one caller, as admission returns it. */
@@ -39,27 +40,26 @@ export function repeatedIdentityHeader(
 
 /**
  * A 400 for a request from a trusted proxy whose identity header holds a control character (a tab, DEL, a C1
- * control as a byte or in UTF-8, a bidirectional control): no id holds one, and reading the request as having no
- * such header would key it by the address, out of its tenant's blocks, as a repeated header would.
+ * control as a byte or in UTF-8, a bidirectional control) or more than 256 characters: no id holds one, and
+ * reading the request as having no such header would key it by the address, out of its tenant's blocks, as a
+ * repeated header would.
  *
- * @param name - the header, as configured.
+ * @param invalid - the header, as configured, and what is wrong with its value.
  * @param path - the request target (the problem's `instance`, without its query).
  * @param requestIdHeader - the header carrying the request id.
  * @param requestId - the request id.
  */
 export function invalidIdentityHeader(
-  name: string,
+  invalid: InvalidIdentityValue,
   path: string,
   requestIdHeader: string,
   requestId: string,
 ): RepeatedIdentityHeader {
-  return refusal(
-    'invalid_identity_header',
-    `The identity header ${name} holds a control character; send an id of printable characters (UTF-8 for non-ASCII ones).`,
-    path,
-    requestIdHeader,
-    requestId,
-  );
+  const detail =
+    invalid.fault === 'too_long'
+      ? `The identity header ${invalid.name} is longer than ${MAX_IDENTITY_LENGTH} characters; send an id of at most ${MAX_IDENTITY_LENGTH}.`
+      : `The identity header ${invalid.name} holds a control character; send an id of printable characters (UTF-8 for non-ASCII ones).`;
+  return refusal('invalid_identity_header', detail, path, requestIdHeader, requestId);
 }
 
 function refusal(

@@ -22,6 +22,20 @@ export type IdentifyResult =
       readonly counts: boolean;
     };
 
+/**
+ * The most characters an identity header value may hold (as received, a byte each; spaces around it do not
+ * count): identity values become bucket keys, and a longer one is refused rather than dropped.
+ */
+export const MAX_IDENTITY_LENGTH = 256;
+
+/** An identity header value no id can hold, as {@link RequestIdentifier.invalidHeader} finds it. */
+export interface InvalidIdentityValue {
+  /** The header, as configured. */
+  readonly name: string;
+  /** `control`: it holds a control character; `too_long`: it is longer than {@link MAX_IDENTITY_LENGTH}. */
+  readonly fault: 'control' | 'too_long';
+}
+
 /** The answer for a request without credentials or identity headers: one frozen object, none per request. */
 const ANONYMOUS_RESULT: IdentifyResult = Object.freeze({ ok: true, identity: ANONYMOUS });
 
@@ -36,6 +50,11 @@ export class RequestIdentifier {
   readonly #headers: GatewayConfig['identity']['headers'];
   readonly #names: readonly string[];
   readonly #spellings: readonly string[];
+  /** The answers of {@link RequestIdentifier.invalidHeader}, made once per header so a refusal allocates none. */
+  readonly #faults: readonly {
+    readonly control: InvalidIdentityValue;
+    readonly tooLong: InvalidIdentityValue;
+  }[];
 
   /**
    * @param config - the resolved configuration.
@@ -51,6 +70,14 @@ export class RequestIdentifier {
     const names = h === undefined ? [] : [h.tenant, h.client, h.user, h.tier];
     this.#names = Object.freeze(names);
     this.#spellings = Object.freeze(names.map(cgiSpelling));
+    this.#faults = Object.freeze(
+      names.map((name) =>
+        Object.freeze({
+          control: Object.freeze({ name, fault: 'control' as const }),
+          tooLong: Object.freeze({ name, fault: 'too_long' as const }),
+        }),
+      ),
+    );
   }
 
   /**
@@ -107,22 +134,25 @@ export class RequestIdentifier {
   }
 
   /**
-   * The first identity header whose value holds a control character: C0 (a tab inside the value), DEL, C1 (as an
-   * obs-text byte Node.js accepts, or in UTF-8) or a bidirectional control. {@link RequestIdentifier.identify}
-   * would not read such a value, and the request would be keyed by its address; admission refuses it instead.
-   * A value of visible ASCII (the common case) costs one regular expression test.
+   * The first identity header whose value no id can hold: a control character (C0 such as a tab inside the
+   * value, DEL, C1 as an obs-text byte Node.js accepts or in UTF-8, a bidirectional control), or more than
+   * {@link MAX_IDENTITY_LENGTH} characters. {@link RequestIdentifier.identify} would not read such a value, and
+   * the request would be keyed by its address, out of its tenant's blocks; admission refuses it instead.
+   * A value of visible ASCII (the common case) costs a length check and one regular expression test.
    *
    * @param headers - the request headers (a repeated header is {@link RequestIdentifier.repeatedHeader}'s).
-   * @returns the header's configured name, or `undefined` when no value holds a control character.
+   * @returns the header and what is wrong with it (one frozen object per header and fault), or `undefined`
+   *   when every value can be read.
    */
-  controlHeader(headers: IncomingHttpHeaders): string | undefined {
+  invalidHeader(headers: IncomingHttpHeaders): InvalidIdentityValue | undefined {
     const names = this.#names;
     for (let i = 0; i < names.length; i++) {
       const v = headers[names[i]];
       if (typeof v !== 'string') continue;
       // Trimmed as it is read: spaces and tabs around a value are the field's, not the id's.
       const t = v.trim();
-      if (t !== '' && !VISIBLE_ASCII.test(t) && spokenValue(t) === undefined) return names[i];
+      if (t.length > MAX_IDENTITY_LENGTH) return this.#faults[i].tooLong;
+      if (t !== '' && !VISIBLE_ASCII.test(t) && spokenValue(t) === undefined) return this.#faults[i].control;
     }
     return undefined;
   }
@@ -198,8 +228,9 @@ function single(v: string | string[] | undefined): string | undefined {
   const s = Array.isArray(v) ? v[0] : v;
   if (s === undefined) return undefined;
   const t = s.trim();
-  // Identity values become bucket keys: keep them short so a header cannot bloat the table.
-  if (t === '' || t.length > 256) return undefined;
+  // Identity values become bucket keys: keep them short so a header cannot bloat the table. Admission refuses a
+  // longer value of a trusted proxy first (RequestIdentifier.invalidHeader); this is for callers that do not.
+  if (t === '' || t.length > MAX_IDENTITY_LENGTH) return undefined;
   return VISIBLE_ASCII.test(t) ? t : spokenValue(t);
 }
 
