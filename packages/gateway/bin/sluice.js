@@ -3,6 +3,7 @@
 // has to point at a committed file: this one hands over to the compiled command in dist/, and says how to build
 // it when a fresh clone has not been built yet.
 import { existsSync, statSync } from 'node:fs';
+import module from 'node:module';
 import { fileURLToPath } from 'node:url';
 
 const cli = new URL('../dist/bin/sluice.js', import.meta.url);
@@ -33,6 +34,10 @@ if (major < 22 || (major === 22 && minor < 12)) {
   );
   process.exitCode = 1;
 } else if ((process.argv[2] === 'replay' || process.argv[2] === 'recommend') && bundleIsCurrent()) {
+  // Node.js keeps the bundle's compiled code in its compile cache (the system's temporary directory, or
+  // NODE_COMPILE_CACHE; NODE_DISABLE_COMPILE_CACHE=1 turns it off), which spares each later run compiling it
+  // again (D-G140). A directory that cannot be written leaves it off: enableCompileCache reports that, never throws.
+  module.enableCompileCache?.();
   await import(logCommands.href);
 } else if (existsSync(cli)) {
   await import(cli.href);

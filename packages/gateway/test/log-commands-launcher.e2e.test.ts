@@ -4,7 +4,16 @@
  * modules. Run in a copy of the launcher beside stand-in builds that say which of them ran.
  */
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  rmSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -21,8 +30,16 @@ const T0 = new Date('2026-12-01T00:00:00Z');
 const T1 = new Date('2026-12-02T00:00:00Z');
 
 /** Which build ran for these arguments: `bundle` or `modules`. */
-const ran = (...args: string[]) =>
-  execFileSync(process.execPath, [join(pkg, 'bin/sluice.js'), ...args], { encoding: 'utf8' }).trim();
+const ran = (...args: string[]) => runWith({}, ...args);
+
+/** {@link ran} with these environment variables set, and none that sets the compile cache up beforehand. */
+function runWith(env: Record<string, string>, ...args: string[]): string {
+  const { NODE_COMPILE_CACHE: _dir, NODE_DISABLE_COMPILE_CACHE: _off, ...inherited } = process.env;
+  return execFileSync(process.execPath, [join(pkg, 'bin/sluice.js'), ...args], {
+    encoding: 'utf8',
+    env: { ...inherited, ...env },
+  }).trim();
+}
 
 const write = (file: string, text: string, time: Date) => {
   writeFileSync(file, text);
@@ -68,5 +85,24 @@ describe('the sluice launcher', () => {
     expect(ran('replay', 'a.log')).toBe('bundle replay a.log');
     rmSync(bundle);
     expect(ran('replay', 'a.log')).toBe('modules');
+  });
+});
+
+describe('the compile cache of the log commands', () => {
+  // The cache lives in the system's temporary directory: TMPDIR points it at one of the test's own.
+  it('keeps the bundle compiled in the compile cache, so that later runs need not compile it again', () => {
+    const temp = join(root, 'temp');
+    mkdirSync(temp);
+    expect(runWith({ TMPDIR: temp }, 'replay', 'a.log')).toBe('bundle replay a.log');
+    const cache = join(temp, 'node-compile-cache');
+    expect(existsSync(cache) && readdirSync(cache, { recursive: true }).length > 0).toBe(true);
+    expect(runWith({ TMPDIR: temp }, 'replay', 'a.log')).toBe('bundle replay a.log');
+  });
+
+  it('runs the bundle all the same where the cache cannot be written', () => {
+    // A directory below a file can never be created.
+    const file = join(root, 'a-file');
+    writeFileSync(file, '');
+    expect(runWith({ TMPDIR: file }, 'recommend', 'a.log')).toBe('bundle recommend a.log');
   });
 });
