@@ -10,8 +10,8 @@ import {
 import { OverrideApplier } from './apply-overrides.js';
 import type { ClientIpResolver } from './client-ip.js';
 import { hasSlots, holding, waitThenSlots } from './concurrency-hold.js';
-import { disconnectSignal } from './disconnect-signal.js';
 import type { HeaderMode } from './header-mode.js';
+import { mayWait, signalOf, tierOf } from './http-limiter-helpers.js';
 import {
   type CredentialFailure,
   type HttpLimiterOptions,
@@ -141,15 +141,18 @@ export function createHttpLimiter<R extends HttpRequestInfo = HttpRequestInfo>(
   const clientIpOf = (req: R): string | undefined =>
     req.clientIp ?? o.clientIp(req.remoteAddress, req.headers);
 
+  // Closures sit in helpers: a function whose variables a closure captures allocates a context per call (D-G141).
   const gate = (req: R, ip: string | undefined): MaybePromise<Verdict> | undefined => {
     if (authPolicy === undefined || req.operationRulesOnly === true || !o.hasCredentials(req))
       return undefined;
-    return whenReady(limiter.peek([{ policy: authPolicy, key: authKey(req, ip) }], 1), (d) =>
+    return gateOn(req, ip, authPolicy);
+  };
+  const gateOn = (req: R, ip: string | undefined, policy: Policy): MaybePromise<Verdict> =>
+    whenReady(limiter.peek([{ policy, key: authKey(req, ip) }], 1), (d) =>
       d.allowed
         ? ALLOW_NO_HEADERS
         : writer.decided(req, authFacts as DecidedFacts, undefined, undefined, d, ip),
     );
-  };
 
   const refuseCredentials = (req: R, failure: CredentialFailure, ip: string | undefined) => {
     if (authPolicy === undefined || !(failure.counts ?? o.countFailure(failure.reason))) {
@@ -217,21 +220,31 @@ export function createHttpLimiter<R extends HttpRequestInfo = HttpRequestInfo>(
             : writer.decided(req, plan, key, identity, d, ip);
       return hasSlots(checks) ? holding(v, limiter.store, checks, cost, o.onStoreError) : v;
     }
-    const decided = plan;
-    const decidedChecks = checks;
-    return d.then(
+    return decidedLater(d, req, ip, plan, checks, key, identity, cost);
+  };
+  /** The verdict of a decision that a store answers later (a promise), as `decideRules` gives one at once. */
+  const decidedLater = (
+    d: Promise<Decision>,
+    req: R,
+    ip: string | undefined,
+    plan: RulePlan,
+    checks: readonly Check[],
+    key: string,
+    identity: Identity | undefined,
+    cost: number,
+  ): Promise<Verdict> =>
+    d.then(
       (r) => {
         const v =
-          decided.queue !== undefined && mayWait(r)
-            ? waitInQueue(req, ip, decided, decidedChecks, key, identity, cost)
-            : decided.settle !== undefined && r.reason !== 'store_unavailable'
-              ? settling(req, ip, decided, decidedChecks, key, identity, cost, r)
-              : writer.decided(req, decided, key, identity, r, ip);
-        return hasSlots(decidedChecks) ? holding(v, limiter.store, decidedChecks, cost, o.onStoreError) : v;
+          plan.queue !== undefined && mayWait(r)
+            ? waitInQueue(req, ip, plan, checks, key, identity, cost)
+            : plan.settle !== undefined && r.reason !== 'store_unavailable'
+              ? settling(req, ip, plan, checks, key, identity, cost, r)
+              : writer.decided(req, plan, key, identity, r, ip);
+        return hasSlots(checks) ? holding(v, limiter.store, checks, cost, o.onStoreError) : v;
       },
-      (e: unknown) => storeFailed(req, ip, decided, key, e),
+      (e: unknown) => storeFailed(req, ip, plan, key, e),
     );
-  };
 
   /**
    * An admission over a plan whose rules settle a cost from the response or count only some responses: their
@@ -323,9 +336,11 @@ export function createHttpLimiter<R extends HttpRequestInfo = HttpRequestInfo>(
     if (o.identify === undefined) return decideRules(req, ip);
     const result = o.identify(req, ip);
     return isPromiseLike(result)
-      ? result.then((r) => afterIdentity(req, ip, r))
+      ? identifiedLater(result, req, ip)
       : afterIdentity(req, ip, result as IdentifyResult);
   };
+  const identifiedLater = (result: Promise<IdentifyResult>, req: R, ip: string | undefined) =>
+    result.then((r) => afterIdentity(req, ip, r));
 
   const exemptReason = (req: R, ip: string | undefined): string | undefined => {
     if (o.exemptLoopback && ip !== undefined && inRanges(ip, loopbackRanges())) return 'loopback';
@@ -352,8 +367,10 @@ export function createHttpLimiter<R extends HttpRequestInfo = HttpRequestInfo>(
     if (reason !== undefined) return writer.exempt(reason);
     const g = gate(req, ip);
     if (g === undefined) return afterGate(req, ip);
-    return whenReady(g, (v) => (v.action === 'deny' ? v : afterGate(req, ip)));
+    return afterGateOf(g, req, ip);
   };
+  const afterGateOf = (g: MaybePromise<Verdict>, req: R, ip: string | undefined) =>
+    whenReady(g, (v) => (v.action === 'deny' ? v : afterGate(req, ip)));
 
   return Object.freeze({
     limiter,
@@ -380,21 +397,4 @@ export function createHttpLimiter<R extends HttpRequestInfo = HttpRequestInfo>(
       return plan === undefined ? [] : plans.checks(req, plan, clientIpOf(req));
     },
   });
-}
-
-/** The caller's tier when it is a non-empty string. */
-function tierOf(identity: Identity | undefined): string | undefined {
-  const t = identity?.tier;
-  return typeof t === 'string' && t !== '' ? t : undefined;
-}
-
-/** A denial that waiting can turn into an admission (a cost above the burst never can). */
-function mayWait(d: Decision): boolean {
-  return !d.allowed && d.reason === 'limited';
-}
-
-/** The abort signal of what tells that the client went away: a Fetch request's own, or a response's close. */
-function signalOf(d: HttpRequestInfo['disconnect']): AbortSignal | undefined {
-  if (d === undefined) return undefined;
-  return 'signal' in d ? d.signal : disconnectSignal(d);
 }
