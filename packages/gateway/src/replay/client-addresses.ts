@@ -32,6 +32,8 @@ export class ClientAddresses {
   key = '';
   /** The table slot of the last lookup's dotted quad, or -1 for another address (which keeps no place). */
   slot = -1;
+  /** Times the table started over: a slot read before this count changed may hold another address now. */
+  startedOver = 0;
   readonly #ints = new Int32Array(SLOTS * INTS);
   /** Slot `h`'s address at `2h`, its key part at `2h + 1`. */
   readonly #strings: string[] = new Array<string>(SLOTS * 2).fill('');
@@ -79,6 +81,7 @@ export class ClientAddresses {
       ints.fill(0);
       this.#strings.fill('');
       this.#size = 0;
+      this.startedOver++;
       h = slotOf(k);
     }
     const ip = `${v >>> 24}.${(v >>> 16) & 255}.${(v >>> 8) & 255}.${v & 255}`;

@@ -102,6 +102,8 @@ export class ReplayEngine {
   readonly #batchKeys: (string | undefined)[] = new Array<string | undefined>(REPLAY_BATCH).fill(undefined);
   /** Per line of a batch: its client's dotted-quad value, or -1 (`ClientAddresses.touch`). */
   readonly #batchValues = new Float64Array(REPLAY_BATCH);
+  /** Per line of a batch: the address slot of a client whose key had no buckets before the batch, or -1. */
+  readonly #batchLearn = new Int32Array(REPLAY_BATCH).fill(-1);
 
   /**
    * @param config - the resolved configuration.
@@ -169,6 +171,8 @@ export class ReplayEngine {
     const ips = this.#batchIps;
     const keys = this.#batchKeys;
     const values = this.#batchValues;
+    const learn = this.#batchLearn;
+    const startedOver = addresses.startedOver;
     // Every line's address slot is read before any is looked up: the loads overlap (see ClientAddresses.touch).
     for (let i = 0; i < count; i++) {
       const a = records[i].clientIp;
@@ -188,6 +192,7 @@ export class ReplayEngine {
             // The place the store gave this client's key last time spares the key's lookup while it holds.
             const place = store.prefetch(addresses.key, addresses.place(at), addresses.placedAt(at));
             addresses.keepPlace(at, place, store.placesMoved);
+            if (place < 0) learn[i] = at;
           }
         }
       } else {
@@ -201,6 +206,17 @@ export class ReplayEngine {
       } catch {
         out[i] = undefined;
       }
+    }
+    // A client whose key had no buckets has them now, most often: their place is learnt while the key's entry is
+    // still in the caches, where the client's next line would look it up cold (D-G139). A table that started over
+    // in the batch may have given the slots to other addresses: then nothing is learnt.
+    const slotsHold = addresses.startedOver === startedOver;
+    for (let i = 0; i < count; i++) {
+      const at = learn[i];
+      if (at < 0) continue;
+      learn[i] = -1;
+      if (slotsHold && addresses.place(at) < 0)
+        addresses.keepPlace(at, store.placeOf(keys[i] as string), store.placesMoved);
     }
     // The strings go with the table's, not with the batch.
     ips.fill(undefined, 0, count);
@@ -236,6 +252,14 @@ export class ReplayEngine {
     }
     // The waiting request holds on to its instance.
     this.#request = new ReplayRequest();
+    return this.#later(v, r, t, line, log);
+  }
+
+  /**
+   * Counts a verdict that comes later (a request waiting in a queue), in a method of its own: a closure over
+   * `#decide`'s variables would allocate a context on every line (D-G141).
+   */
+  #later(v: Promise<Verdict>, r: LogRecord, t: number, line: number, log: string): Promise<Verdict> {
     const durationMs = r.durationMs;
     const facts = this.settlement.active ? ReplaySettlement.facts(r) : undefined;
     const p = Promise.resolve(v).then((x) => {

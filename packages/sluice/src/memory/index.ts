@@ -1,9 +1,8 @@
 export { BucketTable } from './bucket-table.js';
 export { MemoryOverrides } from './memory-overrides.js';
+export { MemoryStore, type MemoryStoreStats } from './memory-store.js';
 export {
-  MemoryStore,
   type MemoryStoreOptions,
-  type MemoryStoreStats,
   type ResolvedMemoryStoreOptions,
   resolveMemoryStoreOptions,
-} from './memory-store.js';
+} from './memory-store-options.js';

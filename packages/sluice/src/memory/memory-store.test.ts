@@ -271,4 +271,20 @@ describe('prefetch and places', () => {
     // A place read before the move is not taken on trust: 'a' has no bucket now.
     expect(s.prefetch('a', place, moved)).toBe(-1);
   });
+
+  it('tells the place a decision gave a key, as a later prefetch finds it', () => {
+    const { store: s } = store();
+    expect(s.placeOf('a')).toBe(-1);
+    s.decide(
+      [
+        { policy: p, key: 'a' },
+        { policy: q, key: 'a' },
+      ],
+      1,
+    );
+    const place = s.placeOf('a');
+    expect(place).toBeGreaterThanOrEqual(0);
+    expect(s.prefetch('a')).toBe(place);
+    expect(s.prefetch('a', place, s.placesMoved)).toBe(place);
+  });
 });
