@@ -86,6 +86,20 @@ describe('forwarding header readers', () => {
     expect(forwardedHops('proto=https')).toEqual(['']);
   });
 
+  it('read the elements proxies appended whatever a client wrote before them, unclosed quotes included', () => {
+    expect(forwardedHops('for=x;y=", for=198.51.100.1')).toEqual(['198.51.100.1', '']);
+    expect(forwardedHops('for="a, for=198.51.100.1, for="[2001:db8::1]:80"')).toEqual([
+      '2001:db8::1',
+      '198.51.100.1',
+      '',
+    ]);
+    // A comma inside a quoted value of a well-formed element does not split it.
+    expect(forwardedHops('for=192.0.2.1;by="a,b\\\\", for=198.51.100.2')).toEqual([
+      '198.51.100.2',
+      '192.0.2.1',
+    ]);
+  });
+
   it('never throw on arbitrary input', () => {
     fc.assert(
       fc.property(fc.string({ maxLength: 200 }), (s) => {
@@ -139,6 +153,37 @@ describe('createClientIpResolver', () => {
     expect(() => createClientIpResolver({ trustedProxies: ['nope'] })).toThrow(/trustedProxies\[0\]/);
     expect(() => createClientIpResolver({ trustedProxies: 'loopback' as never })).toThrow(/trustedProxies/);
     expect(() => createClientIpResolver({ proxyHeader: 'x-real-ip' as never })).toThrow(/proxyHeader/);
+  });
+
+  it('resolves to the address a trusted proxy wrote in Forwarded, whatever the client wrote before it (property)', () => {
+    const ip = createClientIpResolver({ trustedProxies: ['10.0.0.0/8'], proxyHeader: 'forwarded' });
+    const node = fc.constantFrom(
+      '198.51.100.1',
+      '"198.51.100.1:4711"',
+      '"[2001:db8::9]"',
+      '"[2001:db8::9]:80"',
+    );
+    const junk = fc.stringMatching(/^[ -~]{0,40}$/);
+    const own = fc.array(
+      fc.constantFrom('for=', '"', ';', ',', '=', '\\', 'x', ' ', 'by="a,b"', 'proto=https'),
+      {
+        maxLength: 12,
+      },
+    );
+    fc.assert(
+      fc.property(junk, own, node, fc.boolean(), fc.boolean(), (text, parts, client, twoLines, second) => {
+        const written = text + parts.join('');
+        const appended = `for=${client};proto=https`;
+        // A second trusted proxy appends its own element after the first one's.
+        const hops = second ? [appended, 'for=10.0.0.7'] : [appended];
+        const headers = twoLines
+          ? { forwarded: [written, ...hops] }
+          : { forwarded: `${written}, ${hops.join(', ')}` };
+        const expected = client.includes('2001') ? '2001:db8::9' : '198.51.100.1';
+        expect(ip('10.0.0.5', headers)).toBe(expected);
+      }),
+      { numRuns: 2000 },
+    );
   });
 
   it('never throws and returns a valid address or undefined for any header', () => {
