@@ -1,5 +1,5 @@
 import { type Check, type OverrideRule, overridePolicy, type Policy } from 'sluice';
-import { inRanges, overridePattern } from 'sluice/http';
+import { inRanges, normalizeIp, overridePattern } from 'sluice/http';
 
 /** A check of an override's bucket, with the rule that makes it. */
 export interface OverrideCheck extends Check {
@@ -33,14 +33,19 @@ export function overrideChecks(
     if (!matches(rule.pattern, identityKey)) continue;
     const sizes = { quota: rule.quota as number, window: rule.window as number, burst: rule.burst as number };
     for (const base of policies) {
-      if (rule.policy !== undefined && rule.policy !== base.name) continue;
+      // A limit leaves a concurrency policy as configured: no bucket of its own there.
+      if (base.concurrent > 0 || (rule.policy !== undefined && rule.policy !== base.name)) continue;
       out.push({ policy: overridePolicy(base, sizes), key: bucketKey, override: rule.id });
     }
   }
   return out;
 }
 
-/** Whether a stored pattern names this key; a malformed stored pattern names none. */
+/**
+ * Whether a stored pattern names this key; a malformed stored pattern names none. A rule on one address also
+ * applies to the other keys of requests from it (an API key's caller), which the key alone does not tell: those
+ * are reached through the key that names them.
+ */
 function matches(pattern: string, key: string): boolean {
   let shape: ReturnType<typeof overridePattern>;
   try {
@@ -50,16 +55,18 @@ function matches(pattern: string, key: string): boolean {
   }
   if (shape.kind === 'exact') return shape.value === key;
   if (shape.kind === 'prefix') return key.startsWith(shape.value);
-  // One address is the key of an IPv4 client; an IPv6 client's key is its /64, which one address never is.
-  if (shape.kind === 'address') return key === `ip:${shape.value}`;
   if (!key.startsWith('ip:') || key === 'ip:unknown') return false;
   const slash = key.indexOf('/');
-  if (slash < 0) return inRanges(key.slice(3), [shape.range]);
-  // An IPv6 key is its /64: a rule's range reaches it when either holds the other (a /128 rule on one address
-  // counts that client in the /64's key).
+  if (slash < 0) {
+    const address = key.slice(3);
+    return shape.kind === 'address' ? shape.value === address : inRanges(address, [shape.range]);
+  }
+  // An IPv6 key is its /64: a rule reaches it when its range holds the /64, or its address (or narrower range)
+  // lies inside it (a rule on one address counts that client in the /64's key).
   const own = overridePattern(key);
   if (own.kind !== 'range') return false;
+  if (shape.kind === 'address') return inRanges(shape.value, [own.range]);
   return shape.range.bits <= own.range.bits
     ? inRanges(key.slice(3, slash), [shape.range])
-    : inRanges(shape.range.address.toString(), [own.range]);
+    : inRanges(normalizeIp(shape.range.address.toString()) ?? '', [own.range]);
 }

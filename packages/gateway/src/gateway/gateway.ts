@@ -3,6 +3,7 @@ import type { RateLimitStore } from 'sluice';
 import type { PrometheusMetrics } from 'sluice/prometheus';
 import { wallClock } from 'sluice/quota';
 import { RedisStore } from 'sluice/redis';
+import { type OverrideCheck, overrideChecks } from '../admin/override-checks.js';
 import { EXEMPT_REASONS } from '../admission/admit-request.js';
 import { OverrideControl } from '../admission/override-control.js';
 import type { Penalties } from '../admission/penalties.js';
@@ -102,6 +103,8 @@ export class Gateway extends EventEmitter {
   readonly #forgetOnPeers: ((key: string) => Promise<void>) | undefined;
   #feedTimer: ReturnType<typeof setInterval> | undefined;
   #closing: Promise<void> | undefined;
+  /** The wall clock override rules end by. */
+  readonly #now: () => number;
   /** A thread of `sluice serve --threads` starts out not ready: the main thread says when every thread listens. */
   #everyThreadListens: boolean;
 
@@ -109,6 +112,7 @@ export class Gateway extends EventEmitter {
     super();
     const config = options.config;
     const now = options.now ?? Date.now;
+    this.#now = now;
     this.logger = options.logger ?? createLogger(config.logging.level);
     this.#everyThreadListens = options.thread === undefined;
     this.#opened = options.thread?.store ?? createStore(config, options.clock, options.thread?.threads, now);
@@ -311,7 +315,16 @@ export class Gateway extends EventEmitter {
    * @param key - an identity key such as `ip:203.0.113.9` or `acme:ci-bot` (without the key prefix).
    */
   inspect(key: string): Promise<BucketView[]> {
-    return bucketsOf(this.#reloads.runtime.plan, key);
+    return bucketsOf(this.#reloads.runtime.plan, key, this.#overrideChecks(key));
+  }
+
+  /** The buckets of a key under the `limit` overrides in force for it, which requests count in instead. */
+  #overrideChecks(key: string): OverrideCheck[] {
+    const rt = this.#reloads.runtime;
+    const prefix = rt.config.keys.prefix;
+    const rules = this.#opened.overrideStore.snapshot().rules;
+    if (rules.length === 0) return [];
+    return overrideChecks(rt.plan.limiter.policies, rules, key, prefix + key, this.#now());
   }
 
   /**
@@ -328,7 +341,7 @@ export class Gateway extends EventEmitter {
     // and one it is still waiting for is not remembered (the deny cache's epoch, D-R08). When Redis does not
     // answer, the other threads' local failure mode buckets are reset all the same, as this thread's are.
     try {
-      await plan.limiter.store.reset(plan.allChecks(key));
+      await plan.limiter.store.reset([...plan.allChecks(key), ...this.#overrideChecks(key)]);
     } finally {
       await this.#forgetOnPeers?.(key);
     }
@@ -341,7 +354,8 @@ export class Gateway extends EventEmitter {
    * calls it through the main thread after resetting the key in Redis.
    */
   forgetKey(key: string): void {
-    if (this.store instanceof RedisStore) this.store.forget(this.#reloads.runtime.plan.allChecks(key));
+    if (!(this.store instanceof RedisStore)) return;
+    this.store.forget([...this.#reloads.runtime.plan.allChecks(key), ...this.#overrideChecks(key)]);
   }
 
   /**

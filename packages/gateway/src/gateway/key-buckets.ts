@@ -1,4 +1,5 @@
-import type { Decision, Policy } from 'sluice';
+import type { Check, Decision, Policy } from 'sluice';
+import type { OverrideCheck } from '../admin/override-checks.js';
 import type { GatewayLimits } from '../limits/gateway-limits.js';
 import type { BucketView } from '../server/admin-server.js';
 
@@ -7,17 +8,27 @@ import type { BucketView } from '../server/admin-server.js';
  * `GET /keys/<key>`).
  *
  * @param plan - the policies in effect.
- * @param key - an identity key such as `ip:203.0.113.9` or `acme:ci-bot` (without the key prefix).
+ * @param key - an identity key such as `ip:203.0.113.9` or `tenant:acme:client:ci-bot` (without the key prefix).
+ * @param overrides - the key's buckets under `limit` overrides in force (`overrideChecks`), shown after the
+ *   configured ones with the id of their rule.
  */
-export async function bucketsOf(plan: GatewayLimits, key: string): Promise<BucketView[]> {
+export async function bucketsOf(
+  plan: GatewayLimits,
+  key: string,
+  overrides: readonly OverrideCheck[] = [],
+): Promise<BucketView[]> {
   const out: BucketView[] = [];
-  for (const check of plan.allChecks(key)) {
-    const d: Decision = await plan.limiter.peek([check], 1);
+  const checks: readonly (Check | OverrideCheck)[] = [...plan.allChecks(key), ...overrides];
+  for (const check of checks) {
+    // An override's policy is none of the limiter's (it checks that), so its bucket is read from the store itself.
+    const d: Decision =
+      'override' in check ? await plan.limiter.store.peek([check], 1) : await plan.limiter.peek([check], 1);
     const o = d.outcomes[0];
     const { name, quota, window, burst } = check.policy;
     const view = { policy: name, quota, window, burst, remaining: o.remaining, resetSeconds: o.resetSeconds };
     const debt = debtOf(check.policy, o.resetSeconds);
-    out.push(debt > 0 ? { ...view, debt } : view);
+    const shown = debt > 0 ? { ...view, debt } : view;
+    out.push('override' in check ? { ...shown, override: check.override } : shown);
   }
   return out;
 }

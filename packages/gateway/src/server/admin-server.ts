@@ -1,6 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { KEY_FORMS, keyFormIssue } from '../admin/key-form.js';
 import type { OverrideControl } from '../admission/override-control.js';
 import { type GatewayProblem, Problems, sendProblem } from '../admission/problem-response.js';
 import type { GatewayConfig } from '../config/gateway-config.js';
@@ -23,6 +24,8 @@ export interface BucketView {
    * refill; present only while it owes.
    */
   readonly debt?: number;
+  /** The id of the `limit` override this bucket belongs to: requests of the key count here instead. */
+  readonly override?: string;
 }
 
 /**
@@ -94,7 +97,8 @@ const TOP_MAX = 1000;
  * compared in constant time.
  *
  * - `GET /keys/<key>`: the key's bucket under every policy (`<key>` URL-encoded, for example `ip%3A203.0.113.9`).
- * - `DELETE /keys/<key>`: reset the key under every policy (204).
+ * - `DELETE /keys/<key>`: reset the key under every policy and every `limit` override in force for it (204); a
+ *   key the gateway never makes is a 400 naming the forms of keys.
  * - `GET /config`: the effective configuration, secrets redacted, with the `server.maxConnections` in force.
  * - `GET /metrics`: the Prometheus text of the proxy listener's `/metrics`, reachable while the proxy listener is
  *   at its connection cap (404 `metrics_disabled` when `metrics.enabled` is false).
@@ -242,6 +246,13 @@ export class AdminServer {
       }
       if (url.pathname.startsWith('/keys/') && url.pathname.length > 6) {
         const key = decodeURIComponent(url.pathname.slice(6));
+        const issue = keyFormIssue(key);
+        if (issue !== undefined && (req.method === 'GET' || req.method === 'DELETE')) {
+          badRequest(
+            `"${key}" is not a key the gateway makes (${issue}). Keys are ${KEY_FORMS}, URL-encoded.`,
+          );
+          return;
+        }
         if (req.method === 'GET') {
           send(200, { key, buckets: await this.target.inspect(key) });
           return;
