@@ -78,10 +78,13 @@ export class OverrideApplier {
     let mask = 0;
     for (let i = 0; i < n; i++) {
       const raw = unhashed?.[i];
-      let e = index.find(raw ?? checks[i].key, checks[i].policy.name, tier, ip, clock, tenant);
+      const { policy, key } = checks[i];
+      // A concurrency policy counts requests in flight: a limit rule (rate sizes) leaves it as configured.
+      const slots = policy.concurrent > 0;
+      let e = index.find(raw ?? key, policy.name, tier, ip, clock, tenant, slots);
       if (raw !== undefined) {
         // A rule may also name the hashed key itself (a penalty block sets the key it was limited under).
-        const h = index.find(checks[i].key, checks[i].policy.name, tier, ip, clock);
+        const h = index.find(key, policy.name, tier, ip, clock, undefined, slots);
         if (h !== undefined && (e === undefined || h.rank > e.rank)) e = h;
       }
       if (e === undefined) continue;

@@ -204,6 +204,48 @@ describe('run-time overrides in the HTTP limiter', () => {
     expect(sync(http.evaluate(req({ remoteAddress: '198.51.100.1', identity: undefined }))).status).toBe(403);
   });
 
+  it('leaves a concurrency policy as configured under a limit, and lifts it only with unlimited', async () => {
+    const overrides = new MemoryOverrides(() => T0);
+    const limiter = new Limiter({
+      policies: [
+        { name: 'rl.read', quota: 60, window: 60, burst: 2 },
+        { name: 'slots', concurrent: 1 },
+      ],
+      store: new MemoryStore({ clock: new ManualClock(0), sweepIntervalMs: 0 }),
+    });
+    const http = createHttpLimiter({
+      limiter,
+      rules: [{ name: 'all', policies: ['rl.read', 'slots'], key: 'caller' }],
+      headers: 'both',
+      wallClock: () => T0,
+      overrides,
+    });
+    const set = (input: OverrideInput) =>
+      overrides.set(parseOverride(input, T0, 'ops'), {
+        action: 'set',
+        id: 'x',
+        who: 'ops',
+        at: T0,
+        reason: 'r',
+      });
+    await set({ pattern: 'ip:203.0.113.7', quota: 6000, window: 60, reason: 'more for a week' });
+    // The request in flight holds the one slot (never released here): the next one is refused by it.
+    const first = sync(http.evaluate(req()));
+    expect(first.status).toBe(200);
+    expect(header(first, 'RateLimit-Policy')).toContain('"rl.read";q=6000;w=60');
+    const second = sync(http.evaluate(req()));
+    expect(second.status).toBe(429);
+    expect(header(second, 'RateLimit-Policy')).not.toContain('"slots";q=6000');
+    // A limit scoped to the concurrency policy by name changes nothing either; a broader unlimited rule applies.
+    await set({ pattern: 'ip:203.0.113.8', quota: 6000, window: 60, policy: 'slots', reason: 'x' });
+    await set({ pattern: 'ip:203.0.113.0/24', unlimited: true, policy: 'slots', reason: 'load test' });
+    const other = req({ remoteAddress: '203.0.113.8' });
+    expect([sync(http.evaluate(other)).status, sync(http.evaluate(other)).status]).toEqual([200, 200]);
+    await set({ pattern: 'ip:203.0.113.9', quota: 6000, window: 60, policy: 'slots', reason: 'x' });
+    await set({ pattern: 'ip:203.0.113.0/24', block: 403, policy: 'slots', reason: 'x' });
+    expect(sync(http.evaluate(req({ remoteAddress: '203.0.113.9' }))).status).toBe(403);
+  });
+
   it('goes back to the configured policy and its own bucket when a limit ends', async () => {
     const { http, set, advance } = setup();
     await set({ pattern: 'tenant:acme:client:web', quota: 6000, window: 60, ttlSeconds: 10, reason: 'x' });

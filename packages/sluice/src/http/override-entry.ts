@@ -42,15 +42,21 @@ export function narrowness(p: OverridePatternKind): number {
   return bits === 128 ? EXACT_RANK : RANGE_RANK + bits * 4;
 }
 
-/** Whether a rule applies to a bucket of this policy and tier now: not past its end, and its scope admits them. */
+/**
+ * Whether a rule applies to a bucket of this policy and tier now: not past its end, its scope admits them, and it
+ * is no `limit` on a concurrency policy (a quota and window are rate sizes: requests in flight keep their slots,
+ * and a broader rule may still apply to them).
+ */
 export function admits(
   e: CompiledOverride,
   policy: string,
   tier: string | undefined,
   nowMs: number,
+  concurrent: boolean,
 ): boolean {
   return (
     e.expiresAt > nowMs &&
+    (!concurrent || e.effect !== 'limit') &&
     (e.policy === undefined || e.policy === policy) &&
     (e.tier === undefined || e.tier === tier)
   );

@@ -308,6 +308,7 @@ export class OverrideIndex {
    * @param ip - the client IP, for address ranges.
    * @param clock - epoch milliseconds, read only when some rule matches: a rule past its end is skipped.
    * @param tenant - the caller's tenant, as the identity gives it (unescaped), if any.
+   * @param concurrent - true for a concurrency policy, which `limit` rules leave as configured.
    */
   find(
     key: string,
@@ -316,6 +317,7 @@ export class OverrideIndex {
     ip: string | undefined,
     clock: () => number,
     tenant?: string,
+    concurrent = false,
   ): CompiledOverride | undefined {
     let list = this.#memo.get(key);
     if (list === undefined) {
@@ -355,7 +357,7 @@ export class OverrideIndex {
       if (from === 0) i++;
       else if (from === 1) j++;
       else k++;
-      if (admits(e, policy, tier, nowMs)) return e;
+      if (admits(e, policy, tier, nowMs, concurrent)) return e;
     }
   }
 
