@@ -1,7 +1,7 @@
 import type { Check, Decision, Policy } from 'sluice';
-import type { OverrideCheck } from '../admin/override-checks.js';
 import type { GatewayLimits } from '../limits/gateway-limits.js';
 import type { BucketView } from '../server/admin-server.js';
+import type { OverrideCheck } from '../server/override-checks.js';
 
 /**
  * The buckets of a key under every policy of a configuration, without taking anything (the admin API's

@@ -1,7 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { KEY_FORMS, keyFormIssue } from '../admin/key-form.js';
 import type { OverrideControl } from '../admission/override-control.js';
 import { type GatewayProblem, Problems, sendProblem } from '../admission/problem-response.js';
 import type { GatewayConfig } from '../config/gateway-config.js';
@@ -9,6 +8,7 @@ import { redactConfig } from '../config/redact.js';
 import type { TenantQuota } from '../quota/tenant-quota.js';
 import { AdminProblems } from './admin-problems.js';
 import { type MetricsSource, serveMetrics } from './health-endpoints.js';
+import { KEY_FORMS, keyFormIssue } from './key-form.js';
 import { serveOverrides } from './override-routes.js';
 
 /** One bucket of a key, as the admin API shows it. */
