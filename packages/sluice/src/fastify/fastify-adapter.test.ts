@@ -1,7 +1,7 @@
 import Fastify from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
 import { fixture } from '../../test/support/adapter-fixtures.js';
-import { sluiceFastify } from './fastify-adapter.js';
+import { routeSettings, sluiceFastify } from './fastify-adapter.js';
 
 const apps: { close(): Promise<unknown> }[] = [];
 afterEach(async () => {
@@ -97,5 +97,32 @@ describe('Fastify adapter coverage', () => {
     const free = await app.inject({ url: '/api/early-free' });
     expect(free.statusCode).toBe(200);
     expect(free.headers.ratelimit).toBeUndefined();
+  });
+});
+
+describe('Fastify route settings', () => {
+  const read = (config: unknown, own: Record<symbol, unknown> = {}) =>
+    Object.assign(Object.create(null), own, { routeOptions: { config } }) as never;
+
+  it('reads config.rateLimit through the route context once its key is known, and through routeOptions without it', () => {
+    const key = Symbol('fastify.context');
+    const costly = { rateLimit: { cost: 2 } };
+    const free = { rateLimit: false };
+    const settings = routeSettings();
+    expect(settings(read(costly, { [key]: { config: costly } }))).toEqual({ cost: 2 });
+    // Later requests are read through the key: their context is the one that counts.
+    expect(settings(read({}, { [key]: { config: free } }))).toBe(false);
+    // A request without the context is read as before.
+    expect(settings(read(costly))).toEqual({ cost: 2 });
+  });
+
+  it('keeps to routeOptions when no symbol of the request leads to its config', () => {
+    const settings = routeSettings();
+    const other = Symbol('other');
+    expect(settings(read({ rateLimit: false }, { [other]: { config: {} } }))).toBe(false);
+    expect(
+      settings(read({ rateLimit: { operation: 'rl.write' } }, { [other]: { config: { rateLimit: false } } })),
+    ).toEqual({ operation: 'rl.write' });
+    expect(routeSettings()(read(undefined))).toBeUndefined();
   });
 });

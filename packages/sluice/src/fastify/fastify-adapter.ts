@@ -20,6 +20,7 @@ import {
 } from '../http/index.js';
 import { requirePeer } from '../http/peer-package.js';
 import { emitWarning, peerWarningsOf } from '../http/peer-warnings.js';
+import { HeaderName } from '../http/rate-limit-headers.js';
 
 /** Per-route settings, under `config.rateLimit` of a route. */
 export interface FastifyRouteRateLimit {
@@ -99,10 +100,28 @@ function requestInfo(
 
 /**
  * Header names as Fastify stores them. `reply.header` lower-cases every name it is given; a name that is already
- * lower case comes back unchanged, so the lookup here saves a string per header per request.
+ * lower case comes back unchanged, so passing it lower case saves a string per header per request. The names
+ * Sluice writes are matched first by identity (the verdict's names are the same interned constants), which costs
+ * less than a map lookup; any other name (a custom request id header) goes through a small map.
  */
 const lowerNames = new Map<string, string>();
 function lowerName(name: string): string {
+  switch (name) {
+    case HeaderName.RateLimitPolicy:
+      return 'ratelimit-policy';
+    case HeaderName.RateLimit:
+      return 'ratelimit';
+    case HeaderName.RetryAfter:
+      return 'retry-after';
+    case HeaderName.ContentType:
+      return 'content-type';
+    case HeaderName.CacheControl:
+      return 'cache-control';
+    case HeaderName.ContentTypeOptions:
+      return 'x-content-type-options';
+    case 'X-Request-Id':
+      return 'x-request-id';
+  }
   let lower = lowerNames.get(name);
   if (lower === undefined) {
     lower = name.toLowerCase();
@@ -145,6 +164,43 @@ function sendDenial(v: Verdict, reply: FastifyReply, close: boolean): void {
     .code(v.status)
     .serializer(asIs)
     .send(v.body ?? '');
+}
+
+/** What a route's `config.rateLimit` holds. */
+type RouteSetting = FastifyRouteRateLimit | false | undefined;
+
+/**
+ * Reads `config.rateLimit` of the request's route. `request.routeOptions` builds an object of a dozen fields on
+ * every access, for the one field read here, so the route's own config is read from the route context Fastify
+ * keeps on the request (the object `routeOptions.config` comes from). That context is not a public field: its key
+ * is looked up on the first request and kept only when it leads to the very object `routeOptions.config` gives,
+ * and a request without it (another Fastify, a later version) is read through `routeOptions` as before. One
+ * reader per plugin instance, so two Fastify copies in one process never share a key. Exported for tests only
+ * (not from `sluice/fastify`).
+ */
+export function routeSettings(): (request: FastifyRequest) => RouteSetting {
+  // undefined: not looked up yet; null: no usable key, read through routeOptions.
+  let key: symbol | null | undefined;
+  const viaOptions = (request: FastifyRequest): RouteSetting => request.routeOptions.config?.rateLimit;
+  return (request) => {
+    if (key === undefined) key = contextKeyOf(request);
+    if (key === null) return viaOptions(request);
+    const context = (
+      request as unknown as Record<symbol, { config?: { rateLimit?: RouteSetting } } | undefined>
+    )[key];
+    return context === undefined ? viaOptions(request) : context.config?.rateLimit;
+  };
+}
+
+/** The symbol under which Fastify keeps the request's route context, when it leads to `routeOptions.config`. */
+function contextKeyOf(request: FastifyRequest): symbol | null {
+  const config = request.routeOptions.config;
+  if (config === undefined || config === null) return null;
+  for (const s of Object.getOwnPropertySymbols(request)) {
+    const c = (request as unknown as Record<symbol, unknown>)[s];
+    if (typeof c === 'object' && c !== null && (c as { config?: unknown }).config === config) return s;
+  }
+  return null;
 }
 
 const HOOKS = ['onRequest', 'preValidation', 'preHandler'] as const;
@@ -194,10 +250,11 @@ const plugin: FastifyPluginCallback<SluiceFastifyOptions> = (fastify: FastifyIns
   // application registered before the plugin, and those would pass unlimited and unannounced. Fastify builds
   // `routeOptions` on each access, which costs about as much as the second hook a per-route design still needs
   // for requests that match no route (D-H08).
+  const settings = routeSettings();
   fastify.addHook(
     name as 'onRequest',
     (request: FastifyRequest, reply: FastifyReply, next: HookHandlerDoneFunction) => {
-      const route = request.routeOptions.config?.rateLimit;
+      const route = settings(request);
       if (route === false) next();
       else decide(route, request, reply, next);
     },
