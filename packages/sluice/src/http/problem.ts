@@ -194,8 +194,23 @@ interface BodyTemplate {
 }
 
 const templates = new WeakMap<object, BodyTemplate>();
+/**
+ * The policy of the last body and its template: a flood of denials asks for one, and skips the map. It holds that
+ * one policy until a body of another is built (the map alone would let it go with its limiter).
+ */
+let lastPolicy: Policy | undefined;
+let lastTemplate: BodyTemplate | undefined;
 
 function templateOf(p: Policy, typeOf: ((slug: string) => string) | undefined, code: string): BodyTemplate {
+  const last = lastTemplate;
+  if (p === lastPolicy && last !== undefined && last.typeOf === typeOf && last.code === code) return last;
+  const t = templateFor(p, typeOf, code);
+  lastPolicy = p;
+  lastTemplate = t;
+  return t;
+}
+
+function templateFor(p: Policy, typeOf: ((slug: string) => string) | undefined, code: string): BodyTemplate {
   const known = templates.get(p);
   if (known !== undefined && known.typeOf === typeOf && known.code === code) return known;
   const type = typeOf ? JSON.stringify(typeOf('rate-limit-exceeded')) : '"about:blank"';

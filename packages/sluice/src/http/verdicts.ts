@@ -335,11 +335,16 @@ export class VerdictWriter {
   }
 
   #rateLimitHeaders(facts: DecidedFacts, d: Decision): HeaderPair[] {
-    const out: HeaderPair[] = [];
     const plan = facts.header;
     // A one-policy decision of the store is always known, and its outcome list is built only when read: the
     // `RateLimit` pair comes from its fields (and is shared while they repeat).
     if (this.#draft && d instanceof SingleDecision && plan.policies.length === 1 && !this.#o.partitionKey) {
+      // The admission of the common case (draft-11 fields only) is one array of its two pairs, made at its size:
+      // pushing into an empty array grows its store first.
+      if (!this.#legacy && plan.policyValue !== '') {
+        return [plan.policyPair, plan.onePair(d.policy, d.remaining, d.resetSeconds)];
+      }
+      const out: HeaderPair[] = [];
       if (plan.policyValue !== '') {
         out.push(plan.policyPair);
         out.push(plan.onePair(d.policy, d.remaining, d.resetSeconds));
@@ -347,6 +352,7 @@ export class VerdictWriter {
       if (this.#legacy) this.#legacyHeaders(out, facts, d);
       return out;
     }
+    const out: HeaderPair[] = [];
     const known =
       d.outcomes.length > 0 && d.reason !== 'store_unavailable' && d.reason !== 'store_unavailable_open';
     if (this.#draft && plan.policyValue !== '') {

@@ -100,7 +100,10 @@ export function nodeRequestInfo(
  */
 export function applyHeaders(res: ServerResponse, headers: readonly HeaderPair[], append = false): void {
   for (let i = 0; i < headers.length; i++) {
-    const [name, value] = headers[i];
+    // Read by index: destructuring a pair goes through the array iterator until the optimizer removes it.
+    const pair = headers[i];
+    const name = pair[0];
+    const value = pair[1];
     if (append && (name === 'RateLimit' || name === 'RateLimit-Policy') && res.hasHeader(name)) {
       res.appendHeader(name, value);
     } else res.setHeader(name, value);
