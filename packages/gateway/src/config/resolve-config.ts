@@ -10,6 +10,7 @@ import { defaultBodiesPerClient, defaultMaxBodies } from './bodies-per-client.js
 import { connectionCapIssues, DEFAULT_MAX_CONNECTIONS_PER_CLIENT } from './connection-caps.js';
 import { resolveCorsConfig } from './cors-config.js';
 import { resolveDecisionConfig } from './decision-config.js';
+import { mtlsSubjectIssue } from './distinguished-name.js';
 import { sizeBytes } from './duration.js';
 import { resolveEnvoyConfig } from './envoy-config.js';
 import { DEFAULT_PUBLIC_AUTH, type GatewayConfig, type RedisConfig } from './gateway-config.js';
@@ -156,6 +157,10 @@ export function resolveConfig(
       message: 'mTLS exemption needs server.tls with clientCa to verify client certificates',
     });
   }
+  (exemptions.mtls?.allowedSubjects ?? []).forEach((entry: string, i: number) => {
+    const message = mtlsSubjectIssue(entry);
+    if (message !== undefined) issues.push({ path: ['exemptions', 'mtls', 'allowedSubjects', i], message });
+  });
   (exemptions.endpoints ?? []).forEach((entry: string, i: number) => {
     patternIssue(() => compileEndpoint(entry), ['exemptions', 'endpoints', i], issues);
   });
