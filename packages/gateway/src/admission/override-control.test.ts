@@ -65,6 +65,22 @@ describe('OverrideControl patterns', () => {
   });
 });
 
+describe('OverrideControl canonical patterns', () => {
+  it.each([
+    ['tenant:EPSILON', 'tenant:epsilon'],
+    ['tenant:Zeta:client:*', 'tenant:zeta:client:*'],
+    ['ip:198.18.60.9/24', 'ip:198.18.60.0/24'],
+    ['ip:2001:DB8:60::1/64', 'ip:2001:db8:60::/64'],
+  ])('stores %s as %s, and removes it by either', async (given, stored) => {
+    for (const id of [given, stored]) {
+      const { control: c, store } = control();
+      expect((await c.set({ pattern: given, block: 403, reason: 'test' }, 'alice')).pattern).toBe(stored);
+      expect((await c.remove(id, 'alice', 'done'))?.pattern).toBe(stored);
+      expect(store.snapshot().rules).toHaveLength(0);
+    }
+  });
+});
+
 describe('OverrideControl reasons', () => {
   it('refuses a reason with control characters when setting and when removing, naming reason', async () => {
     const { control: c, store } = control();

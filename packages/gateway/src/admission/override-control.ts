@@ -302,6 +302,9 @@ function checkGatewayKind(pattern: string): void {
   }
 }
 
+/** Patterns as the gateway's keys are written: tenants in lower case (`tenantId`), so `tenant:Acme` applies. */
+const GATEWAY_KEYS = Object.freeze({ lowerCaseTenant: true });
+
 /** A scope at the end of a rule id (`overrideId`): ` policy=<name>` or ` tier=<name>`. */
 const SCOPE = / (?:policy|tier)=[^ ]*$/;
 
@@ -314,7 +317,7 @@ function canonicalId(id: string): string | undefined {
   const pattern = scope === null ? id : id.slice(0, scope.index);
   let written: string;
   try {
-    written = canonicalOverridePattern(pattern);
+    written = canonicalOverridePattern(pattern, GATEWAY_KEYS);
   } catch {
     return undefined;
   }
@@ -328,7 +331,7 @@ function canonicalId(id: string): string | undefined {
  * @throws SluiceError `ERR_INVALID_OPTION` naming `pattern` for a pattern that would name no request.
  */
 function canonical(rule: OverrideRule): OverrideRule {
-  const pattern = canonicalOverridePattern(rule.pattern);
+  const pattern = canonicalOverridePattern(rule.pattern, GATEWAY_KEYS);
   if (pattern === rule.pattern) return rule;
   return Object.freeze({ ...rule, pattern, id: overrideId(pattern, rule.policy, rule.tier) });
 }

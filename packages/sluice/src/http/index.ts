@@ -27,7 +27,12 @@ export { boundKey, sha256Base64Url } from './key-hash.js';
 export { deriveKey, escapeKeyPart, ipKey, KEY_KINDS, type KeyKind, type KeySpec } from './keys.js';
 export { isPromiseLike } from './maybe-promise.js';
 export { observeNodeResponse } from './node-response-feed.js';
-export { canonicalOverridePattern, type OverridePatternKind, overridePattern } from './override-index.js';
+export {
+  type CanonicalPatternOptions,
+  canonicalOverridePattern,
+  type OverridePatternKind,
+  overridePattern,
+} from './override-index.js';
 export { KEY_PATTERN_KINDS } from './override-pattern-shape.js';
 export {
   compileEndpoint,

@@ -150,6 +150,28 @@ export function parseIpRange(text: string): IpRange | undefined {
   return Object.freeze({ kind: address.kind(), text, address, bits });
 }
 
+/**
+ * The canonical text of a range: its network address (the bits past the prefix length cleared), an IPv6 one
+ * compressed and in lower case, then `/` and the length; an IPv4-mapped range as the IPv4 range it is.
+ *
+ * @example
+ * ```ts
+ * rangeText(parseIpRange('198.18.60.9/24')!);    // '198.18.60.0/24'
+ * rangeText(parseIpRange('2001:DB8:60::1/64')!); // '2001:db8:60::/64'
+ * ```
+ */
+export function rangeText(range: IpRange): string {
+  const bytes = range.address.toByteArray();
+  for (let i = 0; i < bytes.length; i++) {
+    const keep = Math.min(8, Math.max(0, range.bits - i * 8));
+    bytes[i] &= (0xff << (8 - keep)) & 0xff;
+  }
+  if (range.kind === 'ipv4') return `${bytes.join('.')}/${range.bits}`;
+  const parts: number[] = [];
+  for (let i = 0; i < 16; i += 2) parts.push((bytes[i] << 8) | bytes[i + 1]);
+  return `${ipv6Text(parts)}/${range.bits}`;
+}
+
 /** An address parsed once, to be tested against many ranges with {@link inRange}. */
 export type ParsedAddress = ipaddr.IPv4 | ipaddr.IPv6;
 

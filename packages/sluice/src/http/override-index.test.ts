@@ -167,8 +167,10 @@ describe('overridePattern and canonicalOverridePattern on patterns naming an add
     'tenant:acme:client:*',
     'apikey:AbCdEfGhIjKlMnOpQr_-12',
     'custom:Mixed%3ACase',
+    'tenant:#AbCdEfGhIjKlMnOpQr_-12',
   ])('accepts %s as it is', (pattern) => {
     expect(canonicalOverridePattern(pattern)).toBe(pattern);
+    expect(canonicalOverridePattern(pattern, { lowerCaseTenant: true })).toBe(pattern);
   });
 
   it.each([
@@ -178,8 +180,24 @@ describe('overridePattern and canonicalOverridePattern on patterns naming an add
     // Zero and one read alike in octal and decimal: the address is unambiguous.
     ['ip:127.000.000.001', 'ip:127.0.0.1'],
     ['ip:2001:DB8:0:0::1', 'ip:2001:db8::1'],
+    // A range as its network address, IPv6 in lower case and compressed (one range, one id).
+    ['ip:198.18.60.9/24', 'ip:198.18.60.0/24'],
+    ['ip:2001:DB8:60::/64', 'ip:2001:db8:60::/64'],
+    ['ip:2001:db8:60:0::/64', 'ip:2001:db8:60::/64'],
+    ['ip:2001:db8:60::1/64', 'ip:2001:db8:60::/64'],
+    ['ip:::ffff:192.0.2.7/120', 'ip:192.0.2.0/24'],
+    ['ip:10.1.2.3/0', 'ip:0.0.0.0/0'],
+    // Tenants as keys hold them, in lower case; clients and users keep their case, escapes their upper-case hex.
+    ['tenant:EPSILON', 'tenant:epsilon'],
+    ['tenant:Zeta:client:*', 'tenant:zeta:client:*'],
+    ['tenant:Zeta:client:Web', 'tenant:zeta:client:Web'],
+    ['tenant:Ac*', 'tenant:ac*'],
+    ['tenant:M%C3%9CLLER:user:Bob', 'tenant:m%C3%BCller:user:Bob'],
+    ['tenant:Org%3AAcme%25X', 'tenant:org%3Aacme%25x'],
+    ['tenant:Ab%c3%9c', 'tenant:ab%C3%BC'],
   ])('writes %s as %s', (pattern, canonical) => {
-    expect(canonicalOverridePattern(pattern)).toBe(canonical);
+    expect(canonicalOverridePattern(pattern, { lowerCaseTenant: true })).toBe(canonical);
+    if (!pattern.startsWith('tenant:')) expect(canonicalOverridePattern(pattern)).toBe(canonical);
   });
 
   it('reads a single address as that client address, matched whatever the bucket key (an IPv6 key is the /64)', () => {

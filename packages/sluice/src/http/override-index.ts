@@ -1,9 +1,9 @@
 import { isIP } from 'node:net';
 import { invalidOption, type OverrideRule } from '../core/index.js';
-import { canonicalKeyEscapes, patternAsKey } from '../core/key-pattern.js';
+import { canonicalKeyEscapes, keyAsPattern, patternAsKey } from '../core/key-pattern.js';
 import type { OverrideDelta } from '../core/override-log.js';
 import { detached } from './detached-string.js';
-import { type IpRange, inRange, normalizeIp, parseAddress, parseIpRange } from './ip-address.js';
+import { type IpRange, inRange, normalizeIp, parseAddress, parseIpRange, rangeText } from './ip-address.js';
 import { escapeKeyPart } from './keys.js';
 import {
   admits,
@@ -61,7 +61,11 @@ export function overridePattern(pattern: string): OverridePatternKind {
  * Validates a pattern and writes a single address the way the gateway writes its client's key, so that the rule
  * applies to the requests it names and one client has one rule id: an IPv4-mapped address (`ip:::ffff:1.2.3.4`)
  * as its IPv4 form, zero padding dropped where octal and decimal agree (`ip:127.000.000.001` as `ip:127.0.0.1`),
- * an IPv6 address compressed and in lower case. Other patterns are returned as given.
+ * an IPv6 address compressed and in lower case; an address range as its network address (`ip:198.18.60.9/24` as
+ * `ip:198.18.60.0/24`, an IPv6 one compressed and in lower case); key escapes in upper-case hex; with
+ * `lowerCaseTenant`, the tenant in lower case. Other patterns are returned as given.
+ *
+ * @param options - see {@link CanonicalPatternOptions}.
  *
  * @param pattern - the pattern an operator gave.
  * @returns the pattern to store.
@@ -71,12 +75,46 @@ export function overridePattern(pattern: string): OverridePatternKind {
  * ```ts
  * canonicalOverridePattern('ip:::ffff:192.0.2.1'); // 'ip:192.0.2.1'
  * canonicalOverridePattern('ip:2001:DB8::1');      // 'ip:2001:db8::1' (matched as 2001:db8::1/128)
+ * canonicalOverridePattern('ip:198.18.60.9/24');   // 'ip:198.18.60.0/24' (a range as its network address)
+ * canonicalOverridePattern('tenant:Zeta', { lowerCaseTenant: true }); // 'tenant:zeta'
  * canonicalOverridePattern('IP:192.0.2.1');        // throws: the kind must be in lower case
  * ```
  */
-export function canonicalOverridePattern(pattern: string): string {
-  overridePattern(pattern);
-  return isAddressPattern(pattern) ? `ip:${patternAddress(pattern)}` : canonicalKeyEscapes(pattern);
+export function canonicalOverridePattern(pattern: string, options: CanonicalPatternOptions = {}): string {
+  const p = overridePattern(pattern);
+  if (p.kind === 'range') return `ip:${rangeText(p.range)}`;
+  if (isAddressPattern(pattern)) return `ip:${patternAddress(pattern)}`;
+  const written = canonicalKeyEscapes(pattern);
+  return options.lowerCaseTenant === true ? lowerCaseTenant(written) : written;
+}
+
+/** How {@link canonicalOverridePattern} writes the parts of a pattern that keys may hold in several cases. */
+export interface CanonicalPatternOptions {
+  /**
+   * True where tenants are keyed in lower case (the gateway lowers every tenant id): the tenant of a `tenant:`
+   * pattern is written in lower case, so that `tenant:Zeta:client:*` applies to the keys of `zeta`. Off by
+   * default: a key function of `sluice/http` keeps the tenant as the identity gives it.
+   */
+  readonly lowerCaseTenant?: boolean;
+}
+
+/**
+ * A tenant pattern with its tenant in lower case, as the gateway keys tenants (`tenant:Zeta:client:*` as
+ * `tenant:zeta:client:*`): the tenant read back from its escapes, lowered, and escaped again, the key's own
+ * `%3A` and `%25` kept as they are. Clients and users keep their case; a hashed key (`tenant:#...`) is left whole.
+ */
+function lowerCaseTenant(pattern: string): string {
+  if (!pattern.startsWith('tenant:') || pattern.startsWith('tenant:#')) return pattern;
+  const colon = pattern.indexOf(':', 7);
+  const star = pattern.endsWith('*') && colon < 0 ? 1 : 0;
+  const end = colon < 0 ? pattern.length - star : colon;
+  const tenant = patternAsKey(pattern.slice(7, end));
+  if (tenant === undefined) return pattern;
+  const lowered = tenant.replace(/%25|%3A|[^%]+/g, (m) =>
+    m.length === 3 && m[0] === '%' ? m : m.toLowerCase(),
+  );
+  const written = keyAsPattern(lowered) ?? pattern.slice(7, end);
+  return `tenant:${written}${pattern.slice(end)}`;
 }
 
 /** An `ip:` pattern that is neither a range nor a prefix: one address, or `ip:unknown`. */
