@@ -14,6 +14,7 @@ import { MAX_THREADS } from '../config/value-ranges.js';
 import { formatViolations } from '../config/violation.js';
 import { defaultThreads, THREADS_UNSUPPORTED_MESSAGE, threadsSupported } from '../gateway/threads-support.js';
 import { hashApiKey } from '../identity/api-key-file.js';
+import { configFileViolations } from '../server/config-files.js';
 import { HELP_TEXT } from './help-text.js';
 import { type OnSignal, SignalRouter } from './signal-router.js';
 import { joinNegativeValues, unknownCommandMessage, unknownOptionMessage } from './usage-hints.js';
@@ -191,7 +192,9 @@ function validate(file: string | undefined, overrides: ConfigOverrides, io: CliI
   }
   try {
     const r = loadConfigFile(file, { overrides });
-    if (r.ok) {
+    // The files the configuration names are loaded as a start loads them: a file serve refuses is a violation.
+    const violations = r.ok ? configFileViolations(r.config) : r.violations;
+    if (r.ok && violations.length === 0) {
       const c = r.config;
       // What serve would refuse for want of --upstream is a warning here: the flag may come at start.
       const noUpstream = noUpstreamWarning(c, file);
@@ -205,7 +208,7 @@ function validate(file: string | undefined, overrides: ConfigOverrides, io: CliI
       return 0;
     }
     io.err(
-      `${formatViolations(file, r.violations)}\n${file}: ${r.violations.length} violation${r.violations.length === 1 ? '' : 's'}\n`,
+      `${formatViolations(file, violations)}\n${file}: ${violations.length} violation${violations.length === 1 ? '' : 's'}\n`,
     );
     return 1;
   } catch (e) {
@@ -229,6 +232,13 @@ async function serve(
   const signals = new SignalRouter(io.onSignal, ['SIGINT', 'SIGTERM', 'SIGHUP']);
   try {
     const config = loadConfigOrThrow(file, { overrides });
+    // The same loading of named files as validate, before anything starts: each refusal names its file and path.
+    const refused = configFileViolations(config);
+    if (refused.length > 0) {
+      io.err(`sluice: invalid configuration ${file}:\n${formatViolations(file, refused)}\n`);
+      signals.off();
+      return 1;
+    }
     // Decision mode: with a decision API or an Envoy service, the gateway may run without an upstream.
     if (servesNothing(config)) {
       io.err(`sluice: ${noUpstreamMessage(file)}\n`);
