@@ -14,9 +14,10 @@ export type OverrideEffect = 'limit' | 'unlimited' | 'block';
  * Patterns: an exact bucket key (`tenant:acme:client:web`, `ip:203.0.113.9`, `apikey:<hash>`), a tenant
  * (`tenant:acme`: every key of that tenant, and in `sluice/http` every request whose identity names the tenant,
  * whatever its key: an address, an API key), a prefix ending in `*` (`tenant:acme:client:*`) or an address range
- * (`ip:10.0.0.0/8`, matched against the client IP). A single IPv6 address (`ip:2001:db8::1`) is its /128 range,
- * since an IPv6 client's key is its /64; `canonicalOverridePattern` in `sluice/http` writes an address pattern as
- * the key it names and refuses one that names no request.
+ * (`ip:10.0.0.0/8`, matched against the client IP). A single address (`ip:203.0.113.9`, `ip:2001:db8::1`) is
+ * matched against the client IP too, whatever the bucket key (an IPv6 client's key is its /64);
+ * `canonicalOverridePattern` in `sluice/http` writes a pattern in one form per rule and refuses one that names no
+ * request.
  */
 export interface OverrideRule {
   /** Stable identity: the pattern and the scope; setting the same pattern and scope again replaces the rule. */
