@@ -208,7 +208,9 @@ describe('quota tracking on the memory store', () => {
       expect(verifyWebhookSignature(SECRET, signature, d.body)).toBe(true);
       expect(verifyWebhookSignature('another-secret-0123456789', signature, d.body)).toBe(false);
     }
-    const metrics = (await send(agent, `${base}/metrics`)).text;
+    // The per-tenant gauge is the admin listener's; the proxy listener's /metrics leaves it out.
+    const metrics = (await send(agent, `${t.gateway.adminUrl}/metrics`, { headers: auth })).text;
+    expect((await send(agent, `${base}/metrics`)).text).not.toContain('quota_usage_ratio{');
     expect(metrics).toMatch(/^acme_edge_quota_usage_ratio\{tenant="globex"\} 1\.5$/m);
     expect(metrics).toMatch(/^acme_edge_quota_usage_ratio\{tenant="acme"\} 0\.6$/m);
     // The 50% alerts of acme and flood and the 100% of flood came with the first flushes.

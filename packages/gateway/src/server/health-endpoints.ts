@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RateLimitStore } from 'sluice';
 import type { PrometheusMetrics } from 'sluice/prometheus';
 import type { Runtime } from '../admission/runtime.js';
+import { withoutTenantSeries } from '../metrics/public-series.js';
 
 const HEALTH_PATHS = new Set(['/health', '/ready', '/metrics']);
 /** How long `/ready` waits for the store before calling it unavailable. */
@@ -44,8 +45,8 @@ export function isHealthRequest(method: string, path: string): boolean {
 /**
  * Answers the gateway's own endpoints on the proxy listener: `/health` (the process runs), `/ready` (every
  * thread listens, not draining, the overrides and blocks are read, and the store answers within a second or is
- * down while its failure mode decides: 200 `degraded` for `open`) and `/metrics` (Prometheus text, 404 when
- * `metrics.enabled` is false).
+ * down while its failure mode decides: 200 `degraded` for `open`) and `/metrics` (Prometheus text without the
+ * per-tenant series, which only the admin listener serves; 404 when `metrics.enabled` is false).
  *
  * @param draining - true once shutdown began: `/ready` answers 503 so that load balancers stop sending.
  */
@@ -93,22 +94,32 @@ export async function answerHealth(
     send(ok ? 200 : 503, { status: ok ? 'ready' : 'store_unavailable', store: source.store.kind });
     return;
   }
-  if (!source.runtime.config.metrics.enabled) {
+  const metrics = source.runtime.config.metrics;
+  if (!metrics.enabled) {
     send(404, { status: 'metrics disabled' });
     return;
   }
-  serveMetrics(source, req, res);
+  // Any client of the API reads this copy: per-tenant series are the admin listener's only.
+  serveMetrics(source, req, res, (text) => withoutTenantSeries(text, metrics.prefix));
 }
 
 /**
  * Answers `/metrics`: the scrape's text, 500 without the error (it may name internals) when collecting fails.
- * The proxy listener serves it without a token, the admin listener behind its token.
+ * The proxy listener serves it without a token and without per-tenant series, the admin listener whole, behind
+ * its token.
  *
  * @param source - the gateway's metrics.
+ * @param select - what of the scrape is served (the proxy listener's leaves out per-tenant series); default all.
  */
-export function serveMetrics(source: MetricsSource, req: IncomingMessage, res: ServerResponse): void {
+export function serveMetrics(
+  source: MetricsSource,
+  req: IncomingMessage,
+  res: ServerResponse,
+  select?: (text: string) => string,
+): void {
   source.scrape().then(
-    (text) => {
+    (whole) => {
+      const text = select === undefined ? whole : select(whole);
       res.writeHead(200, {
         'content-type': source.metrics.registry.contentType,
         'cache-control': 'no-store',
