@@ -1,4 +1,4 @@
-import { parseTrustedProxies } from 'sluice/http';
+import { addressListIssues } from './address-list.js';
 import type { ConfigPath } from './violation.js';
 
 /** Names of the request headers the decision API reads and of the one it writes for the proxy. */
@@ -64,16 +64,7 @@ export function resolveDecisionConfig(raw: Raw | undefined): {
   const issues: SectionIssue[] = [];
   if (raw === undefined) return { config: undefined, issues };
   const allowedPeers: string[] = raw.allowedPeers ?? ['loopback'];
-  try {
-    parseTrustedProxies('decision.allowedPeers', allowedPeers);
-  } catch (e) {
-    const option = String((e as { details?: { option?: string } }).details?.option ?? '');
-    const index = /\[(\d+)\]$/.exec(option);
-    issues.push({
-      path: index === null ? ['decision', 'allowedPeers'] : ['decision', 'allowedPeers', Number(index[1])],
-      message: 'must be a CIDR (10.0.0.0/8), an IP address, or one of loopback, linklocal, uniquelocal',
-    });
-  }
+  issues.push(...addressListIssues(['decision', 'allowedPeers'], allowedPeers));
   const h = (raw.headers ?? {}) as Raw;
   const config: DecisionConfig = Object.freeze({
     host: raw.host ?? '127.0.0.1',

@@ -1,11 +1,7 @@
 import { existsSync } from 'node:fs';
 import { isAbsolute, resolve as resolvePath } from 'node:path';
-import {
-  compileEndpoint,
-  DEFAULT_EXEMPT_ENDPOINTS,
-  parseTrustedProxies,
-  problemTypeResolver,
-} from 'sluice/http';
+import { compileEndpoint, DEFAULT_EXEMPT_ENDPOINTS, problemTypeResolver } from 'sluice/http';
+import { addressListIssues } from './address-list.js';
 import { defaultBodiesPerClient, defaultMaxBodies } from './bodies-per-client.js';
 import { connectionCapIssues, DEFAULT_MAX_CONNECTIONS_PER_CLIENT } from './connection-caps.js';
 import { resolveCorsConfig } from './cors-config.js';
@@ -75,16 +71,7 @@ export function resolveConfig(
 
   const server = (raw.server ?? {}) as Raw;
   const tls = server.tls as Raw | undefined;
-  try {
-    parseTrustedProxies('server.trustedProxies', server.trustedProxies);
-  } catch (e) {
-    const option = String((e as { details?: { option?: string } }).details?.option ?? '');
-    const index = /\[(\d+)\]$/.exec(option);
-    issues.push({
-      path: index === null ? ['server', 'trustedProxies'] : ['server', 'trustedProxies', Number(index[1])],
-      message: 'must be a CIDR (10.0.0.0/8), an IP address, or one of loopback, linklocal, uniquelocal',
-    });
-  }
+  issues.push(...addressListIssues(['server', 'trustedProxies'], server.trustedProxies));
   issues.push(...connectionCapIssues(server.maxConnections, server.maxConnectionsPerClient));
   const upstream = (raw.upstream ?? {}) as Raw;
   checkUrl(upstream.url, ['upstream', 'url'], issues);
