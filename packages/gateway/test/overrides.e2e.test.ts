@@ -210,6 +210,71 @@ describe('operator overrides through the admin API (memory store)', () => {
     expect((await from('2001:db8::2')).status).toBe(200);
   });
 
+  it('applies a rule on one IPv4 address to every request from it, whatever its identity', async () => {
+    const g = await start(
+      'ipv4-any-key',
+      `${config()}server: { trustedProxies: [loopback] }\nidentity: { headers: {} }\n`,
+    );
+    expect((await put(g, { pattern: 'ip:203.0.113.9', block: 403, reason: 'x' })).status).toBe(200);
+    const from = (ip: string, identity: Record<string, string> = {}) =>
+      send(agent, `${g.gateway.url}/items`, { headers: { 'x-forwarded-for': ip, ...identity } });
+    const tenant = { 'x-tenant-id': 'acme', 'x-client-id': 'web' };
+    expect((await from('203.0.113.9')).status).toBe(403);
+    expect((await from('203.0.113.9', tenant)).status).toBe(403);
+    expect((await from('203.0.113.10', tenant)).status).toBe(200);
+  });
+
+  it('stores a tenant in lower case and a range as its network address, removable by either form', async () => {
+    const g = await start(
+      'canonical-forms',
+      `${config()}server: { trustedProxies: [loopback] }\nidentity: { headers: {} }\n`,
+    );
+    const set = await put(g, { pattern: 'tenant:EPSILON', block: 403, reason: 'x' });
+    expect(set.json()).toMatchObject({ override: { pattern: 'tenant:epsilon', id: 'tenant:epsilon' } });
+    for (const t of ['EPSILON', 'Epsilon', 'epsilon']) {
+      const r = await send(agent, `${g.gateway.url}/items`, {
+        headers: { 'x-tenant-id': t, 'x-client-id': 'web' },
+      });
+      expect(r.status).toBe(403);
+    }
+    const range = await put(g, { pattern: 'ip:198.18.60.9/24', block: 403, reason: 'x' });
+    expect(range.json()).toMatchObject({ override: { id: 'ip:198.18.60.0/24' } });
+    expect((await put(g, { pattern: 'ip:198.18.60.0/24', block: 403, reason: 'x' })).status).toBe(200);
+    expect(g.gateway.overrides.list()).toHaveLength(2);
+    const rm = await send(
+      agent,
+      `${g.gateway.adminUrl}/overrides?id=${encodeURIComponent('ip:198.18.60.0/24')}&reason=done`,
+      { method: 'DELETE', headers: auth },
+    );
+    expect(rm.status).toBe(200);
+    expect(g.gateway.overrides.list()).toHaveLength(1);
+  });
+
+  it('leaves concurrency policies as configured under a limit, and refuses a limit scoped to one', async () => {
+    const yaml = config().replace(
+      'free: { requestsPerMinute: 60, burstLimit: 2 }',
+      'free: { requestsPerMinute: 60, burstLimit: 2, concurrentRequests: 2 }',
+    );
+    const g = await start('concurrency', yaml);
+    expect((await put(g, { pattern: 'ip:127.0.0.1', quota: 6000, window: 60, reason: 'x' })).status).toBe(
+      200,
+    );
+    const policy = (await send(agent, `${g.gateway.url}/items`)).headers['ratelimit-policy'];
+    expect(policy).toContain('q=6000;w=60');
+    expect(policy).not.toMatch(/"free\.concurrent";q=6000/);
+    const scoped = await put(g, {
+      pattern: 'ip:127.0.0.1',
+      policy: 'free.concurrent',
+      quota: 6000,
+      window: 60,
+      reason: 'x',
+    });
+    expect(scoped.status).toBe(400);
+    expect(scoped.json()).toMatchObject({ code: 'invalid_override', field: 'policy' });
+    const lifted = { pattern: 'ip:127.0.0.1', policy: 'free.concurrent', unlimited: true, reason: 'x' };
+    expect((await put(g, lifted)).status).toBe(200);
+  });
+
   it('refuses a body that is not JSON, naming the body', async () => {
     const r = await send(agent, `${running[0].gateway.adminUrl}/overrides`, {
       method: 'PUT',

@@ -214,6 +214,14 @@ export class OverrideControl {
         `policy must be a configured policy (${known}), got "${rule.policy}"`,
       );
     }
+    // A limit has rate sizes; a concurrency policy counts requests in flight and keeps its slots under one.
+    const scoped = plan.limiter.policies.find((p) => p.name === rule.policy);
+    if (rule.effect === 'limit' && scoped !== undefined && scoped.concurrent > 0) {
+      throw new OverrideInputError(
+        'policy',
+        `policy must be a rate policy for a limit (quota and window): "${rule.policy}" counts requests in flight (concurrent: ${scoped.concurrent}); use unlimited or a block to change it`,
+      );
+    }
     if (rule.tier !== undefined && plan.tier(rule.tier) === undefined) {
       throw new OverrideInputError('tier', `tier must be a configured tier, got "${rule.tier}"`);
     }
