@@ -35,9 +35,10 @@ interface Placed {
 }
 
 /**
- * The current rules compiled for lookups: exact keys in a `Map`, prefixes in a character trie, address ranges in
- * a list. A key's candidates (every rule whose pattern matches it, narrowest first) are remembered, and so are the
- * range rules a client IP falls in (the address is parsed once, not once per range and policy), so a returning key
+ * The current rules compiled for lookups: exact keys in a `Map`, prefixes in a character trie, single addresses in
+ * a `Map` by canonical address, address ranges in a list. A key's candidates (every rule whose pattern matches it,
+ * narrowest first) are remembered, and so are the address and range rules of a client IP (the address is parsed
+ * once, not once per range and policy; one address or a range holds whatever the bucket key), so a returning key
  * costs a `Map` lookup or two and a short scan, whatever the number of rules. Rules on a whole tenant
  * (`tenant:acme`, `tenant:acme:*`) are also found by the caller's tenant, remembered per tenant, whatever its
  * bucket key (an address, an API key): a tenant block holds against every request of the tenant. A store's changes are applied rule
@@ -204,10 +205,10 @@ export class OverrideIndex {
     }
     const byTenant =
       this.#tenantWide === 0 || typeof tenant !== 'string' || tenant === '' ? NONE : this.#ofTenant(tenant);
-    const byIp = ip !== undefined && this.#byAddress > 0;
-    if (list.length === 0 && byTenant.length === 0 && !byIp) return undefined;
+    // The client IP's rules (one address, ranges) are remembered per address: a `Map` read for a returning client.
+    const inside = ip === undefined || this.#byAddress === 0 ? NONE : this.#rangesOf(ip);
+    if (list.length === 0 && byTenant.length === 0 && inside.length === 0) return undefined;
     const nowMs = clock();
-    const inside = byIp ? this.#rangesOf(ip) : NONE;
     // The lists are narrowest first: merged by rank, so a range rule outranks a key prefix (a block of
     // ip:203.0.113.0/24 is not lifted by an override of ip:*), and one address ranks as an exact key. A tenant
     // rule the key matches too is in two lists: found in either, it is the same rule.
