@@ -218,4 +218,49 @@ describe('concurrency limits at the gateway', () => {
       for (const s of sockets) s.destroy();
     }
   });
+
+  it('a WebSocket whose client leaves gives its slot back, even when the upstream keeps its side open', async () => {
+    const url = await start();
+    const upstreamSockets: import('node:net').Socket[] = [];
+    // This upstream never ends its side when the client's ends (no `end` on `end`): the gateway closes both.
+    const onUpgrade = (_req: unknown, socket: import('node:net').Socket) => {
+      upstreamSockets.push(socket);
+      socket.write('HTTP/1.1 101 Switching Protocols\r\nupgrade: websocket\r\nconnection: upgrade\r\n\r\n');
+    };
+    upstream.server.on('upgrade', onUpgrade);
+    try {
+      const { hostname, port } = new URL(url);
+      const open = (): Promise<{ socket: import('node:net').Socket; status: number }> =>
+        new Promise((resolve) => {
+          const socket = connect(Number(port), hostname, () =>
+            socket.write(
+              `GET /api/reports/ws HTTP/1.1\r\nhost: ${hostname}\r\nconnection: upgrade\r\nupgrade: websocket\r\n` +
+                'sec-websocket-version: 13\r\nsec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n',
+            ),
+          );
+          socket.once('data', (d: Buffer) => resolve({ socket, status: Number(d.toString().slice(9, 12)) }));
+        });
+      const live = [];
+      for (let i = 0; i < N; i++) live.push(await open());
+      expect(live.map((l) => l.status)).toEqual(Array(N).fill(101));
+      // The client goes away (its socket closed, as a browser tab does); the upstream hears of it and keeps its
+      // own half open, as it is free to.
+      const gone = upstreamSockets[0];
+      await new Promise<void>((resolve) => {
+        gone.once('end', () => resolve());
+        live[0].socket.destroy();
+      });
+      let next = await open();
+      for (let i = 0; i < 50 && next.status !== 101; i++) {
+        next.socket.destroy();
+        await new Promise((r) => setImmediate(r));
+        next = await open();
+      }
+      expect(next.status).toBe(101);
+      for (const l of [...live, next]) l.socket.destroy();
+    } finally {
+      upstream.server.off('upgrade', onUpgrade);
+      for (const s of upstreamSockets) s.destroy();
+    }
+  });
 });

@@ -68,10 +68,7 @@ export class UpgradeState implements Dispatcher.DispatchHandler {
     }
     client.write(`${head101}\r\n`);
     if (this.#head.length > 0) socket.write(this.#head);
-    socket.on('error', () => client.destroy());
-    client.on('error', () => socket.destroy());
-    socket.pipe(client);
-    client.pipe(socket);
+    splice(client, socket);
     this.#settle({ kind: 'switched' });
   }
 
@@ -134,4 +131,32 @@ export class UpgradeState implements Dispatcher.DispatchHandler {
     this.#gate.leave();
     this.#done(r);
   }
+}
+
+/**
+ * Joins the client's and the upstream's sockets of a switched connection, and closes both once either side is done,
+ * as NGINX does: an end from one side is passed on (after what is in flight), then both are destroyed when that
+ * end has been written. Both listeners keep half-open sockets, so without this a side that never ends its half
+ * (an upstream that ignores the client's FIN) would keep the other open, and the request's places (a concurrency
+ * slot, a place under the overload limit) with it. WebSocket has its own closing handshake and no use for half-open
+ * TCP.
+ */
+function splice(client: Duplex, socket: Duplex): void {
+  const both = () => {
+    client.destroy();
+    socket.destroy();
+  };
+  socket.on('error', both);
+  client.on('error', both);
+  socket.once('close', both);
+  client.once('close', both);
+  // `pipe` ends the other side when one ends; once that end is written, the connection is over.
+  const whenFlushed = (w: Duplex) => () => {
+    if (w.writableFinished) both();
+    else w.once('finish', both);
+  };
+  client.once('end', whenFlushed(socket));
+  socket.once('end', whenFlushed(client));
+  socket.pipe(client);
+  client.pipe(socket);
 }
