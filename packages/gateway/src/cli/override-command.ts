@@ -3,6 +3,7 @@ import { parseArgs } from 'node:util';
 import { describeEffect, type OverrideRule } from 'sluice';
 import { DURATION_EXAMPLES, durationMs } from '../config/duration.js';
 import { printable } from '../replay/report-text.js';
+import { adminJson, idOf, listOf, NotAdminAnswer } from './admin-answer.js';
 import { timeLeft, untilIssue } from './time-left.js';
 import { joinNegativeValues } from './usage-hints.js';
 
@@ -103,7 +104,7 @@ export async function overrideCommand(
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     });
     const text = await r.text();
-    return [r.status, text === '' ? {} : (JSON.parse(text) as Record<string, unknown>)];
+    return [r.status, text === '' ? {} : adminJson(text)];
   };
   try {
     switch (action) {
@@ -112,12 +113,12 @@ export async function overrideCommand(
         const body = bodyOf(kind, target, values);
         if (typeof body === 'string') return usage(io, kind, body);
         const [status, reply] = await call('PUT', '/overrides', body);
-        return report(io, kind, status, reply, () => `set ${(reply.override as { id: string }).id}\n`);
+        return report(io, kind, status, reply, () => `set ${idOf(reply.override)}\n`);
       }
       case 'list': {
         const [status, reply] = await call('GET', kind === 'block' ? '/blocks' : '/overrides');
         return report(io, kind, status, reply, () => {
-          const rules = (reply.overrides ?? reply.blocks) as Record<string, unknown>[];
+          const rules = listOf<Record<string, unknown>>(reply, kind === 'block' ? 'blocks' : 'overrides');
           if (values.json === true) return `${JSON.stringify(rules, null, 2)}\n`;
           return rules.length === 0 ? 'none\n' : `${rules.map(line).join('\n')}\n`;
         });
@@ -131,13 +132,13 @@ export async function overrideCommand(
       case 'history': {
         const [status, reply] = await call('GET', '/overrides/history');
         return report(io, kind, status, reply, () => {
-          const changes = reply.changes as {
+          const changes = listOf<{
             action: string;
             id: string;
             who: string;
             at: number;
             reason: string;
-          }[];
+          }>(reply, 'changes');
           if (values.json === true) return `${JSON.stringify(changes, null, 2)}\n`;
           const row = (c: (typeof changes)[number]) =>
             `${new Date(c.at).toISOString()} ${printable(String(c.who))} ${printable(String(c.action))} ${printable(String(c.id))}: ${printable(String(c.reason))}`;
@@ -152,7 +153,13 @@ export async function overrideCommand(
         );
     }
   } catch (e) {
-    io.err(`sluice ${kind}: the admin API at ${base} could not be reached: ${(e as Error).message}\n`);
+    if (e instanceof NotAdminAnswer) {
+      io.err(
+        `sluice ${kind}: ${base} answered, but not as the admin API does (${e.message}); set SLUICE_ADMIN_URL or --admin to the admin listener's address (admin.port), not the proxy's\n`,
+      );
+    } else {
+      io.err(`sluice ${kind}: the admin API at ${base} could not be reached: ${(e as Error).message}\n`);
+    }
     return 1;
   }
 }
@@ -211,9 +218,16 @@ function bodyOf(kind: 'override' | 'block', pattern: string, v: Values): Record<
     body.unlimited = true;
     return body;
   }
-  // Numbers go as given: the gateway names a bad one in its answer.
-  if (v.quota !== undefined) body.quota = Number(v.quota);
-  if (v.burst !== undefined) body.burst = Number(v.burst);
+  // Numbers go as given (the gateway names one out of range in its answer); text that is no number would be sent
+  // as null and refused as "got null", so it is named here.
+  for (const name of ['quota', 'burst'] as const) {
+    const text = v[name];
+    if (text === undefined) continue;
+    const n = Number(text);
+    if (text.trim() === '' || !Number.isFinite(n))
+      return `--${name} must be a number, got ${JSON.stringify(text)}`;
+    body[name] = n;
+  }
   if (v.window !== undefined) {
     const ms = durationMs(/^[0-9]+$/.test(v.window) ? Number(v.window) : v.window);
     body.window = ms === undefined ? v.window : ms / 1000;
