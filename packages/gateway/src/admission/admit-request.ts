@@ -93,6 +93,11 @@ export type Admission =
       readonly tier: string | undefined;
       /** The key an `unlimited` override let through; `undefined` for the other reasons. */
       readonly key?: string | undefined;
+      /**
+       * Removes the upstream cost headers from the answer on a route whose rule names one (it holds nothing);
+       * `undefined` on every other route. Whoever answers the request feeds and ends it, as an allowed one's.
+       */
+      readonly observer?: ResponseObserver | undefined;
     }
   | {
       readonly kind: 'allow';
@@ -155,7 +160,17 @@ export function admitRequest(host: AdmissionHost, r: AdmissionRequest): Admissio
   const rt = host.runtime;
   // Switched off, nothing is limited; a target that cannot be matched safely is still refused (the evaluation
   // below refuses it first thing), since the gateway would forward it.
-  if (!rt.config.enabled && rt.http.canonicalTarget(r.path).ok) return exempt(host, 'disabled', undefined);
+  if (!rt.config.enabled) {
+    const target = rt.http.canonicalTarget(r.path);
+    if (target.ok)
+      return exempt(
+        host,
+        'disabled',
+        undefined,
+        undefined,
+        rt.costHeaders?.observerFor(r.method, target.path),
+      );
+  }
   // A trusted proxy's identity header with two values, a control character or more than 256 characters names
   // no one caller: refused before anything is keyed.
   if (r.trustIdentityHeaders) {
@@ -178,7 +193,7 @@ function admitted(host: AdmissionHost, rt: Runtime, req: GatewayRequest, v: Verd
   if (v.action === 'exempt') {
     const reason = REASONS[v.exemptReason ?? 'endpoint'] ?? 'endpoint';
     if (reason === 'tier' && v.identity?.tenant !== undefined) recordQuota(host, rt, v, req);
-    return exempt(host, reason, tier, v.key);
+    return exempt(host, reason, tier, v.key, costHeaderRemover(rt, req));
   }
   const d = v.decision;
   if (d !== undefined)
@@ -234,15 +249,27 @@ function recordQuota(host: AdmissionHost, rt: Runtime, v: Verdict, req: GatewayR
   host.quota.record(tenant, v.identity?.tier ?? rt.config.defaultTier, category, req.cost ?? 1);
 }
 
+/**
+ * What removes the upstream cost headers from an exempt request's answer on a route whose rule names one (a
+ * limited request's settlement removes them); `undefined` on every other route.
+ */
+function costHeaderRemover(rt: Runtime, req: GatewayRequest): ResponseObserver | undefined {
+  const scope = rt.costHeaders;
+  if (scope === undefined) return undefined;
+  const target = rt.http.canonicalTarget(req.path);
+  return target.ok ? scope.observerFor(req.method, target.path) : undefined;
+}
+
 function exempt(
   host: AdmissionHost,
   reason: ExemptReason,
   tier: string | undefined,
   key?: string,
+  observer?: ResponseObserver,
 ): Admission {
   host.metrics.recordExempt({ reason, tier });
-  if (tier !== undefined || key !== undefined)
-    return { kind: 'exempt', reason, outcome: `exempt_${reason}`, tier, key };
+  if (tier !== undefined || key !== undefined || observer !== undefined)
+    return { kind: 'exempt', reason, outcome: `exempt_${reason}`, tier, key, observer };
   let a = EXEMPT.get(reason);
   if (a === undefined) {
     a = Object.freeze({ kind: 'exempt', reason, outcome: `exempt_${reason}`, tier: undefined } as const);

@@ -18,6 +18,7 @@ import { GatewayLimits } from '../limits/gateway-limits.js';
 import { ReserveBodyScope } from '../limits/reserve-body-scope.js';
 import type { UpstreamProxy, UpstreamProxyOptions } from '../proxy/upstream-proxy.js';
 import { QuotaCategories } from '../quota/quota-categories.js';
+import { CostHeaderScope } from './cost-header-scope.js';
 import { callerIdentifier, type GatewayRequest } from './identify-caller.js';
 import { SharedInFlight } from './in-flight-count.js';
 import { MtlsSubjects } from './mtls-subjects.js';
@@ -72,6 +73,11 @@ export class Runtime {
    * of it; `undefined` reads none.
    */
   readonly reserveBody: ReserveBodyScope | undefined;
+  /**
+   * Which exempt requests have an upstream cost header removed from their answer (a limited one's settlement
+   * removes it); `undefined` when no rule removes one.
+   */
+  readonly costHeaders: CostHeaderScope | undefined;
   /** The one admission path: proxy, upgrades, decision API. */
   readonly http: HttpLimiter<GatewayRequest>;
   readonly identifier: RequestIdentifier;
@@ -100,6 +106,7 @@ export class Runtime {
     this.events = events ?? previous?.events ?? {};
     this.plan = new GatewayLimits(config, store, previous?.plan, this.events.clock);
     this.reserveBody = ReserveBodyScope.of(config);
+    this.costHeaders = CostHeaderScope.of(config);
     this.identifier = new RequestIdentifier(config);
     this.problemType = problemTypeResolver(config.problems.typeBase);
     this.quotaCategories = config.quota === undefined ? undefined : new QuotaCategories(config.quota);

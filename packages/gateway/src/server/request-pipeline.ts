@@ -143,7 +143,8 @@ export async function handleRequest(
     // In the extra fields too, so an upstream's own CORS fields give way to the section's.
     const extra = admittedHeaders(rt, id, admission);
     if (cors !== undefined) Object.assign(extra, cors);
-    const owned = admission.kind === 'allow' ? admission.observer : undefined;
+    // An exempt request's observer only removes upstream cost headers on a route whose rule names one.
+    const owned = admission.observer;
     // Load shedding, the admission stage after the limits: a request beyond its priority's share of the upstream's
     // limit is refused and gives back what its limits hold; an admitted one is counted until its response ends.
     const overload = rt.overload;

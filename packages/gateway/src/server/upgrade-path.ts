@@ -70,7 +70,7 @@ export async function handleUpgrade(
     writeRawResponse(socket, admission.status, admission.headers, admission.body);
     return;
   }
-  const owned = admission.kind === 'allow' ? admission.observer : undefined;
+  const owned = admission.observer;
   // Load shedding, as for a plain request: an upgrade takes a place by its priority, or is refused with 503 and
   // gives back what its limits hold.
   const overload = rt.overload;
