@@ -6,7 +6,7 @@ import type { HttpRequestInfo, Verdict } from './types.js';
 
 const T0 = Date.UTC(2026, 0, 1);
 
-function setup() {
+function setup(exempt?: { tiers?: string[]; endpoints?: string[] }) {
   const clock = new ManualClock(0);
   let wall = T0;
   const overrides = new MemoryOverrides(() => wall);
@@ -26,6 +26,7 @@ function setup() {
     headers: 'both',
     wallClock: () => wall,
     overrides,
+    ...(exempt === undefined ? {} : { exempt }),
   });
   const set = (input: OverrideInput) =>
     overrides.set(parseOverride(input, wall, 'ops'), {
@@ -148,6 +149,35 @@ describe('run-time overrides in the HTTP limiter', () => {
     const other = req({ identity: { tenant: 'other', client: 'c'.repeat(300) } });
     await set({ pattern: sync(http.evaluate(other)).key as string, block: 403, reason: 'penalty' });
     expect(sync(http.evaluate(other)).status).toBe(403);
+  });
+
+  it('blocks a caller of an unlimited tier, by its key, its tenant or its address; limits leave it exempt', async () => {
+    const { http, set } = setup({ tiers: ['gold'] });
+    expect(sync(http.evaluate(req())).action).toBe('exempt');
+    const other = req({
+      identity: { tenant: 'zeta', client: 'web', tier: 'gold' },
+      remoteAddress: '192.0.2.9',
+    });
+    for (const pattern of ['tenant:acme:client:web', 'tenant:acme', 'ip:203.0.113.7', 'ip:203.0.113.0/24']) {
+      const { http, set } = setup({ tiers: ['gold'] });
+      await set({ pattern, block: 403, reason: 'leaked key' });
+      const v = sync(http.evaluate(req()));
+      expect([pattern, v.status, v.outcome]).toEqual([pattern, 403, 'blocked']);
+      expect(sync(http.evaluate(other)).action).toBe('exempt');
+    }
+    // A limit has no bucket of an unlimited tier to replace: the caller stays exempt.
+    await set({ pattern: 'tenant:acme', quota: 1, window: 3600, reason: 'slow down' });
+    expect(statuses(http, 3)).toEqual([200, 200, 200]);
+  });
+
+  it('blocks an address on an exempt endpoint too, which stays exempt for everyone else', async () => {
+    const { http, set } = setup({ endpoints: ['/public/*'] });
+    const pub = req({ path: '/public/doc', identity: undefined });
+    expect(sync(http.evaluate(pub)).action).toBe('exempt');
+    await set({ pattern: 'ip:203.0.113.7', block: 403, reason: 'abuse' });
+    const v = sync(http.evaluate(pub));
+    expect([v.status, v.outcome]).toEqual([403, 'blocked']);
+    expect(sync(http.evaluate({ ...pub, remoteAddress: '192.0.2.9' })).action).toBe('exempt');
   });
 
   it('blocks with 429 and a Retry-After counting down to the end, then lets the key through', async () => {

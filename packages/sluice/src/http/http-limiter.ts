@@ -10,6 +10,7 @@ import {
 import { OverrideApplier } from './apply-overrides.js';
 import type { ClientIpResolver } from './client-ip.js';
 import { hasSlots, holding, waitThenSlots } from './concurrency-hold.js';
+import { ExemptBlocks } from './exempt-blocks.js';
 import type { HeaderMode } from './header-mode.js';
 import { mayWait, signalOf, tierOf } from './http-limiter-helpers.js';
 import {
@@ -137,6 +138,7 @@ export function createHttpLimiter<R extends HttpRequestInfo = HttpRequestInfo>(
           denied: 'public_auth_limited',
         };
   const overrides = o.overrides === undefined ? undefined : new OverrideApplier(o.overrides, o.keyPrefix);
+  const exemptions = new ExemptBlocks(o.exemptTiers, overrides, plans, writer, o.wallClock);
   const authKey = (req: R, ip: string | undefined) => plans.bucketKey(requestIpKey(req, ip));
   const clientIpOf = (req: R): string | undefined =>
     req.clientIp ?? o.clientIp(req.remoteAddress, req.headers);
@@ -166,13 +168,8 @@ export function createHttpLimiter<R extends HttpRequestInfo = HttpRequestInfo>(
   // The identity travels beside the request (from `identify`, else the request's own), so no copy of the request
   // is made per decision.
   const decideRules = (req: R, ip: string | undefined, identity = req.identity): MaybePromise<Verdict> => {
-    if (
-      o.exemptTiers !== undefined &&
-      typeof identity?.tier === 'string' &&
-      o.exemptTiers.has(identity.tier)
-    ) {
-      return writer.exempt('tier', identity);
-    }
+    const exemptTier = exemptions.ofTier(req, ip, identity);
+    if (exemptTier !== undefined) return exemptTier;
     let plan = plans.match(req, identity);
     if (plan === undefined) return writer.exempt('no_rule', identity);
     let checks = plans.checks(req, plan, ip, identity);
@@ -359,7 +356,8 @@ export function createHttpLimiter<R extends HttpRequestInfo = HttpRequestInfo>(
       // The path is cut once for the exemptions and the rules.
       const cut = plans.cut(req.path);
       for (let i = 0; i < exempt.length; i++) {
-        if (exempt[i].matchSegments(req.method, cut)) return writer.exempt('endpoint');
+        if (exempt[i].matchSegments(req.method, cut))
+          return exemptions.exempt('endpoint', req, clientIpOf(req));
       }
     }
     const ip = clientIpOf(req);
