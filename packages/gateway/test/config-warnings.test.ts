@@ -172,6 +172,7 @@ exemptions:
       'W_PATTERN_DUPLICATE',
       'W_PATTERN_NEVER_MATCHES',
       'W_PATTERN_QUERY',
+      'W_QUOTA_SERIES_UNSERVED',
       'W_TRUSTED_PROXIES_ALL',
     ]);
   });

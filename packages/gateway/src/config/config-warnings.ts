@@ -32,6 +32,11 @@ export const WarningCode = Object.freeze({
    * the running process's, which `sluice validate` cannot know.
    */
   MaxConnectionsFileLimit: 'W_MAX_CONNECTIONS_FILE_LIMIT',
+  /**
+   * A `quota:` section with metrics on and no `admin:` section: the per-tenant usage series are served only by the
+   * admin listener's `/metrics` (the proxy listener's answers anyone), so no scrape sees them.
+   */
+  QuotaSeriesUnserved: 'W_QUOTA_SERIES_UNSERVED',
 });
 
 /** One of {@link WarningCode}. */
@@ -87,6 +92,15 @@ export function checkConfig(config: GatewayConfig): WarningFinding[] {
       message: `the decision API on ${config.decision.host} is reachable from other hosts without TLS: whoever reaches it can spend any client's tokens`,
       suggestion:
         'listen on 127.0.0.1 next to the proxy (the default), or keep it on a private network and narrow decision.allowedPeers',
+    });
+  }
+  if (config.quota !== undefined && config.admin === undefined && config.metrics.enabled) {
+    out.push({
+      code: WarningCode.QuotaSeriesUnserved,
+      path: ['quota'],
+      message: `the per-tenant usage series (${config.metrics.prefix}_quota_usage_ratio) are served only by the admin listener's /metrics, and there is no admin: section: no scrape sees them, nor the quota alert rules of sluice rules`,
+      suggestion:
+        'add an admin: section and scrape its /metrics with the token, or rely on the webhook, the warn log lines and the alerts counter',
     });
   }
   out.push(...trustedProxyFindings(config));
