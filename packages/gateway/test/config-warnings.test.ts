@@ -166,6 +166,7 @@ exemptions:
   it('has a stable code for each check', () => {
     expect(Object.values(WarningCode).sort()).toEqual([
       'W_ADMIN_PLAINTEXT_PUBLIC',
+      'W_COST_PARALLEL',
       'W_DECISION_PLAINTEXT_PUBLIC',
       'W_MAX_CONNECTIONS_FILE_LIMIT',
       'W_NO_UPSTREAM',

@@ -1,4 +1,5 @@
 import { compileTargetCanonicalizer, inRanges, normalizeIp, parseTrustedProxies } from 'sluice/http';
+import { costFindings } from './cost-warnings.js';
 import type { GatewayConfig } from './gateway-config.js';
 import { coveredFamilies } from './ip-coverage.js';
 import { methodsOverlap, patternFindings, patternKey } from './pattern-warnings.js';
@@ -37,6 +38,11 @@ export const WarningCode = Object.freeze({
    * admin listener's `/metrics` (the proxy listener's answers anyone), so no scrape sees them.
    */
   QuotaSeriesUnserved: 'W_QUOTA_SERIES_UNSERVED',
+  /**
+   * A cost settled after the response (`cost:`) with a fixed reservation and no concurrency limit bounding the
+   * requests in flight: requests sent at once can be served more than they are charged (see `costFindings`).
+   */
+  CostParallel: 'W_COST_PARALLEL',
 });
 
 /** One of {@link WarningCode}. */
@@ -105,6 +111,7 @@ export function checkConfig(config: GatewayConfig): WarningFinding[] {
   }
   out.push(...trustedProxyFindings(config));
   out.push(...ruleFindings(config), ...exemptionFindings(config));
+  for (const f of costFindings(config)) out.push({ code: WarningCode.CostParallel, ...f });
   return out;
 }
 
