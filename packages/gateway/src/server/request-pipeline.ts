@@ -14,6 +14,7 @@ import { answerPreflight, corsHeaders, isPreflight } from './cors-headers.js';
 import { DENIED_BODY_DRAIN_BYTES, drainBody } from './drain-body.js';
 import { answerHealth, isHealthRequest } from './health-endpoints.js';
 import { hasBadHost } from './host-header.js';
+import { answerWithoutUpstream } from './no-upstream.js';
 import { paceLeftover } from './pace-leftover.js';
 import { admitOwnRequest, type ProxyContext } from './proxy-context.js';
 import { readReserveBody } from './reserve-body.js';
@@ -97,6 +98,11 @@ export async function handleRequest(
     res.setHeader(c.server.requestIdHeader, id);
     host.metrics.recordExempt({ reason: 'endpoint' });
     await answerHealth(host, ctx.draining, target.path, req, res);
+    return;
+  }
+  // Decision mode: nothing to forward to, so nothing is admitted (no tokens of the shared buckets spent).
+  if (answerWithoutUpstream(rt, res, raw, id, c.server.requestIdHeader)) {
+    outcome = 'no_upstream';
     return;
   }
   try {

@@ -49,6 +49,21 @@ export async function handleUpgrade(
     writeRawResponse(socket, 503, [], '');
     return;
   }
+  // Decision mode: nothing to switch to, refused before admission as a plain request is (no tokens spent).
+  if (rt.proxy === undefined) {
+    if (ctx.requestLog.wants(rt.config.logging.requests, 'no_upstream')) {
+      ctx.requestLog.write({
+        reqId: id,
+        method,
+        url: raw,
+        status: 502,
+        outcome: 'no_upstream',
+        upgrade: true,
+      });
+    }
+    refuse(rt, socket, Problems.noUpstream(), raw, id);
+    return;
+  }
   // The same parser as a plain request's and admission's: a target without a canonical form is refused below.
   const target = rt.http.canonicalTarget(raw);
   const clientIp = rt.clientIp(req.socket.remoteAddress, req.headers);
