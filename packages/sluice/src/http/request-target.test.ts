@@ -391,6 +391,26 @@ function decodeOnce(s: string): string {
 }
 
 describe('properties', () => {
+  it('answer a sequence of calls, the same target repeated or not, as separate canonicalizers answer each alone', () => {
+    fc.assert(
+      fc.property(fc.array(fc.tuple(target, fc.boolean(), fc.boolean()), { maxLength: 12 }), (calls) => {
+        for (const [mode, canon] of modes) {
+          const options = canon.options;
+          let previous = '';
+          for (const [fresh, repeat, asPath] of calls) {
+            // A repeated target is often a copy, not the same string: the gateway's id header and its URL are.
+            const t = repeat ? previous.split('').join('') : fresh;
+            previous = t;
+            const alone = compileTargetCanonicalizer(options);
+            if (asPath) expect(canon.path(t), mode).toEqual(alone.path(t));
+            else expect(canon(t), mode).toEqual(alone(t));
+          }
+        }
+      }),
+      { numRuns: 500, seed: 20_261_207 },
+    );
+  });
+
   it('never throw, and accept only origin-form paths that are canonical and stable', () => {
     fc.assert(
       fc.property(target, (t) => {

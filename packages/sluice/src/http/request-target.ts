@@ -191,8 +191,18 @@ export function compileTargetCanonicalizer(
   const decode = resolved.encodedSlashes === 'decode';
   const strip = resolved.pathParameters === 'strip';
   const semi = resolved.pathParameters === 'reject' ? SEMI_REJECT : strip ? SEMI_STRIP : SEMI_KEEP;
+  // The last target scanned and what the scan said: a proxy canonicalizes a request's target, then its admission
+  // asks for the path of the same target, and the second scan of every character is spared for one comparison.
+  let lastTarget: string | undefined;
+  let lastScan = 0;
+  const scanned = (t: string): number => {
+    if (t === lastTarget) return lastScan;
+    lastScan = scan(t, decode, semi);
+    lastTarget = t;
+    return lastScan;
+  };
   const canonicalize = (target: string): CanonicalTarget => {
-    const r = scan(target, decode, semi);
+    const r = scanned(target);
     if (r < 0) return ORDER[-r - 1];
     const end = r >>> 1;
     const query = end === target.length ? '' : target.slice(end);
@@ -202,7 +212,7 @@ export function compileTargetCanonicalizer(
     return typeof path === 'string' ? { ok: true, path, query } : path;
   };
   const path = (pathAndQuery: string): string | TargetRefusal => {
-    const r = scan(pathAndQuery, decode, semi);
+    const r = scanned(pathAndQuery);
     if (r < 0) return ORDER[-r - 1];
     if ((r & 1) === 0) return pathAndQuery;
     const end = r >>> 1;
