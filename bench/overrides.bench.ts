@@ -7,7 +7,8 @@
  * baseline's in the same round, with the spread of those differences.
  *
  * The lookup alone is also timed with the caller's tenant (the 10,000 rules hold 2,500 on whole tenants, so the
- * index looks the tenant up too), against the same lookup without it.
+ * index looks the tenant up too), against the same lookup without it, and in 10,000 rules on single IPv4 addresses
+ * (blocks of other clients, as penalty blocks are), which are found by the client IP whatever the key.
  *
  * Run: npx tsx bench/overrides.bench.ts [rounds=7]
  */
@@ -81,6 +82,13 @@ const index = new OverrideIndex((setups[2][1] as OverrideStore).snapshot().rules
 const clock = () => NOW;
 // Tenants as an identity holds them: strings made once, not per request.
 const tenants = requests.map((r) => r.identity?.tenant as string);
+// 10,000 blocks of single IPv4 addresses, none of them a caller's; the callers' addresses, as resolved once.
+const addressIndex = new OverrideIndex(
+  Array.from({ length: 10_000 }, (_, i) =>
+    parseOverride({ pattern: `ip:198.18.${i >> 8}.${i & 255}`, block: 403, reason: 'bench' }, NOW, 'bench'),
+  ),
+);
+const addresses = requests.map((r) => r.remoteAddress as string);
 const lookups: PassContender[] = [
   {
     name: 'key built, no lookup',
@@ -101,6 +109,17 @@ const lookups: PassContender[] = [
         '10.0.0.1',
         clock,
         tenants[i % CALLERS],
+      ),
+  },
+  {
+    name: 'key built, looked up in 10,000 address rules',
+    setup: () => (i) =>
+      void addressIndex.find(
+        `tenant:t${i % CALLERS}:client:web`,
+        'rl.read',
+        'gold',
+        addresses[i % CALLERS],
+        clock,
       ),
   },
 ];
@@ -154,6 +173,20 @@ console.log(
       [
         `${median(tenantExtra).toFixed(0)} ns`,
         `${Math.min(...tenantExtra).toFixed(0)} to ${Math.max(...tenantExtra).toFixed(0)} ns`,
+      ],
+    ],
+  ),
+);
+const byAddress = lookupResults.get('key built, looked up in 10,000 address rules') ?? [];
+const addressExtra = byAddress.map((x, i) => 1e9 / x - 1e9 / plain[i]);
+console.log("\nThe lookup in 10,000 rules on single IPv4 addresses (none the caller's), minus no lookup:\n");
+console.log(
+  table(
+    ['extra per lookup (median)', 'spread'],
+    [
+      [
+        `${median(addressExtra).toFixed(0)} ns`,
+        `${Math.min(...addressExtra).toFixed(0)} to ${Math.max(...addressExtra).toFixed(0)} ns`,
       ],
     ],
   ),
