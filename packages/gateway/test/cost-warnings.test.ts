@@ -39,9 +39,9 @@ describe('W_COST_PARALLEL: a cost that requests sent at once can outrun', () => 
 
   it('is quiet when the tiers bound the requests in flight, or a concurrent rule covers the same pattern', () => {
     expect(codes(', concurrentRequests: 4', HEADER_COST)).toEqual([]);
-    expect(codes('', `${HEADER_COST}    - { pattern: /report/*, name: reports-in-flight, concurrent: 2 }\n`)).toEqual(
-      [],
-    );
+    expect(
+      codes('', `${HEADER_COST}    - { pattern: /report/*, name: reports-in-flight, concurrent: 2 }\n`),
+    ).toEqual([]);
   });
 
   it('is quiet for a reservation read from the request body, which an upstream honouring it never exceeds', () => {

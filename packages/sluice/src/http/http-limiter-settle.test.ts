@@ -194,7 +194,11 @@ describe('a cost settled from the response', () => {
 
   it('charges the fallback for a usage below zero, as for an invalid header value', () => {
     const t = setup([
-      { path: '/v1/*', policies: ['tokens'], settle: { json: 'usage.total_tokens', reserve: 10, fallback: 40 } },
+      {
+        path: '/v1/*',
+        policies: ['tokens'],
+        settle: { json: 'usage.total_tokens', reserve: 10, fallback: 40 },
+      },
     ]);
     const json = { 'content-type': 'application/json' };
     respond(t.evaluate(), { status: 200, headers: json, body: ['{"usage":{"total_tokens":-1000}}'] });
