@@ -240,7 +240,7 @@ describe('concurrency limits at the gateway', () => {
           );
           socket.once('data', (d: Buffer) => resolve({ socket, status: Number(d.toString().slice(9, 12)) }));
         });
-      const live = [];
+      const live: { socket: import('node:net').Socket; status: number }[] = [];
       for (let i = 0; i < N; i++) live.push(await open());
       expect(live.map((l) => l.status)).toEqual(Array(N).fill(101));
       // The client goes away (its socket closed, as a browser tab does); the upstream hears of it and keeps its
