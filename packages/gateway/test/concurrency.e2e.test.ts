@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { connect } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { rawGet } from './own-connections.js';
@@ -54,6 +54,36 @@ class HoldingUpstream {
   releaseAll(): void {
     for (const res of this.held.splice(0)) res.end('done');
   }
+}
+
+/** An upgrade to a WebSocket of the reports route on a new connection: its socket and the status answered. */
+function openUpgrade(url: string): Promise<{ socket: Socket; status: number }> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve) => {
+    const socket = connect(Number(port), hostname, () =>
+      socket.write(
+        `GET /api/reports/ws HTTP/1.1\r\nhost: ${hostname}\r\nconnection: upgrade\r\nupgrade: websocket\r\n` +
+          'sec-websocket-version: 13\r\nsec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n',
+      ),
+    );
+    socket.once('data', (d: Buffer) => resolve({ socket, status: Number(d.toString().slice(9, 12)) }));
+  });
+}
+
+/**
+ * The first upgrade that switches once a slot is free: the gateway gives the slot back when it has seen the close,
+ * a turn or more after the client's, so a refused attempt is closed and tried again (up to 50 times).
+ */
+async function switchedOnceFree(
+  open: () => Promise<{ socket: Socket; status: number }>,
+): Promise<{ socket: Socket; status: number }> {
+  let next = await open();
+  for (let i = 0; i < 50 && next.status !== 101; i++) {
+    next.socket.destroy();
+    await new Promise((r) => setImmediate(r));
+    next = await open();
+  }
+  return next;
 }
 
 describe('concurrency limits at the gateway', () => {
@@ -182,17 +212,7 @@ describe('concurrency limits at the gateway', () => {
     };
     upstream.server.on('upgrade', onUpgrade);
     try {
-      const { hostname, port } = new URL(url);
-      const open = (): Promise<{ socket: import('node:net').Socket; status: number }> =>
-        new Promise((resolve) => {
-          const socket = connect(Number(port), hostname, () =>
-            socket.write(
-              `GET /api/reports/ws HTTP/1.1\r\nhost: ${hostname}\r\nconnection: upgrade\r\nupgrade: websocket\r\n` +
-                'sec-websocket-version: 13\r\nsec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n',
-            ),
-          );
-          socket.once('data', (d: Buffer) => resolve({ socket, status: Number(d.toString().slice(9, 12)) }));
-        });
+      const open = () => openUpgrade(url);
       const live = [];
       for (let i = 0; i < N; i++) live.push(await open());
       expect(live.map((l) => l.status)).toEqual(Array(N).fill(101));
@@ -205,12 +225,7 @@ describe('concurrency limits at the gateway', () => {
         closed.end();
       });
       // The slot is back once the gateway has seen the close: the next upgrade switches.
-      let next = await open();
-      for (let i = 0; i < 50 && next.status !== 101; i++) {
-        next.socket.destroy();
-        await new Promise((r) => setImmediate(r));
-        next = await open();
-      }
+      const next = await switchedOnceFree(open);
       expect(next.status).toBe(101);
       for (const l of [...live, next]) l.socket.destroy();
     } finally {
@@ -229,18 +244,8 @@ describe('concurrency limits at the gateway', () => {
     };
     upstream.server.on('upgrade', onUpgrade);
     try {
-      const { hostname, port } = new URL(url);
-      const open = (): Promise<{ socket: import('node:net').Socket; status: number }> =>
-        new Promise((resolve) => {
-          const socket = connect(Number(port), hostname, () =>
-            socket.write(
-              `GET /api/reports/ws HTTP/1.1\r\nhost: ${hostname}\r\nconnection: upgrade\r\nupgrade: websocket\r\n` +
-                'sec-websocket-version: 13\r\nsec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n',
-            ),
-          );
-          socket.once('data', (d: Buffer) => resolve({ socket, status: Number(d.toString().slice(9, 12)) }));
-        });
-      const live: { socket: import('node:net').Socket; status: number }[] = [];
+      const open = () => openUpgrade(url);
+      const live: { socket: Socket; status: number }[] = [];
       for (let i = 0; i < N; i++) live.push(await open());
       expect(live.map((l) => l.status)).toEqual(Array(N).fill(101));
       // The client goes away (its socket closed, as a browser tab does); the upstream hears of it and keeps its
@@ -250,12 +255,7 @@ describe('concurrency limits at the gateway', () => {
         gone.once('end', () => resolve());
         live[0].socket.destroy();
       });
-      let next = await open();
-      for (let i = 0; i < 50 && next.status !== 101; i++) {
-        next.socket.destroy();
-        await new Promise((r) => setImmediate(r));
-        next = await open();
-      }
+      const next = await switchedOnceFree(open);
       expect(next.status).toBe(101);
       for (const l of [...live, next]) l.socket.destroy();
     } finally {

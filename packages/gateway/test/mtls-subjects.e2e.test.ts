@@ -1,12 +1,11 @@
-import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { toolPath } from '../../../test/support/tools.js';
 import {
   client,
   makeCertificates,
   send,
+  signLeaf,
   startGateway,
   startUpstream,
   statuses,
@@ -22,37 +21,7 @@ let running: TestGateway | undefined;
 const agents: ReturnType<typeof client>[] = [];
 
 /** A client certificate signed by the test CA, its subject written in OpenSSL's `-subj` form. */
-function leaf(name: string, subject: string): { cert: string; key: string } {
-  const run = (...args: string[]) => execFileSync(toolPath('openssl'), args, { cwd: tmp.dir, stdio: 'pipe' });
-  run(
-    'req',
-    '-newkey',
-    'rsa:2048',
-    '-nodes',
-    '-keyout',
-    `${name}.key`,
-    '-out',
-    `${name}.csr`,
-    '-subj',
-    subject,
-  );
-  run(
-    'x509',
-    '-req',
-    '-in',
-    `${name}.csr`,
-    '-CA',
-    'ca.pem',
-    '-CAkey',
-    'ca.key',
-    '-CAcreateserial',
-    '-out',
-    `${name}.pem`,
-    '-days',
-    '2',
-  );
-  return { cert: join(tmp.dir, `${name}.pem`), key: join(tmp.dir, `${name}.key`) };
-}
+const leaf = (name: string, subject: string) => signLeaf(tmp.dir, name, subject);
 
 function agent(c: { cert: string; key: string }) {
   const a = client({

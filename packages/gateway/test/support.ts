@@ -187,6 +187,51 @@ export async function statuses(
 }
 
 /**
+ * A certificate signed by the test CA of {@link makeCertificates} in `dir` (its `ca.pem` and `ca.key`), with its
+ * key: `<name>.pem` and `<name>.key`, the subject in OpenSSL's `-subj` form.
+ *
+ * @param ext - an extensions file for the certificate (a server's subjectAltName).
+ * @returns the paths of the certificate and its key.
+ */
+export function signLeaf(
+  dir: string,
+  name: string,
+  subject: string,
+  ext?: string,
+): { cert: string; key: string } {
+  const run = (...args: string[]) => execFileSync(toolPath('openssl'), args, { cwd: dir, stdio: 'pipe' });
+  run(
+    'req',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-keyout',
+    `${name}.key`,
+    '-out',
+    `${name}.csr`,
+    '-subj',
+    subject,
+  );
+  run(
+    'x509',
+    '-req',
+    '-in',
+    `${name}.csr`,
+    '-CA',
+    'ca.pem',
+    '-CAkey',
+    'ca.key',
+    '-CAcreateserial',
+    '-out',
+    `${name}.pem`,
+    '-days',
+    '2',
+    ...(ext ? ['-extfile', ext] : []),
+  );
+  return { cert: join(dir, `${name}.pem`), key: join(dir, `${name}.key`) };
+}
+
+/**
  * Test certificates made with openssl: a CA, a server certificate for 127.0.0.1, client certificates signed by
  * the CA (`billing` allowed, `intruder` not), and a self-signed `billing` the CA never signed.
  */
@@ -210,36 +255,7 @@ export function makeCertificates(dir: string): Record<string, string> {
     '/CN=Sluice Test CA',
   );
   writeFileSync(f('server.ext'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\n');
-  const leaf = (name: string, subject: string, ext?: string) => {
-    run(
-      'req',
-      '-newkey',
-      'rsa:2048',
-      '-nodes',
-      '-keyout',
-      `${name}.key`,
-      '-out',
-      `${name}.csr`,
-      '-subj',
-      subject,
-    );
-    run(
-      'x509',
-      '-req',
-      '-in',
-      `${name}.csr`,
-      '-CA',
-      'ca.pem',
-      '-CAkey',
-      'ca.key',
-      '-CAcreateserial',
-      '-out',
-      `${name}.pem`,
-      '-days',
-      '2',
-      ...(ext ? ['-extfile', ext] : []),
-    );
-  };
+  const leaf = (name: string, subject: string, ext?: string) => signLeaf(dir, name, subject, ext);
   leaf('server', '/CN=localhost', 'server.ext');
   leaf('billing', '/CN=billing/O=internal');
   leaf('intruder', '/CN=intruder/O=elsewhere');
