@@ -126,3 +126,35 @@ console.log(
   ),
 );
 console.log('\n`recommend` counts every line once per replay it ran (the measure and each confirmation).');
+
+/*
+ * Ratios of one round's passes, which share that round's machine load: each command's speed against parsing alone
+ * (lines per CPU second over parse's), and `replay` against `replay-before` (CPU per line). Medians with their
+ * range over rounds, so that a change is read against the spread it has to beat.
+ */
+const perRound = (a: string, b: string, f: (x: Pass, y: Pass) => number): number[] => {
+  const xs = passes.get(a) ?? [];
+  const ys = passes.get(b) ?? [];
+  return xs.slice(0, ys.length).map((x, i) => f(x, ys[i]));
+};
+const speedVsParse = (x: Pass, p: Pass) => x.linesPerCpuSecond / p.linesPerCpuSecond;
+const spread = (v: readonly number[]) =>
+  `${median(v).toFixed(3)}x (${Math.min(...v).toFixed(3)}x to ${Math.max(...v).toFixed(3)}x)`;
+const rows: string[][] = [];
+for (const m of ['replay', 'replay-before', 'recommend']) {
+  if (MODES.includes(m) && MODES.includes('parse'))
+    rows.push([`${m} vs parse`, spread(perRound(m, 'parse', speedVsParse))]);
+}
+if (MODES.includes('replay') && MODES.includes('replay-before')) {
+  const cpu = perRound(
+    'replay',
+    'replay-before',
+    (x, y) => x.cpuSeconds / x.lines / (y.cpuSeconds / y.lines),
+  );
+  rows.push(['replay CPU per line vs replay-before', spread(cpu)]);
+  rows.push(['rounds replay cheaper', `${cpu.filter((r) => r < 1).length} of ${cpu.length}`]);
+}
+if (rows.length > 0) {
+  console.log(`\n### Per-round ratios (median of ${ROUNDS} rounds, range)\n`);
+  console.log(table(['ratio', 'median (min to max)'], rows));
+}
