@@ -157,6 +157,9 @@ describe('a cost settled from the response', () => {
     expect(JSON.parse(refused.body ?? '{}').detail).toBe(
       'This request costs 101 tokens, more than the burst of 100 that policy "tokens" allows.',
     );
+    // No wait can meet it: no Retry-After for a client to wait out and try again for ever, and a code of its own.
+    expect(refused.headers.find(([n]) => n.toLowerCase() === 'retry-after')).toBeUndefined();
+    expect(JSON.parse(refused.body ?? '{}').code).toBe('cost_exceeds_burst');
     // Nothing was kept of it: a request of a rule reserving nothing more finds the bucket full.
     const t2 = setup([
       { path: '/v1/*', policies: ['tokens'], settle: { json: 'usage.total_tokens', reserve: 5000 } },

@@ -10,6 +10,8 @@ export const ProblemCode = Object.freeze({
   RateLimited: 'rate_limited',
   /** The store could not decide and the failure mode is closed (503). */
   Unavailable: 'rate_limiter_unavailable',
+  /** The request costs more than a policy's burst: no wait can admit it (429, without `Retry-After`). */
+  CostExceedsBurst: 'cost_exceeds_burst',
 });
 
 /** The RFC 9457 body of a rate-limit denial, with the contract's extension members. */
@@ -147,7 +149,10 @@ export function rateLimitProblem(input: ProblemInput): RateLimitProblem {
     status: 429,
     detail,
     instance,
-    code: input.code ?? ProblemCode.RateLimited,
+    code:
+      decision.reason === 'cost_exceeds_burst'
+        ? ProblemCode.CostExceedsBurst
+        : (input.code ?? ProblemCode.RateLimited),
     limit: p?.quota,
     remaining: o?.remaining,
     reset: o === undefined ? undefined : resetEpochSeconds(input.nowMs ?? Date.now(), o.resetSeconds),

@@ -204,7 +204,8 @@ export interface FormatHeadersOptions extends DraftHeaderOptions {
 
 /**
  * Every rate-limit header for a decision, in the order adapters set them: draft-11 fields, legacy fields, and
- * `Retry-After` (delay-seconds, RFC 9110 10.2.3) when the decision denies. The standalone form of what
+ * `Retry-After` (delay-seconds, RFC 9110 10.2.3) when the decision denies, unless the request costs more than a
+ * burst (no wait can admit it). The standalone form of what
  * {@link HttpLimiter} precomputes; the gateway may call it for decisions it makes itself.
  *
  * @param decision - the engine's decision.
@@ -236,7 +237,9 @@ export function formatDecisionHeaders(decision: Decision, options: FormatHeaders
   if (known && (mode === 'legacy' || mode === 'both')) {
     out.push(...legacyRateLimitHeaders(decision, options.nowMs ?? Date.now()));
   }
-  if (!decision.allowed) out.push([HeaderName.RetryAfter, String(Math.max(1, decision.retryAfterSeconds))]);
+  // A cost above a burst is never admitted, however long the client waits: no Retry-After to try again after.
+  if (!decision.allowed && decision.reason !== 'cost_exceeds_burst')
+    out.push([HeaderName.RetryAfter, String(Math.max(1, decision.retryAfterSeconds))]);
   return out;
 }
 

@@ -152,7 +152,7 @@ export class VerdictWriter {
       );
     } else {
       headers = none ? [] : this.#rateLimitHeaders(facts, d);
-      headers.push(retryAfterPair(d.retryAfterSeconds));
+      if (d.reason !== 'cost_exceeds_burst') headers.push(retryAfterPair(d.retryAfterSeconds));
     }
     return {
       action: 'deny',
@@ -309,7 +309,10 @@ export class VerdictWriter {
    */
   #denialHeaders(facts: DecidedFacts, d: Decision, correlationId: string): HeaderPair[] {
     const plan = facts.header;
+    // A cost above a burst is never admitted, however long the client waits: no Retry-After to try again after.
+    const waitable = d.reason !== 'cost_exceeds_burst';
     if (
+      waitable &&
       this.#draft &&
       !this.#legacy &&
       !this.#o.partitionKey &&
@@ -329,7 +332,7 @@ export class VerdictWriter {
       ];
     }
     const headers = this.#o.mode === 'none' ? [] : this.#rateLimitHeaders(facts, d);
-    headers.push(retryAfterPair(d.retryAfterSeconds));
+    if (waitable) headers.push(retryAfterPair(d.retryAfterSeconds));
     this.#denyHeaders(headers, correlationId);
     return headers;
   }
