@@ -356,7 +356,7 @@ export function createHttpLimiter<R extends HttpRequestInfo = HttpRequestInfo>(
       // The path is cut once for the exemptions and the rules.
       const cut = plans.cut(req.path);
       for (let i = 0; i < exempt.length; i++) {
-        if (exempt[i].matchSegments(req.method, cut))
+        if (plans.mayMatchAlso(i, cut) && exempt[i].matchSegments(req.method, cut))
           return exemptions.exempt('endpoint', req, clientIpOf(req));
       }
     }

@@ -118,7 +118,7 @@ export function compilePathPattern(
   const frozen = Object.freeze(segments);
   // A pattern matched on its own cuts the path into its own reusable cut (matching is synchronous).
   const own = new PathSegments(frozen.length);
-  return Object.freeze({
+  const compiled: PathPattern = Object.freeze({
     source,
     params: Object.freeze(params),
     depth: frozen.length,
@@ -129,6 +129,39 @@ export function compilePathPattern(
       return walk(frozen, own.cut(path), includePrefix, out) ? out : undefined;
     },
   });
+  const first = frozen[0];
+  if (first !== undefined && (first.kind === Kind.Literal || first.kind === Kind.ExactLiteral)) {
+    FIRST_LITERALS.set(compiled, { text: first.text, exact: first.kind === Kind.ExactLiteral });
+  }
+  return compiled;
+}
+
+/** A pattern's first segment when it is literal: its text (lower case unless `exact`) and whether case counts. */
+export interface FirstLiteral {
+  readonly text: string;
+  readonly exact: boolean;
+}
+
+const FIRST_LITERALS = new WeakMap<PathPattern, FirstLiteral>();
+
+/**
+ * The first segment a path must have for `pattern` to match it, or `undefined` when any may do (a pattern that
+ * starts with a parameter or `*`, or `/` itself): several patterns matched against one path compare its first
+ * segment once with each distinct literal, and walk only the patterns it leaves possible.
+ */
+export function firstLiteralOf(pattern: PathPattern): FirstLiteral | undefined {
+  return FIRST_LITERALS.get(pattern);
+}
+
+/**
+ * Whether the first segment of a cut path is `first`: false whenever a pattern starting with `first` cannot match
+ * the path (the first step of its walk, alone).
+ */
+export function firstSegmentIs(cut: PathSegments, first: FirstLiteral): boolean {
+  if (!cut.rooted) return false;
+  const pos = cut.starts[0];
+  if (pos > cut.end || cut.ends[0] - pos !== first.text.length) return false;
+  return first.exact ? cut.path.startsWith(first.text, pos) : equalsLower(cut.path, pos, first.text);
 }
 
 /** The path without query string and without one trailing slash (the root stays `/`). */

@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { Limiter } from '../core/index.js';
 import { MemoryStore } from '../memory/index.js';
+import { compileEndpoint } from './path-pattern.js';
 import { RulePlans } from './rule-plans.js';
 import { compileRule, type RuleOptions } from './rules.js';
 import type { HttpRequestInfo } from './types.js';
@@ -106,5 +107,65 @@ describe('rule plans', () => {
     expect(plans.match(req('/other', 'free'))?.names).toEqual(['rules[0]']);
     expect(plans.match(req('/api/z', 'free'))).toBe(both);
     expect(plans.match(req('/other'))).toBeUndefined();
+  });
+
+  it('pass over an exempt endpoint only when it cannot match, whatever the endpoints and the path (property)', () => {
+    const endpointOf = fc.constantFrom(
+      'GET /health',
+      '/Health',
+      'GET /.well-known/*',
+      '/api/*',
+      '/API/items/:id',
+      '/*',
+      '/',
+      '/:id/x',
+      'POST /system/seal',
+    );
+    const pathOf = fc.constantFrom(
+      '/',
+      '/?q',
+      '/health',
+      '/Health/',
+      '/HEALTH',
+      '/.well-known/a',
+      '/.well-known',
+      '/api',
+      '/api/items/1',
+      '/API/items/1?x',
+      '/apis/x',
+      '//health',
+      '/system/seal',
+      'health',
+      '',
+    );
+    fc.assert(
+      fc.property(fc.array(endpointOf, { minLength: 1, maxLength: 6 }), fc.array(pathOf), (texts, paths) => {
+        const endpoints = texts.map((t) => compileEndpoint(t));
+        const rules = [compileRule({ path: '/api/items/*', policies: ['p0'] }, limiter, 'rules[0]')];
+        const plans = new RulePlans(rules, '', 256, endpoints);
+        for (const path of paths) {
+          const cut = plans.cut(path);
+          endpoints.forEach((e, i) => {
+            for (const method of ['GET', 'POST']) {
+              const matches = e.matchSegments(method, cut);
+              expect(matches && !plans.mayMatchAlso(i, cut), `${texts[i]} ${path}`).toBe(false);
+              expect(matches).toBe(e.match(method, path));
+            }
+          });
+        }
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
+  it('compare a path with the default exempt endpoints by its first segment alone when it is none of theirs', () => {
+    const endpoints = ['GET /health', 'GET /ready', 'GET /metrics', 'GET /.well-known/*'].map((t) =>
+      compileEndpoint(t),
+    );
+    const plans = new RulePlans([], '', 256, endpoints);
+    const cut = plans.cut('/api/items/1');
+    expect(endpoints.map((_, i) => plans.mayMatchAlso(i, cut))).toEqual([false, false, false, false]);
+    const health = plans.cut('/health?x');
+    expect(endpoints.map((_, i) => plans.mayMatchAlso(i, health))).toEqual([true, false, false, false]);
   });
 });
