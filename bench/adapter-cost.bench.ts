@@ -131,6 +131,13 @@ async function bytesPerRequest(h: Handler): Promise<number> {
   return total / n;
 }
 
+/** The median of per-pass ratios `a / b`, with the middle half and the range. */
+function passRatios(a: number[], b: number[]): string {
+  const ratios = a.map((x, k) => x / b[k]).sort((x, y) => x - y);
+  const q = (f: number) => ratios[Math.round(f * (ratios.length - 1))].toFixed(3);
+  return `${median(ratios).toFixed(3)} (${q(0.25)} to ${q(0.75)}; ${q(0)} to ${q(1)})`;
+}
+
 async function main(): Promise<void> {
   const mine = await sluiceOf(HERE);
   const base = BASELINE === undefined ? undefined : await sluiceOf(BASELINE);
@@ -169,13 +176,13 @@ async function main(): Promise<void> {
       }
     }
     for (let i = 0; i < list.length; i++) {
-      const ratios = cpu[i].map((x, k) => x / cpu[0][k]).sort((a, b) => a - b);
-      const q = (f: number) => ratios[Math.round(f * (ratios.length - 1))].toFixed(3);
       rows.push([
         group,
         list[i][0],
         median(cpu[i]).toFixed(2),
-        i === 0 ? '1.000' : `${median(ratios).toFixed(3)} (${q(0.25)} to ${q(0.75)})`,
+        i === 0 ? '1.000' : passRatios(cpu[i], cpu[0]),
+        // This tree's Sluice against the baseline's, pass by pass: the figure a change to an adapter moves.
+        i === 2 ? passRatios(cpu[1], cpu[2]) : '',
         (await bytesPerRequest(list[i][1])).toFixed(0),
       ]);
     }
@@ -185,7 +192,14 @@ async function main(): Promise<void> {
   );
   console.log(
     table(
-      ['group', 'handler', 'CPU us/req', 'CPU vs bare, median of pass ratios', 'bytes allocated/req'],
+      [
+        'group',
+        'handler',
+        'CPU us/req',
+        'CPU vs bare, median of pass ratios',
+        'this tree / baseline',
+        'bytes allocated/req',
+      ],
       rows,
     ),
   );

@@ -6,7 +6,8 @@
  *   variant:   bare | sluice | peer (express-rate-limit on Express, @fastify/rate-limit on Fastify) | noop (an
  *              empty middleware or onRequest hook: what being a middleware costs by itself) | floor (node only:
  *              the bytes of Sluice's answer in that mode, precomputed once and written with one writeHead: what
- *              node:http charges to send them, the ceiling of any limiter that sends the same answer)
+ *              node:http charges to send them, the ceiling of any limiter that sends the same answer; on Fastify,
+ *              an onRequest hook that sets those headers and, denied, sends that body through the reply)
  *   mode:      allowed (limits never bind) | denied (one request per minute per client: nearly all get 429)
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -14,7 +15,7 @@ import type { AddressInfo } from 'node:net';
 import fastifyRateLimit from '@fastify/rate-limit';
 import express from 'express';
 import { rateLimit as expressRateLimit } from 'express-rate-limit';
-import Fastify from 'fastify';
+import Fastify, { type FastifyReply } from 'fastify';
 import { Limiter } from '../../packages/sluice/src/core/index.js';
 import { rateLimit as sluiceExpress } from '../../packages/sluice/src/express/index.js';
 import { sluiceFastify } from '../../packages/sluice/src/fastify/index.js';
@@ -54,6 +55,28 @@ function floor(): (req: IncomingMessage, res: ServerResponse) => void {
   return (_req, res) => {
     res.writeHead(v.status, flat);
     res.end(body);
+  };
+}
+
+/**
+ * The Fastify form of {@link floor}: an onRequest hook that sets the headers of Sluice's answer in this mode
+ * (lower-cased once, as Fastify stores them) and, denied, sends its body through the reply as `sluice/fastify`
+ * does; allowed, the route answers. What Fastify charges for the same answer, without deciding it.
+ */
+function fastifyFloor(): (request: unknown, reply: FastifyReply, done: () => void) => void {
+  const http = sluice();
+  const req = { method: 'GET', path: '/', headers: { host: '127.0.0.1' }, remoteAddress: '127.0.0.1' };
+  http.evaluate(req);
+  const v = http.evaluate(req);
+  if (isPromiseLike(v)) throw new Error('the memory store decides synchronously');
+  const headers: Record<string, string> = {};
+  for (const [name, value] of v.headers) headers[name.toLowerCase()] = value;
+  const body = v.body ?? '';
+  const asIs = (payload: unknown): string => payload as string;
+  return (_request, reply, done) => {
+    reply.headers(headers);
+    if (v.action !== 'deny') done();
+    else reply.code(v.status).serializer(asIs).send(body);
   };
 }
 
@@ -112,6 +135,7 @@ async function main(): Promise<void> {
   const app = Fastify();
   if (variant === 'sluice') await app.register(sluiceFastify, { limiter: sluice() });
   if (variant === 'noop') app.addHook('onRequest', (_req, _reply, done) => done());
+  if (variant === 'floor') app.addHook('onRequest', fastifyFloor());
   if (variant === 'peer') await app.register(fastifyRateLimit, { max: LIMIT, timeWindow: 60_000 });
   app.get('/', async (_req, reply) => reply.type('text/plain').send(BODY));
   await app.listen({ port: 0, host: '127.0.0.1' });
