@@ -87,7 +87,10 @@ function expectCleanOutput(d: Decision, cost: number): void {
       expect(value, name).toMatch(WHOLE);
     }
   }
-  if (!d.allowed) expect(headers.map(([h]) => h)).toContain('Retry-After');
+  // A cost above a burst is never admitted: no Retry-After is sent for it (D-G168), and one is for every other denial.
+  if (!d.allowed && d.reason !== 'cost_exceeds_burst')
+    expect(headers.map(([h]) => h)).toContain('Retry-After');
+  if (d.reason === 'cost_exceeds_burst') expect(headers.map(([h]) => h)).not.toContain('Retry-After');
   if (d.allowed) return;
   const input = { decision: d, path: '/api/x?q=1', correlationId: 'corr-1', nowMs: WALL_MS };
   const body = rateLimitProblemBody(input);
