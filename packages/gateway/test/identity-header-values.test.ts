@@ -39,6 +39,18 @@ async function admit(headers: Record<string, string | string[]>, trusted = true)
   return await admitRequest(running!.gateway, request(headers, trusted));
 }
 
+/** Admits `headers` from a trusted proxy: the 400 problem `code` naming the header `name`; its body. */
+async function refused(code: string, name: string, headers: Record<string, string | string[]>) {
+  const a = await admit(headers);
+  expect(a).toMatchObject({ kind: 'deny', status: 400, outcome: code });
+  if (a.kind !== 'deny') throw new Error(`${name} was not refused`);
+  const body = JSON.parse(a.body) as Record<string, unknown>;
+  expect(body).toMatchObject({ status: 400, code, correlation_id: 'req-1' });
+  expect(String(body.detail)).toContain(name);
+  expect(a.headers).toContainEqual(['content-type', 'application/problem+json']);
+  return { admission: a, body };
+}
+
 describe('identity headers with more than one value', () => {
   // Node.js joins repeated field lines of one name with ", "; a proxy may fold them so too (RFC 9110 5.3).
   it.each([
@@ -49,13 +61,7 @@ describe('identity headers with more than one value', () => {
     ['x-rate-limit-tier', { 'x-rate-limit-tier': 'free, enterprise' }],
   ])('are refused with 400 naming %s, never keyed by the address', async (name, headers) => {
     running = await startGateway(join(tmp.dir, 'dup.yaml'), { yaml: YAML });
-    const a = await admit(headers);
-    expect(a).toMatchObject({ kind: 'deny', status: 400, outcome: 'duplicate_identity_header' });
-    if (a.kind !== 'deny') return;
-    const body = JSON.parse(a.body) as Record<string, unknown>;
-    expect(body).toMatchObject({ status: 400, code: 'duplicate_identity_header', correlation_id: 'req-1' });
-    expect(String(body.detail)).toContain(name);
-    expect(a.headers).toContainEqual(['content-type', 'application/problem+json']);
+    await refused('duplicate_identity_header', name, headers);
   });
 
   it('are ignored, like every identity header, from a peer that is not a trusted proxy', async () => {
@@ -79,18 +85,8 @@ describe('identity headers holding a control character', () => {
     ['x-rate-limit-tier', { 'x-rate-limit-tier': '\x1b[31mfree' }],
   ])('are refused with 400 naming %s, never keyed by the address', async (name, headers) => {
     running = await startGateway(join(tmp.dir, 'control.yaml'), { yaml: YAML });
-    const a = await admit(headers);
-    expect(a).toMatchObject({
-      kind: 'deny',
-      status: 400,
-      outcome: 'invalid_identity_header',
-      key: undefined,
-    });
-    if (a.kind !== 'deny') return;
-    const body = JSON.parse(a.body) as Record<string, unknown>;
-    expect(body).toMatchObject({ status: 400, code: 'invalid_identity_header', correlation_id: 'req-1' });
-    expect(String(body.detail)).toContain(name);
-    expect(a.headers).toContainEqual(['content-type', 'application/problem+json']);
+    const { admission } = await refused('invalid_identity_header', name, headers);
+    expect(admission.key).toBeUndefined();
   });
 
   it('are ignored from an untrusted peer; spaces and UTF-8 letters are still read', async () => {
@@ -178,17 +174,8 @@ describe('identity header values longer than 256 characters', () => {
     ['x-rate-limit-tier', { 'x-rate-limit-tier': at257 }],
   ])('are refused with 400 invalid_identity_header naming %s and the limit', async (name, headers) => {
     running = await startGateway(join(tmp.dir, 'long.yaml'), { yaml: YAML });
-    const a = await admitRequest(running.gateway, request(headers));
-    expect(a).toMatchObject({
-      kind: 'deny',
-      status: 400,
-      outcome: 'invalid_identity_header',
-      key: undefined,
-    });
-    if (a.kind !== 'deny') return;
-    const body = JSON.parse(a.body) as Record<string, unknown>;
-    expect(body).toMatchObject({ status: 400, code: 'invalid_identity_header', correlation_id: 'req-1' });
-    expect(String(body.detail)).toContain(name);
+    const { admission, body } = await refused('invalid_identity_header', name, headers);
+    expect(admission.key).toBeUndefined();
     expect(String(body.detail)).toContain('256');
   });
 
