@@ -1,10 +1,6 @@
-import {
-  compilePathPattern,
-  type PathPattern,
-  type ResponseHeadView,
-  type ResponseObserver,
-} from 'sluice/http';
+import type { ResponseHeadView, ResponseObserver } from 'sluice/http';
 import type { GatewayConfig } from '../config/gateway-config.js';
+import { EndpointRoute } from '../limits/endpoint-route.js';
 
 /**
  * Removes upstream cost headers from an answer and holds nothing: what an exempt request gets on a route whose
@@ -30,11 +26,9 @@ class CostHeaderRemover implements ResponseObserver {
   }
 }
 
-/** An endpoint rule that names a cost header it does not keep: its path pattern, methods and header. */
+/** An endpoint rule that names a cost header it does not keep: its route and header. */
 interface HeaderRule {
-  readonly pattern: PathPattern;
-  /** Upper-case methods, `HEAD` added beside `GET` as the rules match them; `undefined` for any method. */
-  readonly methods: ReadonlySet<string> | undefined;
+  readonly route: EndpointRoute;
   /** The tiers' headers and this rule's, for a request that matches this rule only. */
   readonly remover: CostHeaderRemover;
   readonly names: readonly string[];
@@ -79,15 +73,9 @@ export class CostHeaderScope {
     for (const rule of config.endpoints) {
       const c = rule.cost;
       if (c?.header === undefined || c.keepHeader) continue;
-      const methods =
-        rule.methods === undefined || rule.methods.length === 0
-          ? undefined
-          : new Set(rule.methods.map((m) => m.toUpperCase()));
-      if (methods?.has('GET')) methods.add('HEAD');
       const names = Object.freeze([...new Set([...tierNames, c.header.toLowerCase()])]);
       rules.push({
-        pattern: compilePathPattern(rule.pattern, `endpoints[${rule.index}].pattern`),
-        methods,
+        route: new EndpointRoute(rule),
         names,
         remover: new CostHeaderRemover(names),
       });
@@ -105,16 +93,11 @@ export class CostHeaderScope {
    */
   observerFor(method: string, path: string): ResponseObserver | undefined {
     const rules = this.#rules;
-    let upper: string | undefined;
     let found: HeaderRule | undefined;
     let names: Set<string> | undefined;
     for (let i = 0; i < rules.length; i++) {
       const r = rules[i];
-      if (!r.pattern.match(path)) continue;
-      if (r.methods !== undefined) {
-        upper ??= method.toUpperCase();
-        if (!r.methods.has(upper)) continue;
-      }
+      if (!r.route.matches(method, path)) continue;
       if (found === undefined) found = r;
       else {
         // Several rules with headers: their union, made for this request only (rare).

@@ -1,12 +1,5 @@
-import { compilePathPattern, type PathPattern } from 'sluice/http';
 import type { GatewayConfig } from '../config/gateway-config.js';
-
-/** An endpoint rule whose reservation reads a field of the request body: its path pattern and methods. */
-interface BodyRule {
-  readonly pattern: PathPattern;
-  /** Upper-case methods, `HEAD` added beside `GET` as the rules match them; `undefined` for any method. */
-  readonly methods: ReadonlySet<string> | undefined;
-}
+import { EndpointRoute } from './endpoint-route.js';
 
 /**
  * Which requests have their body read before admission for a reservation that names one of its fields
@@ -27,12 +20,12 @@ export class ReserveBodyScope {
   readonly maxBytes: number;
   /** True when a tier reserves from the body: every request is read. */
   readonly #everyRoute: boolean;
-  readonly #rules: readonly BodyRule[];
+  readonly #routes: readonly EndpointRoute[];
 
-  private constructor(maxBytes: number, everyRoute: boolean, rules: readonly BodyRule[]) {
+  private constructor(maxBytes: number, everyRoute: boolean, routes: readonly EndpointRoute[]) {
     this.maxBytes = maxBytes;
     this.#everyRoute = everyRoute;
-    this.#rules = rules;
+    this.#routes = routes;
     Object.freeze(this);
   }
 
@@ -51,20 +44,15 @@ export class ReserveBodyScope {
       everyRoute = true;
       most = Math.max(most, r.maxBytes);
     }
-    const rules: BodyRule[] = [];
+    const routes: EndpointRoute[] = [];
     for (const rule of config.endpoints) {
       const r = rule.cost?.reserve;
       if (r === undefined || typeof r === 'number') continue;
       most = Math.max(most, r.maxBytes);
-      const methods =
-        rule.methods === undefined || rule.methods.length === 0
-          ? undefined
-          : new Set(rule.methods.map((m) => m.toUpperCase()));
-      if (methods?.has('GET')) methods.add('HEAD');
-      rules.push({ pattern: compilePathPattern(rule.pattern, `endpoints[${rule.index}].pattern`), methods });
+      routes.push(new EndpointRoute(rule));
     }
     if (most === 0) return undefined;
-    return new ReserveBodyScope(most, everyRoute, Object.freeze(rules));
+    return new ReserveBodyScope(most, everyRoute, Object.freeze(routes));
   }
 
   /**
@@ -75,15 +63,8 @@ export class ReserveBodyScope {
    */
   wants(method: string, path: string): boolean {
     if (this.#everyRoute) return true;
-    const rules = this.#rules;
-    let upper: string | undefined;
-    for (let i = 0; i < rules.length; i++) {
-      const r = rules[i];
-      if (!r.pattern.match(path)) continue;
-      if (r.methods === undefined) return true;
-      upper ??= method.toUpperCase();
-      if (r.methods.has(upper)) return true;
-    }
+    const routes = this.#routes;
+    for (let i = 0; i < routes.length; i++) if (routes[i].matches(method, path)) return true;
     return false;
   }
 }
