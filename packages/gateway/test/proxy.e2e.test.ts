@@ -253,13 +253,18 @@ describe('malformed input', () => {
       { 'x-forwarded-for': 'not-an-ip, , ::::, 999.1.1.1' },
       { 'x-forwarded-for': `${'1.2.3.4, '.repeat(500)}5.6.7.8` },
       { forwarded: 'for="[::1', 'x-request-id': '"><script>' },
-      { 'x-tenant-id': 'a'.repeat(4000), 'x-client-id': 'c\u00e9' },
       { 'x-rate-limit-tier': 'no-such-tier' },
     ];
     for (const headers of odd) {
       const r = await send(agent, `${base}/odd`, { headers });
       expect([200, 429]).toContain(r.status);
     }
+    // An identity value too long to name a caller from a trusted proxy is refused, not keyed by the address.
+    const long = await send(agent, `${base}/odd`, {
+      headers: { 'x-tenant-id': 'a'.repeat(4000), 'x-client-id': 'c\u00e9' },
+    });
+    expect(long.status).toBe(400);
+    expect(long.json<{ code: string }>().code).toBe('invalid_identity_header');
     expect((await send(agent, `${base}/health`)).status).toBe(200);
   });
 });
