@@ -6,7 +6,8 @@ import { OVERRIDE_HELP, overrideCommand } from './override-command.js';
 
 /** The requests the command sent, and the answer each got. */
 let sent: { method: string; url: string; body: unknown }[];
-let answer: { status: number; body: unknown };
+/** The answer to every request: `body` as JSON, or `text` as it is (a server that is not the admin API). */
+let answer: { status: number; body: unknown; text?: string };
 
 beforeEach(() => {
   sent = [];
@@ -17,22 +18,30 @@ beforeEach(() => {
       url,
       body: init.body === undefined ? undefined : JSON.parse(init.body),
     });
-    return new Response(JSON.stringify(answer.body), { status: answer.status });
+    return new Response(answer.text ?? JSON.stringify(answer.body), { status: answer.status });
   });
 });
 afterEach(() => {
   vi.unstubAllGlobals();
 });
 
-async function run(kind: 'override' | 'block', ...argv: string[]) {
+/** Runs `sluice override` or `sluice block` against the admin API at `adminUrl`: exit code, output, errors. */
+async function runAt(adminUrl: string, kind: 'override' | 'block', ...argv: string[]) {
   const out: string[] = [];
   const err: string[] = [];
   const code = await overrideCommand(kind, argv, {
     out: (t) => out.push(t),
     err: (t) => err.push(t),
-    env: { SLUICE_ADMIN_URL: 'http://admin.test', SLUICE_ADMIN_TOKEN: 'token' },
+    env: { SLUICE_ADMIN_URL: adminUrl, SLUICE_ADMIN_TOKEN: 'token' },
   });
   return { code, out: out.join(''), err: err.join('').replace(OVERRIDE_HELP, '') };
+}
+
+const run = (kind: 'override' | 'block', ...argv: string[]) => runAt('http://admin.test', kind, ...argv);
+
+/** Answers every request with this status and body text, as a server that is not the admin API would. */
+function answerWith(status: number, text: string): void {
+  answer = { status, body: undefined, text };
 }
 
 describe('sluice override set and sluice block set: arguments', () => {
@@ -259,5 +268,84 @@ describe('sluice block list and sluice override history: terminal safety', () =>
     };
     const r = await run('override', 'history');
     expect(r.out).toBe(`2026-01-01T00:00:00.000Z root set ip:1.2.3.4: ${escaped}\n`);
+  });
+});
+
+describe('sluice override against a server that is not the admin API', () => {
+  it('says the server answered, but not as the admin API, for JSON of another shape', async () => {
+    answerWith(200, '{"method":"GET","url":"/overrides"}');
+    for (const argv of [['list'], ['history']] as const) {
+      const r = await runAt('http://proxy.test', 'override', ...argv);
+      expect(r.code).toBe(1);
+      expect(r.err).toContain('http://proxy.test answered, but not as the admin API');
+      expect(r.err).toContain('SLUICE_ADMIN_URL');
+      expect(r.err).not.toContain('could not be reached');
+      expect(r.err).not.toContain('Cannot read properties');
+    }
+    const b = await runAt('http://proxy.test', 'block', 'list');
+    expect(b.err).toContain('answered, but not as the admin API');
+    const s = await runAt(
+      'http://proxy.test',
+      'override',
+      'set',
+      'ip:192.0.2.9',
+      '--unlimited',
+      '--reason',
+      'x',
+    );
+    expect(s.err).toContain('answered, but not as the admin API');
+  });
+
+  it('says so for an answer that is not JSON', async () => {
+    answerWith(200, '<html>hello</html>');
+    const r = await runAt('http://proxy.test', 'override', 'list');
+    expect(r.code).toBe(1);
+    expect(r.err).toContain('answered, but not as the admin API');
+  });
+
+  it('keeps "could not be reached" for a server that does not answer', async () => {
+    vi.stubGlobal('fetch', async () => {
+      throw new TypeError('fetch failed');
+    });
+    const r = await runAt('http://proxy.test', 'override', 'list');
+    expect(r.code).toBe(1);
+    expect(r.err).toContain('could not be reached: fetch failed');
+  });
+});
+
+describe('sluice override set: numbers', () => {
+  it('refuses a --quota or --burst that is not a number before sending anything', async () => {
+    answerWith(200, '{"override":{"id":"x"}}');
+    const q = await runAt(
+      'http://proxy.test',
+      'override',
+      'set',
+      'ip:192.0.2.9',
+      '--quota',
+      'abc',
+      '--window',
+      '1m',
+      '--reason',
+      'x',
+    );
+    expect(q.code).toBe(2);
+    expect(q.err).toContain('--quota must be a number, got "abc"');
+    const b = await runAt(
+      'http://proxy.test',
+      'override',
+      'set',
+      'ip:192.0.2.9',
+      '--quota',
+      '5',
+      '--burst',
+      '',
+      '--window',
+      '1m',
+      '--reason',
+      'x',
+    );
+    expect(b.code).toBe(2);
+    expect(b.err).toContain('--burst must be a number, got ""');
+    expect(sent).toEqual([]);
   });
 });

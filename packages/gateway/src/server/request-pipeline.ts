@@ -253,11 +253,9 @@ function proxy(
 ): void {
   const c = rt.config;
   const instance = pathAndQuery;
-  if (rt.proxy === undefined) {
-    setOutcome('no_upstream');
-    sendProblem(res, Problems.noUpstream(), instance, id, extra as Record<string, string>);
-    return;
-  }
+  // Without an upstream the request was answered before admission (answerWithoutUpstream).
+  const upstream = rt.proxy;
+  if (upstream === undefined) throw new Error('a request reached the proxy without an upstream');
   const length = Number(req.headers['content-length'] ?? 0);
   if (length > c.server.maxBodyBytes) {
     setOutcome('too_large');
@@ -279,7 +277,7 @@ function proxy(
     c.upstream.maxBodiesPerClient > 0 && hasRequestBody(req.headers) ? ipKey(clientIp) : undefined;
   // The `server:` section in effect is the body's rules as it is: its size limit and its pace; the `upstream:`
   // section the wait for a connection and the cap of bodies per client (a reload applies to the next request).
-  rt.proxy.forward(
+  upstream.forward(
     req,
     res,
     pathAndQuery,

@@ -50,7 +50,8 @@ export async function handleUpgrade(
     return;
   }
   // Decision mode: nothing to switch to, refused before admission as a plain request is (no tokens spent).
-  if (rt.proxy === undefined) {
+  const upstream = rt.proxy;
+  if (upstream === undefined) {
     if (ctx.requestLog.wants(rt.config.logging.requests, 'no_upstream')) {
       ctx.requestLog.write({
         reqId: id,
@@ -120,11 +121,7 @@ export async function handleUpgrade(
     return;
   }
   const path = target.path;
-  if (rt.proxy === undefined) {
-    refuse(rt, socket, Problems.noUpstream(), path, id, feed);
-    return;
-  }
-  const result = await rt.proxy.upgrade(
+  const result = await upstream.upgrade(
     req,
     socket,
     head,
