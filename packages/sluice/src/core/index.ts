@@ -14,6 +14,7 @@ export { type EvaluateMode, evaluate } from './evaluate.js';
 export { keyAsPattern } from './key-pattern.js';
 export { type CheckInput, Limiter, type LimiterOptions, type WaitOptions } from './limiter.js';
 export { ManualClock } from './manual-clock.js';
+export { ManyDecision } from './many-decision.js';
 export {
   booleanOption,
   describeValue,

@@ -5,6 +5,7 @@ import {
   ErrorCode,
   type EvaluateMode,
   evaluate,
+  ManyDecision,
   nextLast,
   type Policy,
   type RateLimitStore,
@@ -327,7 +328,11 @@ export class MemoryStore implements RateLimitStore {
       }
       phases[i] = now - lasts[i];
     }
-    const decision = evaluate(checks, units, cost, mode, phases);
+    // The outcomes of a decision over several policies are built only when read (most callers read `allowed`).
+    const decision =
+      n <= ManyDecision.MAX_CHECKS
+        ? new ManyDecision(checks, units, cost, mode, phases)
+        : evaluate(checks, units, cost, mode, phases);
     if (mode === 'peek') return decision;
     // The keys' first slots found above stay true while buckets are only added: an insert that may evict (the
     // table at its cap) ignores the hint and looks the key up.
