@@ -102,6 +102,8 @@ export class ReplayEngine {
   readonly #batchKeys: (string | undefined)[] = new Array<string | undefined>(REPLAY_BATCH).fill(undefined);
   /** Per line of a batch: its client's dotted-quad value, or -1 (`ClientAddresses.touch`). */
   readonly #batchValues = new Float64Array(REPLAY_BATCH);
+  /** Per line of a batch: its client's address slot (`ClientAddresses.slot`), read when its key is known. */
+  readonly #batchSlots = new Int32Array(REPLAY_BATCH);
   /** Per line of a batch: the address slot of a client whose key had no buckets before the batch, or -1. */
   readonly #batchLearn = new Int32Array(REPLAY_BATCH).fill(-1);
 
@@ -172,32 +174,40 @@ export class ReplayEngine {
     const keys = this.#batchKeys;
     const values = this.#batchValues;
     const learn = this.#batchLearn;
+    const slots = this.#batchSlots;
     const startedOver = addresses.startedOver;
     // Every line's address slot is read before any is looked up: the loads overlap (see ClientAddresses.touch).
     for (let i = 0; i < count; i++) {
       const a = records[i].clientIp;
       values[i] = a === undefined ? -1 : addresses.touch(a);
     }
+    // Then every line is looked up, and only then are the keys' buckets read: in one loop, a line's prefetch filled
+    // the processor's window before the next line's lookup could start, and the loads of a batch waited one after
+    // the other (D-G170).
     for (let i = 0; i < count; i++) {
-      const r = records[i];
-      const a = r.clientIp;
+      const a = records[i].clientIp;
       if (a !== undefined && addresses.lookup(a, values[i])) {
         ips[i] = addresses.ip;
         keys[i] = addresses.key;
-        // A recorded caller is keyed by its identity, which admission builds: only an address key is known here.
-        if (!r.identified) {
-          const at = addresses.slot;
-          if (at < 0) store.prefetch(addresses.key);
-          else {
-            // The place the store gave this client's key last time spares the key's lookup while it holds.
-            const place = store.prefetch(addresses.key, addresses.place(at), addresses.placedAt(at));
-            addresses.keepPlace(at, place, store.placesMoved);
-            if (place < 0) learn[i] = at;
-          }
-        }
+        slots[i] = addresses.slot;
       } else {
         ips[i] = undefined;
         keys[i] = undefined;
+      }
+    }
+    // A table that started over in the batch may have given earlier lines' slots to other addresses.
+    const slotsHeld = addresses.startedOver === startedOver;
+    for (let i = 0; i < count; i++) {
+      const key = keys[i];
+      // A recorded caller is keyed by its identity, which admission builds: only an address key is known here.
+      if (key === undefined || records[i].identified) continue;
+      const at = slotsHeld ? slots[i] : -1;
+      if (at < 0) store.prefetch(key);
+      else {
+        // The place the store gave this client's key last time spares the key's lookup while it holds.
+        const place = store.prefetch(key, addresses.place(at), addresses.placedAt(at));
+        addresses.keepPlace(at, place, store.placesMoved);
+        if (place < 0) learn[i] = at;
       }
     }
     for (let i = 0; i < count; i++) {
