@@ -20,7 +20,13 @@ const NO_PAIRS: readonly HeaderPair[] = Object.freeze([]);
  */
 export function admittedHeaders(rt: Runtime, id: string, admission: Admitted): OutgoingHttpHeaders {
   const extra: OutgoingHttpHeaders = { [rt.config.server.requestIdHeader]: id };
-  if (admission.kind === 'allow') for (const [k, v] of admission.headers) extra[k] = v;
+  if (admission.kind !== 'allow') return extra;
+  // By index: `for...of` with a destructured pair made an iterator and its results per request (about 500 bytes).
+  const pairs = admission.headers;
+  for (let i = 0; i < pairs.length; i++) {
+    const pair = pairs[i] as HeaderPair;
+    extra[pair[0]] = pair[1];
+  }
   return extra;
 }
 

@@ -5,7 +5,6 @@ import { type GatewayProblem, Problems, sendProblem } from '../admission/problem
 import { requestIdOf } from '../admission/request-id.js';
 import type { Runtime } from '../admission/runtime.js';
 import { expectsContinue } from '../proxy/expects-continue.js';
-import type { CloseRelay } from '../proxy/forward-state.js';
 import { hasRequestBody } from '../proxy/request-body.js';
 import { ResponseFeed } from '../proxy/response-feed.js';
 import { admittedHeaders, upstreamHeaders } from './answer-headers.js';
@@ -15,8 +14,8 @@ import { DENIED_BODY_DRAIN_BYTES, drainBody } from './drain-body.js';
 import { answerHealth, isHealthRequest } from './health-endpoints.js';
 import { hasBadHost } from './host-header.js';
 import { answerWithoutUpstream } from './no-upstream.js';
-import { paceLeftover } from './pace-leftover.js';
 import { admitOwnRequest, type ProxyContext } from './proxy-context.js';
+import { RequestRun } from './request-run.js';
 import { readReserveBody } from './reserve-body.js';
 import { answerShed } from './shed-answer.js';
 
@@ -36,43 +35,12 @@ export async function handleRequest(
   const c = rt.config;
   const id = requestIdOf(req.headers[c.server.requestIdHeader]);
   ctx.begin();
-  let outcome = 'proxied';
-  let key: string | undefined;
-  let tier: string | undefined;
-  let forwarded = false;
-  // Where the forwarded request learns of the client's close while it is upstream: through this one listener
-  // instead of one of its own.
-  const relay: CloseRelay = { onClose: undefined };
-  // `on`, not `once`: a response closes once, and `once` would wrap the listener and remove it again per request.
-  // The response's only listener: the connection's line, the upstream request and the log are all told from here.
-  res.on('close', () => {
-    ctx.end(req);
-    relay.onClose?.();
-    // A body the gateway answered without forwarding (a denial, a health answer) is read and dropped by Node
-    // before the connection serves another request: it keeps the pace a forwarded body must keep, or the
-    // connection is closed, so a trickled leftover cannot hold a socket without end.
-    if (!forwarded && !req.complete && !req.destroyed) paceLeftover(req, c.server);
-    // Closed before any answer went out: the client left (an abandoned upload, a wait it gave up on). Logged as
-    // NGINX logs it, 499, not as the 200 the response object starts with and never sent.
-    const answered = res.headersSent;
-    const settled = answered ? outcome : 'client_closed';
-    // The configuration in effect when the request started decides: a reload applies to the next request.
-    if (!ctx.requestLog.wants(c.logging.requests, settled)) return;
-    ctx.requestLog.write({
-      reqId: id,
-      method: req.method ?? 'GET',
-      url: req.url ?? '/',
-      status: answered ? res.statusCode : CLIENT_CLOSED_STATUS,
-      ms: Math.round((performance.now() - started) * 100) / 100,
-      outcome: settled,
-      key,
-      tier,
-    });
-  });
+  // What the response's close reads (outcome, key, tier, whether the body went upstream): one object per request.
+  const run = new RequestRun(ctx, req, res, c, id, started);
   // Before anything reads the request, the health endpoints and preflights included: RFC 9112 3.2 makes a request
   // with two Host fields or an invalid one a 400, whatever it asks for.
   if (hasBadHost(req.rawHeaders)) {
-    outcome = 'bad_host';
+    run.outcome = 'bad_host';
     refuseBadHost(res, req.url ?? '/', c.server.requestIdHeader, id);
     return;
   }
@@ -83,7 +51,7 @@ export async function handleRequest(
   // preflights are answered here, before admission, and never reach the upstream.
   const cors = corsHeaders(c.cors, req.headers.origin);
   if (c.cors !== undefined && isPreflight(req)) {
-    outcome = 'preflight';
+    run.outcome = 'preflight';
     answerPreflight(c.cors, req, res, [c.server.requestIdHeader, id]);
     return;
   }
@@ -94,7 +62,7 @@ export async function handleRequest(
   // upstream all see this canonical form. A target without one is admission's to refuse (400).
   const target = rt.http.canonicalTarget(raw);
   if (target.ok && isHealthRequest(method, target.path)) {
-    outcome = 'own';
+    run.outcome = 'own';
     res.setHeader(c.server.requestIdHeader, id);
     host.metrics.recordExempt({ reason: 'endpoint' });
     await answerHealth(host, ctx.draining, target.path, req, res);
@@ -102,7 +70,7 @@ export async function handleRequest(
   }
   // Decision mode: nothing to forward to, so nothing is admitted (no tokens of the shared buckets spent).
   if (answerWithoutUpstream(rt, res, raw, id, c.server.requestIdHeader)) {
-    outcome = 'no_upstream';
+    run.outcome = 'no_upstream';
     return;
   }
   try {
@@ -120,12 +88,13 @@ export async function handleRequest(
     // The memory store answers in the same tick: no await, so no microtask hop for most requests.
     const admission = isPromiseLike(admitting) ? await admitting : admitting;
     if (admission.kind === 'deny') {
-      outcome = admission.outcome;
-      key = admission.key;
-      tier = admission.tier;
+      run.outcome = admission.outcome;
+      run.key = admission.key;
+      run.tier = admission.tier;
       if (res.headersSent) return;
       // Admission's headers are complete: rate-limit headers, the problem's content type, no caching, request id.
-      for (const [k, v] of admission.headers) res.setHeader(k, v);
+      const pairs = admission.headers;
+      for (let i = 0; i < pairs.length; i++) res.setHeader(pairs[i]?.[0] as string, pairs[i]?.[1] as string);
       // A denial keeps the connection (Node reads the rest of a small declared body after the answer; a chunked
       // one is read and dropped here first, up to the same bound). A larger upload still unread closes it, and
       // so does one the client holds back for a `100 Continue` it never gets (the 429 goes out without one):
@@ -138,14 +107,9 @@ export async function handleRequest(
       res.end(admission.body);
       return;
     }
-    if (admission.kind === 'exempt') {
-      outcome = `exempt_${admission.reason}`;
-      tier = admission.tier;
-      key = admission.key;
-    } else {
-      key = admission.key;
-      tier = admission.tier;
-    }
+    run.key = admission.key;
+    run.tier = admission.tier;
+    if (admission.kind === 'exempt') run.outcome = admission.outcome;
     // In the extra fields too, so an upstream's own CORS fields give way to the section's.
     const extra = admittedHeaders(rt, id, admission);
     if (cors !== undefined) Object.assign(extra, cors);
@@ -160,7 +124,7 @@ export async function handleRequest(
       performance.now(),
     );
     if (held === SHED) {
-      outcome = 'shed';
+      run.outcome = 'shed';
       owned?.end(NOT_SENT);
       answerShed(rt, overload as OverloadStage, host.logger, req, res, raw, id, extra);
       return;
@@ -172,26 +136,10 @@ export async function handleRequest(
     // Admission admits canonical targets only; forwarding anything else would let the upstream see a path the
     // rules did not.
     if (!target.ok) throw new Error('admission admitted a request target it refuses');
-    forwarded = true;
-    proxy(
-      ctx,
-      rt,
-      req,
-      res,
-      target.path + target.query,
-      id,
-      clientIp,
-      extra,
-      (o, bodyUnread) => {
-        outcome = o;
-        // Refused before it was sent: its body, if any, is the gateway's to drop at the pace (see paceLeftover).
-        if (bodyUnread) forwarded = false;
-      },
-      feed,
-      relay,
-    );
+    run.forwarded = true;
+    proxy(ctx, rt, req, res, target.path + target.query, id, clientIp, extra, run, feed);
   } catch (e) {
-    outcome = 'error';
+    run.outcome = 'error';
     host.logger.error({ reqId: id, err: e }, 'request failed');
     if (!res.headersSent) res.setHeader(c.server.requestIdHeader, id);
     sendProblem(
@@ -210,9 +158,6 @@ export async function handleRequest(
 
 /** The end of a response never sent upstream (a request shed after its limits admitted it). */
 const NOT_SENT = Object.freeze({ completed: false, status: 0, bytesSent: 0, bytesReceived: 0 });
-
-/** The request log's status of a request whose client closed the connection before any answer (NGINX's 499). */
-const CLIENT_CLOSED_STATUS = 499;
 
 /**
  * Answers a request whose Host fields are malformed with the `bad_host` problem and closes the connection, as
@@ -247,9 +192,8 @@ function proxy(
   id: string,
   clientIp: string | undefined,
   extra: OutgoingHttpHeaders,
-  setOutcome: (o: string, bodyUnread?: boolean) => void,
+  run: RequestRun,
   feed: ResponseFeed | undefined,
-  relay: CloseRelay,
 ): void {
   const c = rt.config;
   const instance = pathAndQuery;
@@ -258,7 +202,7 @@ function proxy(
   if (upstream === undefined) throw new Error('a request reached the proxy without an upstream');
   const length = Number(req.headers['content-length'] ?? 0);
   if (length > c.server.maxBodyBytes) {
-    setOutcome('too_large');
+    run.forwardingEnded('too_large');
     res.setHeader('connection', 'close');
     sendProblem(res, Problems.tooLarge(c.server.maxBodyBytes), instance, id, extra as Record<string, string>);
     res.once('finish', () => req.socket.destroySoon?.());
@@ -289,16 +233,19 @@ function proxy(
     (failure) => {
       if (failure === undefined) return;
       if (failure.kind === 'queue_timeout' || failure.kind === 'client_bodies') {
-        setOutcome(failure.kind === 'queue_timeout' ? 'upstream_queue_timeout' : 'client_bodies', true);
+        run.forwardingEnded(
+          failure.kind === 'queue_timeout' ? 'upstream_queue_timeout' : 'client_bodies',
+          true,
+        );
         void refuseBusy(ctx, rt, req, res, instance, id, extra, failure.kind === 'queue_timeout');
         return;
       }
       // A slow body is the client's doing, not the upstream's: logged under its own outcome.
       if (failure.kind === 'aborted') {
-        setOutcome('client_closed');
+        run.forwardingEnded('client_closed');
         return;
       }
-      setOutcome(failure.kind === 'body_timeout' ? 'body_timeout' : `upstream_${failure.kind}`);
+      run.forwardingEnded(failure.kind === 'body_timeout' ? 'body_timeout' : `upstream_${failure.kind}`);
       try {
         const problem: GatewayProblem =
           failure.kind === 'timeout'
@@ -323,7 +270,7 @@ function proxy(
       }
     },
     feed,
-    relay,
+    run,
   );
 }
 

@@ -299,3 +299,45 @@ describe('property: no header value is ever malformed', () => {
     );
   });
 });
+
+describe('legacy pairs of a header plan', () => {
+  it('equal the standalone legacy headers for any decision and clock, and are shared where they repeat', () => {
+    const a = definePolicy({ name: 'a', quota: 7, window: 60, burst: 3 });
+    const b = definePolicy({ name: 'b', quota: 1_000, window: 3_600 });
+    const plan = new HeaderPlan([a, b]);
+    fc.assert(
+      fc.property(
+        fc.array(
+          fc.record({ which: fc.constantFrom(0, 1), r: fc.nat(9), t: fc.nat(5), nowMs: fc.nat(5_000) }),
+          { maxLength: 20 },
+        ),
+        (steps) => {
+          for (const s of steps) {
+            const policy = s.which === 0 ? a : b;
+            const reset = Math.floor(s.nowMs / 1000) + s.t;
+            const fixed = plan.legacyPairs(policy, policy.name);
+            const pairs = [
+              fixed.limit,
+              ['X-RateLimit-Remaining', String(s.r)],
+              plan.legacyResetPair(reset),
+              fixed.policy,
+            ];
+            const d = {
+              allowed: true,
+              violated: [],
+              outcomes: [
+                { policy, key: 'k', limited: false, remaining: s.r, resetSeconds: s.t, retryAfterSeconds: 0 },
+              ],
+            } as unknown as Decision;
+            expect(pairs).toEqual(legacyRateLimitHeaders(d, Math.floor(s.nowMs / 1000) * 1000));
+            // Shared and frozen: one verdict's caller cannot change what the next one sends.
+            expect(plan.legacyPairs(policy, policy.name)).toBe(fixed);
+            expect(Object.isFrozen(fixed.limit) && Object.isFrozen(fixed.policy)).toBe(true);
+            expect(plan.legacyResetPair(reset)).toBe(plan.legacyResetPair(reset));
+          }
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+});

@@ -243,6 +243,14 @@ export function formatDecisionHeaders(decision: Decision, options: FormatHeaders
   return out;
 }
 
+/** The legacy header pairs of one policy that stay the same from answer to answer. */
+export interface LegacyPairs {
+  /** `X-RateLimit-Limit`: the policy's quota. */
+  readonly limit: HeaderPair;
+  /** `X-RateLimit-Policy`: the policy's name as a plain header value. */
+  readonly policy: HeaderPair;
+}
+
 /**
  * The precomputed header parts for one list of policies, so that a request only concatenates integers: the
  * `RateLimit-Policy` value is constant per policy list, and each `RateLimit` item's name part is serialized
@@ -305,6 +313,44 @@ export class HeaderPlan {
     this.#lastValue = value;
     this.#lastPair = undefined;
     return [HeaderName.RateLimit, value];
+  }
+
+  /** Per policy of this plan, its constant legacy pairs, made at its first legacy answer. */
+  readonly #legacy = new Map<Policy, LegacyPairs>();
+  #lastResetEpoch = -1;
+  #lastResetPair: HeaderPair | undefined;
+
+  /**
+   * The legacy pairs of a policy of this plan that do not change from request to request (`X-RateLimit-Limit`
+   * and `X-RateLimit-Policy`), frozen and shared: a legacy answer then makes only its remaining and reset values.
+   *
+   * @param policy - a policy of this plan.
+   * @param name - its `X-RateLimit-Policy` value (see {@link legacyPolicyName}).
+   */
+  legacyPairs(policy: Policy, name: string): LegacyPairs {
+    let pairs = this.#legacy.get(policy);
+    if (pairs === undefined) {
+      pairs = Object.freeze({
+        limit: Object.freeze([HeaderName.LegacyLimit, String(policy.quota)] as const),
+        policy: Object.freeze([HeaderName.LegacyPolicy, name] as const),
+      });
+      this.#legacy.set(policy, pairs);
+    }
+    return pairs;
+  }
+
+  /**
+   * The `X-RateLimit-Reset` pair of an epoch second, shared while the second repeats (requests of one second of
+   * one plan's mostly share it).
+   *
+   * @param epochSeconds - the reset time as Unix seconds ({@link resetEpochSeconds}).
+   */
+  legacyResetPair(epochSeconds: number): HeaderPair {
+    if (epochSeconds !== this.#lastResetEpoch || this.#lastResetPair === undefined) {
+      this.#lastResetEpoch = epochSeconds;
+      this.#lastResetPair = Object.freeze([HeaderName.LegacyReset, String(epochSeconds)] as const);
+    }
+    return this.#lastResetPair;
   }
 
   /** The `RateLimit` value for outcomes decided over exactly these policies, in the same order. */

@@ -375,10 +375,17 @@ export class VerdictWriter {
   #legacyHeaders(out: HeaderPair[], facts: DecidedFacts, d: Decision): void {
     const m = mostRestrictive(d);
     if (m === undefined) return;
-    out.push([HeaderName.LegacyLimit, String(m.policy.quota)]);
+    // The limit and the policy name are the policy's own, and the reset repeats within a second: shared pairs,
+    // so an answer makes only its remaining count's.
+    const plan = facts.header;
+    const fixed = plan.legacyPairs(
+      m.policy,
+      facts.legacyNames?.get(m.policy) ?? legacyPolicyName(m.policy.name),
+    );
+    out.push(fixed.limit);
     out.push([HeaderName.LegacyRemaining, String(m.remaining)]);
-    out.push([HeaderName.LegacyReset, String(resetEpochSeconds(this.#o.wallClock(), m.resetSeconds))]);
-    out.push([HeaderName.LegacyPolicy, facts.legacyNames?.get(m.policy) ?? legacyPolicyName(m.policy.name)]);
+    out.push(plan.legacyResetPair(resetEpochSeconds(this.#o.wallClock(), m.resetSeconds)));
+    out.push(fixed.policy);
   }
 }
 
