@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { type AdmissionRequest, admitRequest } from '../src/admission/admit-request.js';
 import { hashApiKey } from '../src/identity/api-key-file.js';
-import { startGateway, type TestGateway, tempDir, WALL_MS } from './support.js';
+import { startGateway, type TestGateway, tempDir } from './support.js';
 
 const tmp = tempDir();
 let running: TestGateway | undefined;
@@ -31,7 +31,6 @@ function request(headers: Record<string, string | string[]>, trusted = true): Ad
     trustIdentityHeaders: trusted,
     cost: 1,
     correlationId: 'req-1',
-    nowMs: WALL_MS,
   };
 }
 

@@ -66,8 +66,6 @@ export interface AdmissionRequest {
   readonly cost: number;
   /** The request id for problem bodies. */
   readonly correlationId: string;
-  /** Wall-clock milliseconds of the request (kept for callers; the runtime's clock formats headers). */
-  readonly nowMs?: number;
   /**
    * The client's TLS socket, for the mTLS exemption; `undefined` when the connection is another proxy's (the
    * decision API), where that exemption cannot apply.

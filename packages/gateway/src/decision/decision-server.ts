@@ -19,8 +19,6 @@ export interface DecisionServerOptions {
   readonly host: DecisionHost;
   /** The `decision:` section. */
   readonly config: DecisionConfig;
-  /** Wall-clock milliseconds for reset epochs; default `Date.now`. */
-  readonly now?: () => number;
 }
 
 /** The largest cost a decision request may ask for; far above any sane policy, small enough to stay exact. */
@@ -65,7 +63,6 @@ export class DecisionServer {
    */
   static async start(options: DecisionServerOptions): Promise<DecisionServer> {
     const { config, host } = options;
-    const now = options.now ?? Date.now;
     // Everything but the address follows reloads: the section in effect is read per request, its peers parsed
     // once per configuration.
     let current = { config, peers: parseTrustedProxies('decision.allowedPeers', config.allowedPeers) };
@@ -78,7 +75,7 @@ export class DecisionServer {
     };
     const server = createServer((req, res) => {
       const { config: c, peers } = settings();
-      handle(req, res, host, c, peers, now).catch((e: unknown) => {
+      handle(req, res, host, c, peers).catch((e: unknown) => {
         host.logger.error({ err: e }, 'decision request failed');
         if (!res.headersSent) {
           sendProblem(res, 500, 'Internal Server Error', 'The decision failed.', 'internal_error');
@@ -118,7 +115,6 @@ async function handle(
   host: DecisionHost,
   config: DecisionConfig,
   peers: readonly IpRange[],
-  now: () => number,
 ): Promise<void> {
   // auth_request sends no body; a small one is read and dropped so the connection stays usable, while a large
   // or chunked one is not worth reading: the answer says Connection: close and Node closes once it is sent.
@@ -185,7 +181,6 @@ async function handle(
     trustIdentityHeaders: config.trustIdentityHeaders,
     cost,
     correlationId: requestIdOf(req.headers[rt.config.server.requestIdHeader]),
-    nowMs: now(),
   });
   host.logger.debug(
     { method, uri, status: answer.status, outcome: answer.outcome, key: answer.key, tier: answer.tier },

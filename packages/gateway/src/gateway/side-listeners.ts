@@ -79,7 +79,7 @@ export class SideListeners {
     const decision = config.decision;
     if (decision !== undefined) {
       this.#decision = await listenAs('decision.port', 'the decision API', () =>
-        DecisionServer.start({ host: this.#host, config: decision, now: this.#now }),
+        DecisionServer.start({ host: this.#host, config: decision }),
       );
       this.decisionUrl = this.#decision.url;
     }

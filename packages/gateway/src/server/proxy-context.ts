@@ -61,7 +61,6 @@ export function admitOwnRequest(
     trustIdentityHeaders: rt.trustedPeer(req.socket.remoteAddress),
     cost: 1,
     correlationId: id,
-    nowMs: ctx.now(),
     socket: req.socket,
     // Its early close ends a wait in a queue; read only for a request that waits.
     response: res,
