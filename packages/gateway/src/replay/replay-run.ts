@@ -41,7 +41,10 @@ export interface ReplayRunOptions {
    * {@link DEFAULT_REORDER_WINDOW_MS}, 0 decides every line as it comes.
    */
   readonly reorderWindowMs?: number;
-  /** Sees every request with its decision under `config` (a promise for one that waited in a queue). */
+  /**
+   * Sees every request with its decision under `config` (a promise for one that waited in a queue). A verdict
+   * given as it is is read during the call only: its decision is given back to the store afterwards (D-G171).
+   */
   readonly onDecision?: (r: LogRecord, v: Verdict | Promise<Verdict>) => void;
   /**
    * Called when the replay starts over from the first line (a line later than its first, short window): what
@@ -160,6 +163,11 @@ async function replayOnce(
           else void Promise.all([da, db]).then(([x, y]) => flips?.compare(x, y));
         }
         onDecision?.(rec, da);
+        // Read for the last time (a comparison still waiting on the other verdict reads both later).
+        if (!(da instanceof Promise) && !(db instanceof Promise)) {
+          a.recycle(da);
+          b?.recycle(db);
+        }
       }
       window.recycle(rec);
     }

@@ -20,16 +20,16 @@ export class ManyDecision implements Decision {
   declare allowed: boolean;
   declare cost: number;
   declare delayMs: number;
-  /** The checks decided, in order (read, never changed). */
-  declare readonly checks: readonly Check[];
+  /** The checks decided, in order (read, never changed; stores set it). */
+  declare checks: readonly Check[];
   /** @internal Per check `i`: units before the decision (after refill) at `2i`, its phase at `2i + 1`. */
   declare readonly facts: number[];
   /** @internal Bit `i` set when check `i`'s policy lacked the tokens. */
-  declare readonly limitedBits: number;
+  declare limitedBits: number;
   /** @internal Whether an enforcing policy's burst is below the cost. */
-  declare readonly exceeds: boolean;
+  declare exceeds: boolean;
   /** @internal Whether the tokens of the policies that had them were taken (an allowed decision, not a peek). */
-  declare readonly took: boolean;
+  declare took: boolean;
   /** @internal The outcome list once built. */
   declare private cached: readonly PolicyOutcome[] | undefined;
   /** @internal The violated list once built. */
@@ -52,12 +52,38 @@ export class ManyDecision implements Decision {
     mode: EvaluateMode,
     phases: Float64Array,
   ) {
+    // Every field is given its value here (a shape V8 builds in one step), then `set` decides.
+    this.allowed = true;
+    this.cost = cost;
+    this.delayMs = 0;
+    this.checks = checks;
+    this.facts = new Array<number>(2 * checks.length);
+    this.limitedBits = 0;
+    this.exceeds = false;
+    this.took = false;
+    this.cached = undefined;
+    this.cachedViolated = undefined;
+    this.set(checks, units, cost, mode, phases);
+  }
+
+  /**
+   * Decides again into this instance (the arguments of the constructor) and returns it: a store that hands out
+   * decisions given back to it (`MemoryStore.recycle`) writes over one of them, allocating nothing.
+   */
+  set(
+    checks: readonly Check[],
+    units: Float64Array,
+    cost: number,
+    mode: EvaluateMode,
+    phases: Float64Array,
+  ): this {
     const n = checks.length;
     let blocked = false;
     let exceeds = false;
     let delayMs = 0;
     let bits = 0;
-    const facts: number[] = new Array<number>(2 * n);
+    // Kept at its longest: a reused decision over fewer checks reads only the first 2n facts.
+    const facts = this.facts;
     // One pass per check, as evaluate's two: whether it lacks the tokens (and the wait a reservation would need).
     for (let i = 0; i < n; i++) {
       const p = checks[i].policy;
@@ -91,12 +117,12 @@ export class ManyDecision implements Decision {
     this.cost = cost;
     this.delayMs = allowed ? delayMs : 0;
     this.checks = checks;
-    this.facts = facts;
     this.limitedBits = bits;
     this.exceeds = exceeds;
     this.took = took;
-    this.cached = undefined;
-    this.cachedViolated = undefined;
+    if (this.cached !== undefined) this.cached = undefined;
+    if (this.cachedViolated !== undefined) this.cachedViolated = undefined;
+    return this;
   }
 
   /** The number of checks decided. */

@@ -23,6 +23,8 @@ import { PlaceHints } from './place-hints.js';
 import { settleBuckets } from './settle-buckets.js';
 
 const NO_PINS = new Int32Array(0);
+/** Decisions given back that a store keeps for reuse, of each kind: a replay gives back a batch's at a time. */
+const MAX_FREE = 256;
 
 /** Counters a metrics exporter can read without touching the hot path. */
 export interface MemoryStoreStats {
@@ -70,6 +72,9 @@ export class MemoryStore implements RateLimitStore {
   #prefetched = 0;
   /** The places the last run of prefetch calls found, for the decisions that follow (D-G72). */
   readonly #hints = new PlaceHints();
+  /** Decisions given back through {@link MemoryStore.recycle}, written over by the next ones (D-G171). */
+  readonly #freeMany: ManyDecision[] = [];
+  readonly #freeSingle: SingleDecision[] = [];
 
   /**
    * @param options - see {@link MemoryStoreOptions}.
@@ -104,8 +109,31 @@ export class MemoryStore implements RateLimitStore {
   }
 
   decide(checks: readonly Check[], cost: number): Decision {
-    if (checks.length === 1) return this.decideOne(checks[0].policy, checks[0].key, cost);
+    if (checks.length === 1) {
+      const free = this.#freeSingle;
+      return this.decideOne(checks[0].policy, checks[0].key, cost, free.length > 0 ? free.pop() : undefined);
+    }
     return this.#run(checks, cost, 'decide');
+  }
+
+  /**
+   * Gives back a decision this store made that its caller will never read again (nor anything it handed the
+   * decision to): a later decision is written into it instead of a new object, so that a caller that gives back
+   * every decision it is done with (a log replay) decides a known key without allocating. A decision given back
+   * twice is kept once; any other value is ignored. Reading a decision after giving it back reads another one.
+   */
+  recycle(d: Decision): void {
+    // A decision in use has a cost of at least 1: 0 marks one already given back.
+    if (d.cost === 0) return;
+    if (d instanceof ManyDecision) {
+      if (this.#freeMany.length >= MAX_FREE) return;
+      d.cost = 0;
+      this.#freeMany.push(d);
+    } else if (d instanceof SingleDecision) {
+      if (this.#freeSingle.length >= MAX_FREE) return;
+      d.cost = 0;
+      this.#freeSingle.push(d);
+    }
   }
 
   /**
@@ -330,9 +358,11 @@ export class MemoryStore implements RateLimitStore {
     }
     // The outcomes of a decision over several policies are built only when read (most callers read `allowed`).
     const decision =
-      n <= ManyDecision.MAX_CHECKS
-        ? new ManyDecision(checks, units, cost, mode, phases)
-        : evaluate(checks, units, cost, mode, phases);
+      n > ManyDecision.MAX_CHECKS
+        ? evaluate(checks, units, cost, mode, phases)
+        : this.#freeMany.length > 0
+          ? (this.#freeMany.pop() as ManyDecision).set(checks, units, cost, mode, phases)
+          : new ManyDecision(checks, units, cost, mode, phases);
     if (mode === 'peek') return decision;
     // The keys' first slots found above stay true while buckets are only added: an insert that may evict (the
     // table at its cap) ignores the hint and looks the key up.
