@@ -111,8 +111,21 @@ export class ClientAddresses {
    */
   touch(s: string): number {
     const v = dottedQuadValue(s);
-    if (v >= 0) this.#touched ^= this.#ints[slotOf(v | 0) * INTS + USED];
+    if (v >= 0) this.touchValue(v);
     return v;
+  }
+
+  /**
+   * {@link ClientAddresses.touch} of an address whose {@link dottedQuadValue} is known (>= 0): reads its first
+   * slot's numbers and the slot of its strings (the pointer only, never the string). A batch computes every
+   * line's value first and then touches them in a loop of its own, so that its loads are all in flight at once:
+   * computing a value between two loads kept only two or three of a batch's in flight (D-G172).
+   */
+  touchValue(v: number): void {
+    const h = slotOf(v | 0);
+    this.#touched ^= this.#ints[h * INTS + USED];
+    // Compared with `undefined` (never in the table), the string is not read: only its slot is loaded.
+    if (this.#strings[2 * h] === undefined) this.#touched++;
   }
 
   /**
