@@ -1,9 +1,13 @@
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { CHROMIUM_ARGS, toolPath } from '../../../test/support/tools.js';
+import { bundleForBrowser } from '../../sluice/test/client/bundle.js';
 import { buildDemoPage } from '../demo-ui/build.js';
 import { runDemo } from '../src/demo/run-demo.js';
 import type { Gateway } from '../src/gateway/gateway.js';
@@ -72,3 +76,51 @@ it('sends a burst from another origin: the status element shows what is left and
     .toContain('Limit reached');
   await page.screenshot({ path: join(process.cwd(), 'test-artifacts', 'demo-page.png') });
 });
+
+it("the client README's page, served from any other loopback origin, calls the demo gateway through CORS", async () => {
+  // The README's steps: index.html beside the esm bundle, served by a static server of the reader's choice (its
+  // port is not known to the demo), opened with ?api=<the gateway the demo prints>.
+  const files: Record<string, [string, string]> = {
+    '/index.html': [
+      'text/html; charset=utf-8',
+      readFileSync(new URL('../../../examples/browser/index.html', import.meta.url), 'utf8'),
+    ],
+    '/sluice-client.js': [
+      'text/javascript; charset=utf-8',
+      await bundleForBrowser(new URL('../../sluice/src/client/index.ts', import.meta.url), 'esm'),
+    ],
+  };
+  const web = createServer((req, res) => {
+    const file = files[(req.url ?? '').split('?')[0]];
+    res.writeHead(file === undefined ? 404 : 200, { 'content-type': file?.[0] ?? 'text/plain' });
+    res.end(file?.[1] ?? '');
+  });
+  await new Promise<void>((r) => web.listen(0, '127.0.0.1', r));
+  try {
+    const origin = `http://127.0.0.1:${(web.address() as AddressInfo).port}`;
+    const tab = await context.newPage();
+    await tab.goto(`${origin}/index.html?api=${demo.gateway.url}`);
+    await tab.click('#send');
+    // Each answer's RateLimit field was readable across origins (the demo's cors exposes it).
+    await expect
+      .poll(() => tab.locator('#log li', { hasText: /^200 RateLimit: "/ }).count(), WAIT)
+      .toBeGreaterThanOrEqual(1);
+    expect(await tab.locator('#log li', { hasText: 'RateLimit: null' }).count()).toBe(0);
+    await expect
+      .poll(
+        () =>
+          tab
+            .locator('sluice-rate-limit-status')
+            .evaluate(
+              (el) => (el.shadowRoot as ShadowRoot).querySelector('[part=remaining]')?.textContent ?? '',
+            ),
+        WAIT,
+      )
+      .toMatch(/ of \d+ left/);
+    await tab.close();
+  } finally {
+    // Chromium keeps its connections alive; close() alone would wait for them.
+    web.closeAllConnections();
+    await new Promise((r) => web.close(r));
+  }
+}, 60_000);

@@ -45,12 +45,15 @@ export async function runDemo(
       env: process.env,
     });
   const base = load(options.port ?? 8080);
-  // The example file has no admin or cors section; the demo adds them so the admin API can be tried too, and
-  // the browser page, served by the upstream's origin, can read the rate-limit headers of the gateway's origin.
+  // The example file has no admin or cors section; the demo adds them so the admin API can be tried too, and a
+  // browser page can read the rate-limit headers of the gateway's origin: the demo's own page (the upstream's
+  // origin) and the client README's page, served from whatever origin the reader's static server has. Any origin,
+  // without credentials: the demo runs on the memory store in front of an echo, with nothing a page could steal.
   const config = Object.freeze({
     ...base,
     admin: Object.freeze({ host, port: 0, token, tokenName: 'demo' }),
-    cors: resolveCorsConfig({ allowedOrigins: [upstream.url] }, base.server.requestIdHeader).config,
+    cors: resolveCorsConfig({ allowedOrigins: ['*'], credentials: false }, base.server.requestIdHeader)
+      .config,
     logging: Object.freeze({ level: 'warn', requests: Object.freeze({ mode: 'none', share: 0 } as const) }),
   });
   let gateway: Gateway;
