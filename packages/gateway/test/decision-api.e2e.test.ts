@@ -213,6 +213,27 @@ describe('decision API (HTTP, for NGINX auth_request)', () => {
     const text = await t?.gateway.metrics.metrics();
     expect(text).toMatch(/decisions_total\{[^}]*outcome="allowed"[^}]*\} 1/);
   });
+
+  it('answers a store that cannot decide under failureMode closed with the 503 code docs/nginx.md and docs/errors.md name', async () => {
+    // Port 1 on the loopback refuses every connection: the store never answers.
+    const url = await start(
+      'decision:\n  port: 0\nstore:\n  type: redis\n  url: "redis://127.0.0.1:1"\n  failureMode: closed\n',
+    );
+    let r = await ask(url, { 'x-original-uri': '/x', 'x-real-ip': '192.0.2.60' });
+    for (let i = 0; i < 50 && r.status !== 503; i++) {
+      r = await ask(url, { 'x-original-uri': '/x', 'x-real-ip': '192.0.2.60' });
+    }
+    expect(r.status).toBe(503);
+    const code = (r.json() as { code: string }).code;
+    expect(code).toBe('rate_limiter_unavailable');
+    const { readFileSync } = await import('node:fs');
+    const nginx = readFileSync(new URL('../../../docs/nginx.md', import.meta.url), 'utf8');
+    expect(/^\| 503 \| [^|]+\| problem `([a-z_]+)` \|/m.exec(nginx)?.[1]).toBe(code);
+    const errors = readFileSync(new URL('../../../docs/errors.md', import.meta.url), 'utf8');
+    const besides = /Problem codes of the HTTP decision API \(besides ([^)]*)\)/.exec(errors)?.[1] ?? '';
+    expect(besides).toContain(`\`${code}\``);
+    expect(besides).not.toContain('`store_unavailable`');
+  });
 });
 
 describe('decision: configuration', () => {
