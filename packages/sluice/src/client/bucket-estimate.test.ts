@@ -70,6 +70,29 @@ describe('what the client infers about a token bucket from RateLimit-Policy and 
     expect(bucketAt(e, 60_000).left).toBe(50);
   });
 
+  it('learns a burst above the quota from r and t, and keeps it through a drain and a refill', () => {
+    // Sluice accepts a bucket larger than its quota per window: quota 10 per 60 s with bursts of 50.
+    const big = { name: 'api', quota: 10, window: 60, burst: 50 };
+    const r = rig([big]);
+    r.send(); // "api";q=10;w=60 and "api";r=49;t=6
+    expect(r.entry('api').capacity).toBe(50);
+    expect(bucketAt(r.entry('api'), r.clock.now()).left).toBe(49);
+    for (let i = 0; i < 45; i++) r.send();
+    const e = r.entry('api');
+    expect([e.remaining, e.capacity]).toEqual([4, 50]);
+    expect(bucketAt(e, r.clock.now())).toMatchObject({ left: 4, capacity: 50 });
+    // An r above q alone, without t, already says the bucket holds more than the quota.
+    expect(observeCapacity({ remaining: 44, resetSeconds: undefined, quota: 10, windowSeconds: 60 })).toEqual(
+      {
+        min: 44,
+        max: Number.POSITIVE_INFINITY,
+      },
+    );
+    r.clock.advance(300_000);
+    r.send();
+    expect([r.entry('api').remaining, r.entry('api').capacity]).toEqual([49, 50]);
+  });
+
   it('when exhausted, knows the next request passes after one refill step and the bucket is full after t', () => {
     const r = rig([STANDARD]);
     for (let i = 0; i < 50; i++) expect(r.send().allowed).toBe(true);
@@ -117,11 +140,11 @@ describe('what the client infers about a token bucket from RateLimit-Policy and 
     expect(mergeCapacity({ min: 50, max: 54 }, { min: 1, max: 300 })).toEqual({ min: 50, max: 54 });
   });
 
-  it('without a window takes the largest r + 1 seen, bounded by the quota', () => {
+  it('without a window takes the largest r + 1 seen, unbounded above (a burst may exceed the quota)', () => {
     expect(observeCapacity({ remaining: 49, resetSeconds: 1, quota: 300, windowSeconds: undefined })).toEqual(
       {
         min: 50,
-        max: 300,
+        max: Number.POSITIVE_INFINITY,
       },
     );
     expect(observeCapacity({ remaining: 7, resetSeconds: 0, quota: 300, windowSeconds: 60 })).toEqual({
@@ -145,13 +168,14 @@ describe('properties of the estimate', () => {
     .record({
       quota: fc.integer({ min: 1, max: 2000 }),
       window: fc.constantFrom(1, 10, 60, 90, 3600),
-      burstShare: fc.double({ min: 0, max: 1, noNaN: true }),
+      // Up to four times the quota: Sluice accepts a burst above the quota per window.
+      burstShare: fc.double({ min: 0, max: 4, noNaN: true }),
     })
     .map(({ quota, window, burstShare }) => ({
       name: 'p',
       quota,
       window,
-      burst: Math.min(quota, 500, Math.max(1, Math.round(quota * burstShare))),
+      burst: Math.min(2000, Math.max(1, Math.round(quota * burstShare))),
     }));
   const steps = fc.array(
     fc.record({ advanceMs: fc.integer({ min: 0, max: 30_000 }), requests: fc.integer({ min: 0, max: 8 }) }),

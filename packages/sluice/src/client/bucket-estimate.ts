@@ -3,7 +3,7 @@
  *
  * The server sends `RateLimit-Policy: "p";q=Q;w=W` and `RateLimit: "p";r=R;t=T` where R is the whole tokens left
  * (floor) and T the seconds until the bucket is full (ceil), refilled at Q / W per second. The bucket's capacity
- * (the burst) is not in the fields and is often far below Q, so it is inferred: each response bounds it, the
+ * (the burst) is not in the fields and may be below or above Q, so it is inferred: each response bounds it, the
  * bounds of successive responses are intersected, and the display uses the lower bound. Every figure shown is
  * therefore one the server cannot contradict: never more left than the bucket holds, never a wait that is too
  * short for a token bucket refilled at Q / W.
@@ -73,7 +73,8 @@ function ratePerMs(quota: number | undefined, windowSeconds: number | undefined)
  * the floor of the tokens: `(t - 1) q / w < B - tokens <= t q / w` and `r <= tokens < r + 1`, so
  * `r + (t - 1) q / w < B < r + 1 + t q / w` for a whole capacity B (the lower side only when `r >= 1`: a server
  * that lets a bucket owe tokens reports `r = 0` below zero). `t = 0` means full, so B = r. Without a window only
- * `B >= r + 1` (not full) is known. A capacity never exceeds the quota: Sluice rejects a burst above it.
+ * `B >= r + 1` (not full) is known. The quota does not bound the capacity: a burst may exceed it, and an `r`
+ * above `q` says so.
  *
  * @returns the bounds, or `undefined` when the response gave no `r`.
  */
@@ -103,8 +104,8 @@ export function observeCapacity(o: BucketObservation): CapacityBounds | undefine
       max = intDiv((r + 1) * w + t * q - 1, w);
     }
   }
-  if (o.quota !== undefined && o.quota >= 1) max = Math.min(max, Math.floor(o.quota));
-  // Only a server contradicting itself (r above its own quota) gets here; the upper bound is the safer figure.
+  // No cap at q: Sluice accepts a burst above the quota per window (quota 10 with bursts of 50), and r and t bound
+  // the capacity on their own. Only a server contradicting itself gets min above max; the upper bound is safer.
   if (min > max) min = max;
   return { min, max };
 }

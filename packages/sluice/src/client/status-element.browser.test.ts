@@ -65,8 +65,9 @@ let bundle: string;
 const serverClock = new ManualClock(0);
 const requested: string[] = [];
 
-async function startTier(tier: string): Promise<RateLimitServer> {
-  const server = await startRateLimitServer(serverClock, examplePolicies(tier));
+async function startTier(tier: string | PolicyOptions[]): Promise<RateLimitServer> {
+  const policies = typeof tier === 'string' ? examplePolicies(tier) : tier;
+  const server = await startRateLimitServer(serverClock, policies);
   server.files.set('/', { type: 'text/html; charset=utf-8', body: PAGE });
   server.files.set('/status.js', { type: 'text/javascript; charset=utf-8', body: bundle });
   // Chromium asks for a favicon on its own; served as a file it takes no token from the bucket under test.
@@ -256,5 +257,26 @@ describe('<sluice-rate-limit-status> in headless Chromium, on the example tiers 
       expect(await shadowText('status', '.full')).toBe(full);
       expect(await level('status')).toBe('ok');
     }
+  });
+});
+
+describe('<sluice-rate-limit-status> in headless Chromium, with a burst above the quota', () => {
+  it('counts against the burst the headers show (50), not the quota per window (10), and warns below 20% of it', async () => {
+    // Sluice accepts quota 10 per 60 s with bursts of 50 (requestsPerMinute: 10, burstLimit: 50 in the gateway).
+    const big = await startTier([{ name: 'api', quota: 10, window: 60, burst: 50 }]);
+    await open(big);
+    expect(await request()).toBe(200); // "api";q=10;w=60 and "api";r=49;t=6
+    await waitShadowText('status', '.remaining', '49 of 50 left');
+    expect(await level('status')).toBe('ok');
+    big.limiter.check('api', 'client:1', 4);
+    expect(await request()).toBe(200); // r=44
+    await waitShadowText('status', '.remaining', '44 of 50 left');
+    big.limiter.check('api', 'client:1', 34);
+    expect(await request()).toBe(200); // r=9: below 20% of 50, though 9 is most of a quota of 10
+    await waitShadowText('status', '.remaining', '9 of 50 left');
+    expect(await level('status')).toBe('warning');
+    expect(await page.evaluate(() => window.client.entries().map((e) => [e.policy, e.capacity]))).toEqual([
+      ['api', 50],
+    ]);
   });
 });
