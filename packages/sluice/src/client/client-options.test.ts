@@ -44,6 +44,12 @@ describe('client options', () => {
       'maxBackoffSeconds must be a finite number > 0, got 0',
     );
     expect(invalid({ maxBackoffSeconds: Number.POSITIVE_INFINITY }).message).toContain('finite');
+    // A longer wait overflows setTimeout in Node.js and browsers (2^31 - 1 ms), which then fires at once.
+    expect(invalid({ maxBackoffSeconds: 1e7 }).message).toBe(
+      'maxBackoffSeconds must be a finite number > 0 and <= 2147483 (the longest timer wait), got 10000000',
+    );
+    expect(invalid({ maxBackoffSeconds: 2147483.5 }).message).toContain('<= 2147483');
+    expect(() => resolveClientOptions({ maxBackoffSeconds: 2147483 })).not.toThrow();
     expect(invalid({ retryStatuses: [429, 200] }).message).toBe(
       'retryStatuses[1] must be an integer from 400 to 599, got 200',
     );

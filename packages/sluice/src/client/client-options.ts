@@ -42,7 +42,7 @@ export interface ClientOptions {
   /** Growth of the backoff ceiling per retry, number >= 1. Default 2. */
   readonly backoffMultiplier?: number;
   /**
-   * The longest single wait in seconds, number > 0. Default 60. Caps computed backoff; a server Retry-After (or a
+   * The longest single wait in seconds, number > 0 and at most 2147483 (a timer's longest wait). Default 60. Caps computed backoff; a server Retry-After (or a
    * pre-emptive wait) above it ends with {@link RateLimitExceededError} instead of a silent long sleep.
    */
   readonly maxBackoffSeconds?: number;
@@ -155,13 +155,7 @@ export function resolveClientOptions(options: ClientOptions = {}): ResolvedClien
       false,
       CLIENT_DEFAULTS.backoffMultiplier,
     ),
-    maxBackoffSeconds: numberOption(
-      'maxBackoffSeconds',
-      o.maxBackoffSeconds,
-      0,
-      true,
-      CLIENT_DEFAULTS.maxBackoffSeconds,
-    ),
+    maxBackoffSeconds: maxBackoffOption(o.maxBackoffSeconds),
     initialBackoffSeconds: numberOption(
       'initialBackoffSeconds',
       o.initialBackoffSeconds,
@@ -192,6 +186,28 @@ function numberOption(
   if (value === undefined) return fallback;
   if (typeof value !== 'number' || !Number.isFinite(value) || (exclusive ? value <= min : value < min)) {
     throw invalidOption(option, `a finite number ${exclusive ? '>' : '>='} ${min}`, value);
+  }
+  return value;
+}
+
+/**
+ * The longest wait in whole seconds a timer holds: `setTimeout` in Node.js and browsers takes at most 2^31 - 1 ms
+ * and fires at once for more. Every wait the client sleeps is at most `maxBackoffSeconds`, so bounding the option
+ * bounds them all.
+ */
+const MAX_BACKOFF_SECONDS_LIMIT = Math.floor((2 ** 31 - 1) / 1000);
+
+function maxBackoffOption(value: unknown): number {
+  if (value === undefined) return CLIENT_DEFAULTS.maxBackoffSeconds;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
+    throw invalidOption('maxBackoffSeconds', 'a finite number > 0', value);
+  }
+  if (value > MAX_BACKOFF_SECONDS_LIMIT) {
+    throw invalidOption(
+      'maxBackoffSeconds',
+      `a finite number > 0 and <= ${MAX_BACKOFF_SECONDS_LIMIT} (the longest timer wait)`,
+      value,
+    );
   }
   return value;
 }

@@ -135,6 +135,54 @@ describe('createClient against a real server', () => {
     expect(statuses()).toEqual([200, 429]);
   });
 
+  it('gives up at once on a Retry-After too large to represent, read as 2^31 seconds', async () => {
+    const manual = new ManualClock(0);
+    const { sleeps, clock } = steppingClock(manual);
+    let calls = 0;
+    const fetch = async () => {
+      calls++;
+      return new Response('', { status: 429, headers: { 'retry-after': '99999999999999999999' } });
+    };
+    const client = createClient({ baseUrl: 'http://api.example.test', fetch, clock, random: () => 0 });
+    const e = await rejection(client.fetch('/a'));
+    expect(e.reason).toBe('retry-after-exceeds-cap');
+    expect(e.retryAfterSeconds).toBe(2147483648);
+    expect([calls, sleeps]).toEqual([1, []]);
+  });
+
+  it('never asks its clock for a wait longer than a timer can hold, at the largest maxBackoffSeconds', async () => {
+    const manual = new ManualClock(0);
+    const { sleeps, clock } = steppingClock(manual);
+    let calls = 0;
+    const fetch = async () =>
+      ++calls === 1
+        ? new Response('', { status: 429, headers: { 'retry-after': '2147484' } })
+        : new Response('ok');
+    const client = createClient({
+      baseUrl: 'http://api.example.test',
+      fetch,
+      clock,
+      random: () => 0.999999,
+      maxBackoffSeconds: 2147483,
+      initialBackoffSeconds: 2147483,
+    });
+    // 2147484 s is one second above the cap: it ends at once instead of a timer that overflows.
+    expect((await rejection(client.fetch('/a'))).reason).toBe('retry-after-exceeds-cap');
+    expect(sleeps).toEqual([]);
+    calls = 1;
+    const retried = createClient({
+      baseUrl: 'http://api.example.test',
+      fetch: async () => (++calls % 2 === 0 ? new Response('', { status: 503 }) : new Response('ok')),
+      clock,
+      random: () => 0.999999,
+      maxBackoffSeconds: 2147483,
+      initialBackoffSeconds: 2147483,
+    });
+    expect((await retried.fetch('/a')).status).toBe(200);
+    expect(sleeps).toHaveLength(1);
+    expect(sleeps[0]).toBeLessThanOrEqual(2 ** 31 - 1);
+  });
+
   it('gives up after maxRetries with the last problem body', async () => {
     const { client, sleeps, statuses } = await setup([perSecond()], {}, { busy: 10, busyRetryAfter: 1 });
     const e = await rejection(client.fetch('/a'));

@@ -1,4 +1,6 @@
 const DELAY_SECONDS = /^\d+$/;
+/** The value RFC 9111 section 1.2.2 gives a delta-seconds that overflows: 2^31 seconds. */
+const MAX_DELTA_SECONDS = 2_147_483_648;
 const DAY = '(Mon|Tue|Wed|Thu|Fri|Sat|Sun)';
 const MONTH = '(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)';
 const TIME = '(\\d{2}):(\\d{2}):(\\d{2})';
@@ -63,8 +65,9 @@ function utc(
  *
  * @param value - the field value, or `null` when the response has none.
  * @param nowMs - the wall-clock time to measure a date form against: the response's `Date`, else the local clock.
- * @returns whole seconds to wait (0 for a date in the past), or `undefined` when absent or malformed; a malformed
- *   value is ignored rather than trusted, so the client falls back to its own backoff.
+ * @returns whole seconds to wait (0 for a date in the past; at most 2^31, which a larger delay-seconds reads as),
+ *   or `undefined` when absent or malformed; a malformed value is ignored rather than trusted, so the client falls
+ *   back to its own backoff.
  *
  * @example
  * ```ts
@@ -76,8 +79,10 @@ export function parseRetryAfter(value: string | null | undefined, nowMs: number)
   if (value === null || value === undefined) return undefined;
   const text = value.trim();
   if (DELAY_SECONDS.test(text)) {
+    // RFC 9111 section 1.2.2: a delta-seconds too large to represent counts as 2^31, not as malformed, so a
+    // huge valid delay still ends at once above the cap instead of a retry after the short backoff.
     const seconds = Number(text);
-    return Number.isSafeInteger(seconds) ? seconds : undefined;
+    return Number.isSafeInteger(seconds) && seconds <= MAX_DELTA_SECONDS ? seconds : MAX_DELTA_SECONDS;
   }
   const at = parseHttpDate(text, nowMs);
   if (at === undefined) return undefined;

@@ -134,6 +134,29 @@ describe('QuotaWebhook', () => {
     expect(errors[0].details.reason).toBe('HTTP 429');
   });
 
+  it('reads a Retry-After too large to represent as the longest wait, the backoff cap, not as malformed', async () => {
+    const r = await receiver([503, 200], { 'retry-after': '99999999999999999999' });
+    const clock = new ManualClock(T0);
+    const hook = new QuotaWebhook({
+      url: r.url,
+      secret: SECRET,
+      clock,
+      maxAttempts: 2,
+      initialBackoffMs: 100,
+      maxBackoffMs: 30_000,
+    });
+    hook.send('quota.threshold_crossed', { n: 1 });
+    await r.arrived(1);
+    await untilSleeping(clock);
+    // RFC 9111 section 1.2.2: an overflowing delta-seconds counts as 2^31 s, so the wait is the 30 s cap, not 100 ms.
+    clock.advance(29_999);
+    expect(clock.pendingSleeps).toBe(1);
+    clock.advance(1);
+    expect(clock.pendingSleeps).toBe(0);
+    await hook.idle();
+    expect(r.received).toHaveLength(2);
+  });
+
   it('gives up at once on a status that retrying cannot fix', async () => {
     const r = await receiver([400]);
     const errors: SluiceError[] = [];

@@ -232,5 +232,8 @@ function retryAfterMs(value: string | null): number | undefined {
   if (value === null) return undefined;
   const s = value.trim();
   if (/^\d{1,9}$/.test(s)) return Number(s) * 1000;
+  // RFC 9111 section 1.2.2: a longer delta-seconds is a valid value too large to represent, read as 2^31 s (then
+  // capped at maxBackoffMs), not as malformed and replaced by the short backoff.
+  if (/^\d+$/.test(s)) return 2 ** 31 * 1000;
   return undefined;
 }
