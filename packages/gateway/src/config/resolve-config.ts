@@ -22,6 +22,7 @@ import { patternIssue } from './rule-issues.js';
 import type { SemanticIssue } from './semantic-issue.js';
 import { shadowIssues } from './shadow-issues.js';
 import { didYouMean as hint, unknownName } from './suggest.js';
+import { tierNameIssues } from './tier-policy-names.js';
 import { checkUrl, durationIn, STORE_LEASE_MS, STORE_TIMEOUT_MS, timerMs } from './value-ranges.js';
 import type { ConfigPath } from './violation.js';
 
@@ -133,6 +134,7 @@ export function resolveConfig(
     }
     publicAuth = DEFAULT_PUBLIC_AUTH;
   }
+  issues.push(...tierNameIssues(Object.keys(tiers), Object.keys(classes), publicAuth.name));
   issues.push(...shadowIssues(endpoints, publicAuth.name));
   issues.push(...connectionScopeIssues(endpoints, identity.publicAuthClass, classes));
 

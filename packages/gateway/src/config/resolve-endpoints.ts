@@ -8,6 +8,7 @@ import { resolveRuleRefill } from './resolve-refill.js';
 import { exactRange, patternIssue, policyNameIssue } from './rule-issues.js';
 import type { SemanticIssue } from './semantic-issue.js';
 import { didYouMean as hint } from './suggest.js';
+import { isTierPolicyName } from './tier-policy-names.js';
 
 // The raw shape after schema validation: only the types the schema guarantees, so every access is checked here.
 // biome-ignore lint/suspicious/noExplicitAny: schema-validated YAML data, read field by field below
@@ -89,7 +90,7 @@ export function resolveEndpoints(
       });
     }
     names.add(name);
-    if (tiers[name] !== undefined || Object.values(tiers).some((t) => `${t.name}.hour` === name)) {
+    if (isTierPolicyName(name, Object.keys(tiers))) {
       issues.push({
         path: [...path, 'name'],
         message: `policy name "${name}" is already a tier's policy name`,

@@ -10,13 +10,11 @@ import {
 import type { HttpLimiterOptions, HttpRequestInfo, RuleOptions } from 'sluice/http';
 import type { GatewayConfig, QueueConfig, TierConfig } from '../config/gateway-config.js';
 import type { ConcurrencyConfig } from '../config/resolve-concurrency.js';
+import { CONCURRENT_SUFFIX, HOUR_SUFFIX } from '../config/tier-policy-names.js';
 import { settleOptions } from './settle-options.js';
 
-/** The suffix of a tier's per-hour policy name: tier `standard` has policies `standard` and `standard.hour`. */
-export const HOUR_SUFFIX = '.hour';
-
-/** The suffix of a tier's concurrency policy name: `concurrentRequests` of tier `free` is `free.concurrent`. */
-export const CONCURRENT_SUFFIX = '.concurrent';
+// The suffixes live with the configuration, whose validation refuses names that would collide with them.
+export { CONCURRENT_SUFFIX, HOUR_SUFFIX };
 
 /** The prefix of the rule that carries a tier's buckets; endpoint rule names never start with it. */
 export const TIER_RULE_PREFIX = 'tier:';
