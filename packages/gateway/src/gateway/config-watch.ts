@@ -1,4 +1,4 @@
-import { realpathSync, watch } from 'node:fs';
+import { readFileSync, realpathSync, watch } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import type { Logger } from '../log/create-logger.js';
 
@@ -14,18 +14,38 @@ function resolved(file: string): string | undefined {
   }
 }
 
+/** The file's text now, or undefined while it cannot be read (the reload reports why). */
+function currentText(file: string): string | undefined {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * Calls `changed` once a configuration file's changes settle. The folder is watched, not the file: editors and
  * configuration management replace files by renaming, which a watch on the file itself would lose. An event for
  * another name counts when the file now resolves elsewhere: a Kubernetes ConfigMap volume links the file through
  * `..data`, and the kubelet updates it by renaming a new `..data` over the old one, so no event names the file.
  *
+ *
+ * A save made after the gateway read the file but before the watch attached gives no event (the threads of
+ * `sluice serve --threads` take over a second to start after the file is read): with `loaded`, the text the
+ * gateway runs, the file is read once the watch is attached and a different text counts as a change.
+ *
  * @param file - the configuration file.
  * @param changed - called after each settled change.
  * @param logger - where a watch that cannot start or fails is reported (SIGHUP still reloads).
+ * @param loaded - the text the gateway loaded from the file, when it has it.
  * @returns a function that stops watching.
  */
-export function watchConfigFile(file: string, changed: () => void, logger: Logger): () => void {
+export function watchConfigFile(
+  file: string,
+  changed: () => void,
+  logger: Logger,
+  loaded?: string,
+): () => void {
   const name = basename(file);
   let target = resolved(file);
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -44,6 +64,9 @@ export function watchConfigFile(file: string, changed: () => void, logger: Logge
       timer = setTimeout(changed, SETTLE_MS);
     });
     watcher.on('error', (e) => logger.warn({ err: e }, 'configuration watch failed; SIGHUP still reloads'));
+    // Read after attaching: a save from now on gives an event, one before it shows in the text.
+    if (loaded !== undefined && timer === undefined && currentText(file) !== loaded)
+      timer = setTimeout(changed, SETTLE_MS);
     return () => {
       watcher.close();
       stopTimer();

@@ -148,8 +148,9 @@ export class ThreadedGateway {
       // process that serves from half its threads, and shut the rest out of the port's share.
       await g.#everyThreadListens();
       // One watch for the process: a thread each would read the file each, maybe between two writes of a save.
-      // It starts before the line below, so that a save made by whoever waited for that line is seen.
-      if (c.reload.watch) g.#unwatch = watchConfigFile(options.file, () => g.reload(), logger);
+      // It starts before the line below, so that a save made by whoever waited for that line is seen; a save made
+      // since the file was read above (the first thread answered meanwhile) is found by comparing the text.
+      if (c.reload.watch) g.#unwatch = watchConfigFile(options.file, () => g.reload(), logger, source);
       // One line once the whole process serves, for operators and scripts that wait for it.
       logger.info(
         { url, threads: options.threads, store: store === undefined ? 'redis' : 'shared' },
