@@ -98,7 +98,7 @@ const PREFIX = '/dashboard';
  * const rates = new RateWindow();
  * const dashboard = new Dashboard(gateway, { rates });
  * // in the admin server: if (dashboard.serveAsset(req, res)) return; ...check the token...;
- * // if (dashboard.serveData(req, res)) return;
+ * // if (dashboard.serveData(req, res, notAllowed)) return;
  * ```
  */
 export class Dashboard {
@@ -180,14 +180,14 @@ export class Dashboard {
   /**
    * Answers the data routes; call it only for a request whose admin token was verified.
    *
+   * @param notAllowed - answers a method the routes do not take (the admin listener's 405 problem with Allow).
    * @returns true when answered.
    */
-  serveData(req: IncomingMessage, res: ServerResponse): boolean {
+  serveData(req: IncomingMessage, res: ServerResponse, notAllowed: (allow: string) => void): boolean {
     const path = pathOf(req);
     if (path !== `${PREFIX}/events` && path !== `${PREFIX}/state`) return false;
     if (req.method !== 'GET') {
-      res.writeHead(405, { allow: 'GET', 'content-type': 'application/json', 'cache-control': 'no-store' });
-      res.end(JSON.stringify({ error: 'method_not_allowed' }));
+      notAllowed('GET');
       return true;
     }
     if (path === `${PREFIX}/state`) void this.#state(res);

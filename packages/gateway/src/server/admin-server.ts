@@ -35,8 +35,11 @@ export interface BucketView {
 export interface AdminPages {
   /** Answers the page and its files, which need no token; false when the request is not for them. */
   serveAsset(req: IncomingMessage, res: ServerResponse): boolean;
-  /** Answers the data behind the token (checked before); false when the request is not for it. */
-  serveData(req: IncomingMessage, res: ServerResponse): boolean;
+  /**
+   * Answers the data behind the token (checked before); false when the request is not for it. A method the route
+   * does not take goes to `notAllowed` with the methods it does, so the listener answers it as every route does.
+   */
+  serveData(req: IncomingMessage, res: ServerResponse, notAllowed: (allow: string) => void): boolean;
   /** Ends open streams. */
   close(): void;
 }
@@ -183,8 +186,8 @@ export class AdminServer {
       problem(AdminProblems.unauthorized(), { 'www-authenticate': 'Bearer realm="sluice-admin"' });
       return;
     }
-    if (this.dashboard?.serveData(req, res)) return;
     const notAllowed = (allow: string) => problem(AdminProblems.methodNotAllowed(allow), { allow });
+    if (this.dashboard?.serveData(req, res, notAllowed)) return;
     // Bad input is the client's problem (400), never the server's: a target no URL parser accepts, a "%" that
     // does not start an escape in a key or tenant.
     const badRequest = (detail: string) => sendProblem(res, Problems.badRequest(detail), instance, '');
@@ -201,8 +204,10 @@ export class AdminServer {
       ) {
         return;
       }
-      if (url.pathname === '/config' && req.method === 'GET') {
-        send(200, this.#effectiveConfig());
+      if (url.pathname === '/config') {
+        // HEAD is GET without the body (Node leaves it out), as on /metrics.
+        if (req.method === 'GET' || req.method === 'HEAD') send(200, this.#effectiveConfig());
+        else notAllowed('GET, HEAD');
         return;
       }
       if (url.pathname === '/metrics') {
