@@ -29,7 +29,6 @@ function currentText(file: string): string | undefined {
  * another name counts when the file now resolves elsewhere: a Kubernetes ConfigMap volume links the file through
  * `..data`, and the kubelet updates it by renaming a new `..data` over the old one, so no event names the file.
  *
- *
  * A save made after the gateway read the file but before the watch attached gives no event (the threads of
  * `sluice serve --threads` take over a second to start after the file is read): with `loaded`, the text the
  * gateway runs, the file is read once the watch is attached and a different text counts as a change.
