@@ -44,7 +44,8 @@ describe('W_COST_PARALLEL: a cost that requests sent at once can outrun', () => 
     ).toEqual([]);
   });
 
-  it('is quiet for a reservation read from the request body, which an upstream honouring it never exceeds', () => {
+  it('warns about a reservation read from the request body: max_tokens bounds no prompt tokens, and a usage sums them', () => {
+    const path = ['rateLimiting', 'endpoints', 0, 'cost'];
     expect(
       codes(
         '',
@@ -55,6 +56,38 @@ describe('W_COST_PARALLEL: a cost that requests sent at once can outrun', () => 
       cost:
         json: usage.total_tokens
         reserve: { field: max_tokens, default: 500 }
+`,
+      ),
+    ).toEqual([{ code: 'W_COST_PARALLEL', path }]);
+    // The costs guide's own example: prompt and completion tokens weighted, reserved from max_tokens.
+    expect(
+      codes(
+        '',
+        `    - pattern: /v1/chat/completions
+      name: llm-tokens
+      limit: 100000
+      window: 60s
+      burst: 20000
+      cost:
+        json: { usage.prompt_tokens: 1, usage.completion_tokens: 3 }
+        reserve: { field: max_tokens, default: 1024, maxBytes: 64kb }
+`,
+      ),
+    ).toEqual([{ code: 'W_COST_PARALLEL', path }]);
+  });
+
+  it('is quiet for a reservation read from the request body when a concurrent rule bounds the same pattern', () => {
+    expect(
+      codes(
+        '',
+        `    - pattern: /v1/chat/*
+      name: llm
+      limit: 100000
+      window: 1h
+      cost:
+        json: usage.total_tokens
+        reserve: { field: max_tokens, default: 500 }
+    - { pattern: /v1/chat/*, name: llm-in-flight, concurrent: 2 }
 `,
       ),
     ).toEqual([]);

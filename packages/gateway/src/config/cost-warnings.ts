@@ -14,8 +14,10 @@ export interface CostFinding {
  * reservation, so requests in flight together are each charged their whole cost only after they ran, and a bucket
  * goes at most one burst into debt. Unless a concurrency limit bounds how many run at once (every limited tier's
  * `concurrentRequests`, or a `concurrent:` rule on the same pattern), a client sending many at once is served more
- * than it can be charged. A reservation read from the request body (`max_tokens`) is left alone: an upstream that
- * honours it never costs more than was reserved.
+ * than it can be charged. A reservation read from the request body (`max_tokens`) is no bound either: it bounds the
+ * part of the usage an upstream honouring it produces (completion tokens), never the prompt tokens a usage such as
+ * `total_tokens` also counts, and the gateway cannot tell which parts a `json` cost sums (nor a header's or the
+ * bytes' relation to any field), so every reservation is warned about alike.
  *
  * @param config - the resolved configuration.
  * @returns one finding per such rule (endpoint rules and tiers), in file order.
@@ -29,11 +31,11 @@ export function costFindings(config: GatewayConfig): CostFinding[] {
     config.endpoints.filter((r) => r.concurrency !== undefined).map((r) => r.pattern),
   );
   for (const tier of tiers) {
-    if (outrunnable(tier.cost) && tier.concurrency === undefined)
+    if (tier.cost !== undefined && tier.concurrency === undefined)
       out.push(finding(['rateLimiting', 'tiers', tier.name, 'cost'], `tier ${tier.name}`, tier.cost));
   }
   for (const rule of config.endpoints) {
-    if (!outrunnable(rule.cost) || boundedPatterns.has(rule.pattern)) continue;
+    if (rule.cost === undefined || boundedPatterns.has(rule.pattern)) continue;
     out.push(
       finding(['rateLimiting', 'endpoints', rule.index, 'cost'], `endpoint rule ${rule.name}`, rule.cost),
     );
@@ -41,17 +43,17 @@ export function costFindings(config: GatewayConfig): CostFinding[] {
   return out;
 }
 
-/** A cost that may exceed its reservation by any amount: not a reservation read from the body. */
-function outrunnable(cost: CostConfig | undefined): cost is CostConfig {
-  return cost !== undefined && (cost.reserve === undefined || typeof cost.reserve === 'number');
-}
-
 function finding(path: ConfigPath, what: string, cost: CostConfig): CostFinding {
-  const reserve = typeof cost.reserve === 'number' ? cost.reserve : 1;
+  const reserve =
+    cost.reserve === undefined
+      ? '1'
+      : typeof cost.reserve === 'number'
+        ? String(cost.reserve)
+        : `the request body's ${cost.reserve.path.join('.')}`;
   return {
     path,
     message: `${what} charges its cost after the response, reserving ${reserve} at admission: requests a client sends at once are each admitted on the reservation, and what they cost beyond it is charged only down to one burst of debt, so a client sending many at once is served more than it is charged`,
     suggestion:
-      'bound the requests in flight (concurrentRequests on the tiers, or a concurrent: rule on the same pattern), or reserve what a request may cost (cost.reserve, or a field of the request body)',
+      'bound the requests in flight (concurrentRequests on every tier, or a concurrent: rule on the same pattern): a reservation, fixed or read from the request body, bounds only what is taken at admission, not what the response costs (max_tokens bounds no prompt tokens)',
   };
 }
