@@ -39,7 +39,7 @@ export const WarningCode = Object.freeze({
    */
   QuotaSeriesUnserved: 'W_QUOTA_SERIES_UNSERVED',
   /**
-   * A cost settled after the response (`cost:`) with a fixed reservation and no concurrency limit bounding the
+   * A cost settled after the response (`cost:`), whatever its reservation, with no concurrency limit bounding the
    * requests in flight: requests sent at once can be served more than they are charged (see `costFindings`).
    */
   CostParallel: 'W_COST_PARALLEL',
