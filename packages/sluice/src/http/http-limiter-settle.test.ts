@@ -99,6 +99,22 @@ describe('a cost settled from the response', () => {
     expect(remaining(t.evaluate())).toBe(50 - 3 - 5 * 3 - 1);
   });
 
+  it('charges a header of 16 digits and more in full, clamped as a JSON usage is, never the fallback', () => {
+    for (const [raw, units] of [
+      ['1000000000000000', 1e15],
+      ['99999999999999999999', Number.MAX_SAFE_INTEGER],
+    ] as const) {
+      const t = setup([{ path: '/v1/*', policies: ['units'], settle: { header: 'X-Cost', fallback: 1 } }]);
+      respond(t.evaluate(), { status: 200, headers: { 'x-cost': raw } });
+      expect(t.fallbacks).toEqual([]);
+      expect(t.units).toEqual([['units', 'units', units]]);
+      // The bucket is in debt (one burst at most), not one token short of full.
+      const v = t.evaluate();
+      expect(v.action).toBe('deny');
+      expect(remaining(v)).toBe(0);
+    }
+  });
+
   it('charges body bytes sent, also when the client went away mid-response', () => {
     const t = setup([{ path: '/files/*', policies: ['bytes'], settle: { bytes: 'response' } }]);
     respond(t.evaluate('/files/a'), { status: 200, body: ['x'.repeat(3000)] });

@@ -180,13 +180,18 @@ export class SettleObserver implements ResponseObserver {
   }
 }
 
-/** An integer of 0 or more, written as digits only (`12`); -2 for anything else. */
+/**
+ * An integer of 0 or more, written as digits only (`12`); -2 for anything else. A number of any length is a cost,
+ * however large: beyond 2^53 - 1 it is clamped there, as a JSON usage is, and the settlement's debt bound (one burst)
+ * does the rest. Refusing long ones would charge the fallback, the least, for the largest costs.
+ */
 function headerUnits(raw: string): number {
   const v = raw.trim();
-  if (v.length === 0 || v.length > 15) return -2;
+  if (v.length === 0) return -2;
   for (let i = 0; i < v.length; i++) {
     const c = v.charCodeAt(i);
     if (c < 0x30 || c > 0x39) return -2;
   }
-  return Number(v);
+  // 16 digits and more may be above 2^53 (Infinity past 309): clamped, never read inexactly below the true cost.
+  return v.length < 16 ? Number(v) : Math.min(Number(v), Number.MAX_SAFE_INTEGER);
 }
