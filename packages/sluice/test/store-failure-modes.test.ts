@@ -101,7 +101,9 @@ function expectCleanOutput(d: Decision, cost: number): void {
     if (field in parsed)
       expect(parsed[field], field).toSatisfy((v: unknown) => Number.isInteger(v) && (v as number) >= 0);
   }
-  expect(parsed.retryAfter).toBeGreaterThanOrEqual(1);
+  // Nor a retryAfter member for it: no wait admits it. Every other denial advises one of 1 s at least.
+  if (d.reason === 'cost_exceeds_burst') expect(parsed).not.toHaveProperty('retryAfter');
+  else expect(parsed.retryAfter).toBeGreaterThanOrEqual(1);
 }
 
 type Make = (clock: ManualClock) => RateLimitStore;

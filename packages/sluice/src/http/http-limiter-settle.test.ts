@@ -183,6 +183,35 @@ describe('a cost settled from the response', () => {
     expect(t2.evaluate().decision?.reason).toBe('cost_exceeds_burst');
   });
 
+  it('describes the buckets of a reservation above the burst as they are: nothing charged, no wait to advise', () => {
+    const t = setup([
+      { path: '/v1/*', policies: ['requests'] },
+      {
+        path: '/v1/*',
+        policies: ['tokens'],
+        settle: {
+          json: 'usage.total_tokens',
+          reserve: (req) => (req as { body?: { n: number } }).body?.n ?? 1,
+        },
+      },
+    ]);
+    const refused = t.evaluate('/v1/chat', { n: 101 });
+    expect(refused.decision?.reason).toBe('cost_exceeds_burst');
+    const rl = refused.headers.find(([n]) => n === 'RateLimit')?.[1] ?? '';
+    // Both buckets full: the plan's token of "requests" went back, and "tokens" was never charged.
+    expect(rl).toMatch(/"requests";r=10(;t=0)?(,|$)/);
+    expect(rl).toMatch(/"tokens";r=100(;t=0)?(,|$)/);
+    const body = JSON.parse(refused.body ?? '{}');
+    expect(body.remaining).toBe(100);
+    expect(body.retryAfter).toBeUndefined();
+    expect(body['violated-policies']).toEqual(['tokens']);
+    expect(refused.decision?.retryAfterSeconds).toBe(0);
+    // And the buckets are so: the next request, reserving 5, finds them full.
+    const next = t.evaluate('/v1/chat', { n: 5 }).headers.find(([n]) => n === 'RateLimit')?.[1] ?? '';
+    expect(next).toMatch(/"requests";r=9;/);
+    expect(next).toMatch(/"tokens";r=95;/);
+  });
+
   it('takes weighted sums of streamed usage, and keeps the reservation of a stream cut before its usage', () => {
     const t = setup([
       {

@@ -38,6 +38,23 @@ describe('problem details', () => {
     expect(JSON.parse(rateLimitProblemBody(input)).detail).toBe(detail);
   });
 
+  it('give no retryAfter for a cost above the burst, which no wait admits, and describe the untouched bucket', () => {
+    const clock = new ManualClock(0);
+    const limiter = new Limiter({
+      policies: [{ name: 'llm', quota: 1, window: 3600, burst: 1000 }],
+      store: new MemoryStore({ clock, sweepIntervalMs: 0 }),
+      clock,
+    });
+    const d = limiter.check('llm', 'k', 5000) as Decision;
+    expect(d.reason).toBe('cost_exceeds_burst');
+    const input = { decision: d, path: '/v1', correlationId: 'c', nowMs: 0 };
+    const problem = rateLimitProblem(input);
+    expect(problem.retryAfter).toBeUndefined();
+    expect(problem.remaining).toBe(1000);
+    expect(problem.reset).toBe(0);
+    expect(JSON.parse(rateLimitProblemBody(input))).not.toHaveProperty('retryAfter');
+  });
+
   it('say "request" for a burst of one and name other windows in words or seconds', () => {
     const clock = new ManualClock(0);
     const limiter = new Limiter({

@@ -28,8 +28,11 @@ export interface RateLimitProblem {
   readonly remaining?: number;
   /** Epoch second at which that policy's bucket is full again. */
   readonly reset?: number;
-  /** Seconds, as in `Retry-After`. */
-  readonly retryAfter: number;
+  /**
+   * Seconds, as in `Retry-After`. Absent for `cost_exceeds_burst`: no wait can admit such a request, so there is
+   * no advice to give (nor a `Retry-After` header).
+   */
+  readonly retryAfter?: number;
   readonly 'violated-policies': readonly string[];
   readonly correlation_id: string;
 }
@@ -156,7 +159,7 @@ export function rateLimitProblem(input: ProblemInput): RateLimitProblem {
     limit: p?.quota,
     remaining: o?.remaining,
     reset: o === undefined ? undefined : resetEpochSeconds(input.nowMs ?? Date.now(), o.resetSeconds),
-    retryAfter,
+    retryAfter: decision.reason === 'cost_exceeds_burst' ? undefined : retryAfter,
     'violated-policies': violated,
     correlation_id: correlationId,
   };

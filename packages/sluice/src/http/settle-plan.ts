@@ -60,17 +60,13 @@ export class SettlePlan {
         const reserve = reservationOf(parts[i].rule, req);
         if (reserve <= cost) continue;
         const own = parts[i].indexes.map((x) => checks[x]);
+        if (beyondBurst(own, reserve)) return this.#beyondBurst(store, checks, cost, admitted, i, reserve);
         const extra = reserve - cost;
         admitted[i] = reserve;
         const next = i + 1;
         const r = store.decide(own, extra);
         const after = (e: Decision): MaybePromise<Admitted> => {
-          const merged = merge(
-            d,
-            e,
-            parts[next - 1].indexes,
-            beyondBurst(own, reserve) ? reserve : undefined,
-          );
+          const merged = merge(d, e, parts[next - 1].indexes);
           if (e.allowed) return step(next, merged);
           // Refused up front: what the plan and earlier reservations took goes back.
           return whenDone(this.#giveBack(store, checks, cost, admitted, next - 1), () => ({
@@ -142,6 +138,29 @@ export class SettlePlan {
     return new SettleObserver(store, groups, events, onError);
   }
 
+  /**
+   * Refuses a reservation above the burst of one of part `i`'s checks without deciding it: no wait can ever meet
+   * it. What the plan and earlier reservations took goes back first, and the refusal describes the buckets as they
+   * are then (peeked: nothing charged, so `r` and `t` are the bucket's own), with no wait to advise.
+   */
+  #beyondBurst(
+    store: RateLimitStore,
+    checks: readonly Check[],
+    cost: number,
+    admitted: number[],
+    i: number,
+    reserve: number,
+  ): MaybePromise<Admitted> {
+    const indexes = this.#parts[i].indexes;
+    const peekAll = (): MaybePromise<Admitted> =>
+      whenReady(store.peek(checks, 1), (p: Decision) => ({
+        decision: beyondBurstDecision(p.outcomes, indexes, reserve),
+        admitted,
+      }));
+    const back = this.#giveBack(store, checks, cost, admitted, i);
+    return isPromiseLike(back) ? back.then(peekAll) : peekAll();
+  }
+
   #giveBack(
     store: RateLimitStore,
     checks: readonly Check[],
@@ -185,37 +204,55 @@ function reservationOf(rule: CompiledRule, req: HttpRequestInfo): number {
  * so the store alone would call a reservation of burst + 1 `limited` and send the client to retry forever.
  */
 function beyondBurst(checks: readonly Check[], reserve: number): boolean {
-  for (const c of checks) if (reserve > c.policy.burst) return true;
+  // A shadow policy never refuses: its burst is left to the store, which records what it would have done.
+  for (const c of checks) if (!c.policy.shadow && reserve > c.policy.burst) return true;
   return false;
 }
 
-/**
- * The plan's decision with the reserving checks' outcomes replaced by the reservation's.
- *
- * @param exceeds - the reservation, when it is above a burst: the refusal then says `cost_exceeds_burst` at it.
- */
-function merge(
-  plan: Decision,
-  reservation: Decision,
-  indexes: readonly number[],
-  exceeds?: number,
-): Decision {
+/** The plan's decision with the reserving checks' outcomes replaced by the reservation's. */
+function merge(plan: Decision, reservation: Decision, indexes: readonly number[]): Decision {
   const outcomes: PolicyOutcome[] = plan.outcomes.slice();
   indexes.forEach((x, i) => {
     outcomes[x] = reservation.outcomes[i];
   });
   return {
     allowed: reservation.allowed,
-    reason: reservation.allowed
-      ? plan.reason
-      : exceeds !== undefined
-        ? 'cost_exceeds_burst'
-        : reservation.reason,
-    cost: !reservation.allowed && exceeds !== undefined ? exceeds : plan.cost,
+    reason: reservation.allowed ? plan.reason : reservation.reason,
+    cost: plan.cost,
     retryAfterSeconds: reservation.allowed ? plan.retryAfterSeconds : reservation.retryAfterSeconds,
     delayMs: plan.delayMs,
     outcomes,
     violated: reservation.allowed ? plan.violated : reservation.violated,
+  };
+}
+
+/**
+ * The refusal of a reservation above a burst: the buckets as peeked, the reserving checks whose burst it exceeds
+ * marked limited with no wait (`retryAfterSeconds` 0), and the reservation as the cost the refusal names.
+ *
+ * @param peeked - every check's outcome, peeked after what the plan took went back.
+ * @param indexes - the reserving part's checks.
+ */
+function beyondBurstDecision(
+  peeked: readonly PolicyOutcome[],
+  indexes: readonly number[],
+  reserve: number,
+): Decision {
+  const outcomes: PolicyOutcome[] = peeked.map((o) => ({ ...o, limited: false, retryAfterSeconds: 0 }));
+  const violated: PolicyOutcome[] = [];
+  for (const x of indexes) {
+    if (reserve <= outcomes[x].policy.burst || outcomes[x].policy.shadow) continue;
+    outcomes[x] = { ...outcomes[x], limited: true };
+    violated.push(outcomes[x]);
+  }
+  return {
+    allowed: false,
+    reason: 'cost_exceeds_burst',
+    cost: reserve,
+    retryAfterSeconds: 0,
+    delayMs: 0,
+    outcomes,
+    violated,
   };
 }
 
