@@ -26,7 +26,7 @@ export async function bucketsOf(
     const o = d.outcomes[0];
     const { name, quota, window, burst } = check.policy;
     const view = { policy: name, quota, window, burst, remaining: o.remaining, resetSeconds: o.resetSeconds };
-    const debt = debtOf(check.policy, o.resetSeconds);
+    const debt = debtOf(check.policy, o.remaining, o.resetSeconds);
     const shown = debt > 0 ? { ...view, debt } : view;
     out.push('override' in check ? { ...shown, override: check.override } : shown);
   }
@@ -34,11 +34,19 @@ export async function bucketsOf(
 }
 
 /**
- * The tokens a bucket owes below zero, from its seconds until full: the deficit beyond one burst, rounded up to a
- * whole second of refill (the peek tells seconds, not units). 0 for a stepped policy, which the seconds describe in
- * steps, and for one that does not owe.
+ * The tokens a bucket owes below zero, from its seconds until full (the peek tells seconds, not units): the deficit
+ * beyond one burst, rounded up. Continuous refill: to within a second of refill. Stepped refill: the seconds say how
+ * many whole steps fill the bucket, each bringing `quota` tokens, so the debt is told to within one step (at most
+ * `quota` tokens above what is owed), and only for a bucket with no whole token left (a bucket whose burst is no
+ * whole number of steps would otherwise seem to owe while it holds some). 0 for one that does not owe, and for a
+ * concurrency policy.
  */
-function debtOf(policy: Policy, resetSeconds: number): number {
-  if (policy.stepMs !== 0 || policy.concurrent > 0) return 0;
-  return Math.max(0, Math.ceil((resetSeconds * policy.quota) / policy.window) - policy.burst);
+function debtOf(policy: Policy, remaining: number, resetSeconds: number): number {
+  if (policy.concurrent > 0) return 0;
+  if (policy.stepMs === 0)
+    return Math.max(0, Math.ceil((resetSeconds * policy.quota) / policy.window) - policy.burst);
+  if (remaining > 0) return 0;
+  // resetSeconds lies within the last step of those that fill the bucket: more than steps - 1 of them, at most all.
+  const steps = Math.ceil((resetSeconds * 1000) / policy.stepMs);
+  return Math.max(0, steps * policy.quota - policy.burst);
 }
