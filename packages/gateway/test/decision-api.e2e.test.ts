@@ -130,6 +130,21 @@ describe('decision API (HTTP, for NGINX auth_request)', () => {
     }
   });
 
+  it('refuses a cost above the burst with the bucket as it is and no wait to advise', async () => {
+    const url = await start();
+    const over = await ask(url, {
+      'x-original-uri': '/x',
+      'x-real-ip': '192.0.2.8',
+      'x-ratelimit-cost': '5',
+    });
+    expect(over.status).toBe(429);
+    expect(over.json().code).toBe('cost_exceeds_burst');
+    expect(over.json()).not.toHaveProperty('retryAfter');
+    expect(over.json().remaining).toBe(3);
+    expect(over.headers['retry-after']).toBeUndefined();
+    expect(over.headers.ratelimit).toBe('"free";r=3;t=0');
+  });
+
   it('answers 400 without the original URI, 404 off its path, and exempts the exempt endpoints', async () => {
     const url = await start();
     expect((await ask(url, { 'x-real-ip': '192.0.2.1' })).status).toBe(400);

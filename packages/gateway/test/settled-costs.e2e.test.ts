@@ -246,6 +246,20 @@ describe('costs settled from the response, through the gateway', () => {
     const c = await post(long);
     expect(r(c.headers, 'llm-reserved')).toBe(1000 - 25 - 100);
     expect(bodies[2]).toBe(long);
+    // A max_tokens above the burst: refused with no wait to advise, describing buckets it did not charge.
+    await untilUnits(t, 'llm-reserved', 26);
+    const before = await post('{"max_tokens":1,"tokens":0}');
+    const over = await post('{"max_tokens":5000}');
+    expect(over.status).toBe(429);
+    const problem = over.json<{ code: string; remaining: number; retryAfter?: number }>();
+    expect(problem.code).toBe('cost_exceeds_burst');
+    expect(problem).not.toHaveProperty('retryAfter');
+    expect(over.headers['retry-after']).toBeUndefined();
+    // Nothing taken: not the one token short the plan's own charge left (the bucket only refills in between).
+    expect(r(over.headers, 'llm-reserved')).toBeGreaterThanOrEqual(r(before.headers, 'llm-reserved'));
+    expect(r(over.headers, 'free')).toBeGreaterThanOrEqual(r(before.headers, 'free'));
+    expect(problem.remaining).toBe(r(over.headers, 'llm-reserved'));
+    expect(bodies).toHaveLength(4);
   });
 
   it('a client that goes away mid-stream is charged its reservation, and bytes sent when it pays by bytes', async () => {
