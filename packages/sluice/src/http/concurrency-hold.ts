@@ -1,6 +1,7 @@
 import type { Check, Decision, Limiter, MaybePromise, PolicyOutcome, RateLimitStore } from '../core/index.js';
 import { addInFlight } from './in-flight-tally.js';
 import { isPromiseLike, whenReady } from './maybe-promise.js';
+import { plainDecision } from './plain-decision.js';
 import { composeObservers, type ResponseObserver } from './response-observer.js';
 import type { Verdict } from './types.js';
 
@@ -139,7 +140,7 @@ export async function waitThenSlots(
     cost,
   );
   const now = await store.peek(rate, cost);
-  return merged(checks, { ...waited, outcomes: now.outcomes }, taken);
+  return merged(checks, plainDecision(waited, { outcomes: now.outcomes }), taken);
 }
 
 /** The two decisions as one over `checks` in their order: allowed when both are, the longer Retry-After. */
