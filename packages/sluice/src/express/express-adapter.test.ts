@@ -1,7 +1,7 @@
 import { createServer } from 'node:http';
 import express from 'express';
 import { afterEach, describe, expect, it } from 'vitest';
-import { fixture, listen } from '../../test/support/adapter-fixtures.js';
+import { chargedByFirstAnswer, fixture, listen, tokenLimiter } from '../../test/support/adapter-fixtures.js';
 import { rateLimit } from './express-adapter.js';
 
 const closers: (() => Promise<void>)[] = [];
@@ -109,5 +109,31 @@ describe('Express adapter', () => {
     const s = await listen(createServer(app));
     closers.push(s.close);
     expect((await fetch(`${s.url}/api/x`)).headers.get('ratelimit')).toBe('"rl.read";r=2;t=1');
+  });
+
+  it('settles the JSON usage of res.json and res.send, whose head goes out implicitly', async () => {
+    const usage = { usage: { total_tokens: 4000 } };
+    const app =
+      (send: (res: import('express').Response) => void) => (h: (req: never, res: never) => void) => {
+        const a = express();
+        a.use(rateLimit(tokenLimiter()));
+        a.all('/v1/x', (req, res) => {
+          h(req as never, res as never);
+          send(res);
+        });
+        return createServer(a);
+      };
+    expect(
+      await chargedByFirstAnswer(
+        app((res) => res.json(usage)),
+        () => {},
+      ),
+    ).toBe(4000);
+    expect(
+      await chargedByFirstAnswer(
+        app((res) => res.type('json').send(JSON.stringify(usage))),
+        () => {},
+      ),
+    ).toBe(4000);
   });
 });

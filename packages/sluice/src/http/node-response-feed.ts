@@ -61,10 +61,12 @@ class NodeResponseFeed implements ResponseHeadView {
       return (writeHead as (...a: unknown[]) => ServerResponse).call(this, status, ...rest);
     } as WriteHead;
     res.write = function (this: ServerResponse, chunk: unknown, ...rest: unknown[]) {
+      feed.#implicitHead(this);
       feed.#chunk(chunk, rest[0]);
       return (write as (...a: unknown[]) => boolean).call(this, chunk, ...rest);
     } as Write;
     res.end = function (this: ServerResponse, chunk?: unknown, ...rest: unknown[]) {
+      feed.#implicitHead(this);
       if (typeof chunk !== 'function') feed.#chunk(chunk, rest[0]);
       return (end as (...a: unknown[]) => ServerResponse).call(this, chunk, ...rest);
     } as End;
@@ -95,6 +97,15 @@ class NodeResponseFeed implements ResponseHeadView {
     this.status = status;
     this.#res.statusCode = status;
     this.#observer.head?.(this);
+  }
+
+  /**
+   * Node sends an implicit head (`setHeader` then `write` or `end`, as Express's `res.json` and `res.send` do)
+   * only inside the native `write` or `end`, after the body was handed over: the observer is given the head first
+   * here, so it is collecting when the body arrives. The native call's own `writeHead` then passes straight through.
+   */
+  #implicitHead(res: ServerResponse): void {
+    if (!this.#headSeen && !res.headersSent && !this.#ended) this.#head(res.statusCode);
   }
 
   #chunk(chunk: unknown, encoding: unknown): void {

@@ -1,7 +1,10 @@
 import { Agent, createServer, request } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
-import { fixture, listen } from '../../test/support/adapter-fixtures.js';
+import { chargedByFirstAnswer, fixture, listen, tokenLimiter } from '../../test/support/adapter-fixtures.js';
 import { rateLimitMiddleware, withRateLimit } from './node-adapter.js';
+
+const usage = JSON.stringify({ usage: { total_tokens: 4000 } });
+const node = (h: Parameters<typeof withRateLimit>[1]) => createServer(withRateLimit(tokenLimiter(), h));
 
 const closers: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -118,5 +121,35 @@ describe('node:http adapter', () => {
     closers.push(s.close);
     await (await fetch(`${s.url}/api/x`)).text();
     expect((error as { code?: string }).code).toBe('ERR_INVALID_COST');
+  });
+
+  it('settles the JSON usage of an answer whose head goes out implicitly, by end, write or flushHeaders', async () => {
+    expect(
+      await chargedByFirstAnswer(node, (res) => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(usage);
+      }),
+    ).toBe(4000);
+    expect(
+      await chargedByFirstAnswer(node, (res) => {
+        res.setHeader('content-type', 'application/json');
+        res.end(usage);
+      }),
+    ).toBe(4000);
+    expect(
+      await chargedByFirstAnswer(node, (res) => {
+        res.setHeader('content-type', 'application/json');
+        res.write(usage.slice(0, 10));
+        res.write(Buffer.from(usage.slice(10)));
+        res.end();
+      }),
+    ).toBe(4000);
+    expect(
+      await chargedByFirstAnswer(node, (res) => {
+        res.setHeader('content-type', 'application/json');
+        res.flushHeaders();
+        res.end(usage);
+      }),
+    ).toBe(4000);
   });
 });

@@ -1,5 +1,5 @@
 /** Small fixtures shared by the adapter-specific tests. */
-import type { Server } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import {
   type Check,
@@ -83,4 +83,50 @@ export function listen(server: Server): Promise<{ url: string; close: () => Prom
       }),
     );
   });
+}
+
+/** A limiter charging `llm.tokens` the JSON usage of each answer, on a frozen clock so nothing refills. */
+export function tokenLimiter() {
+  const clock = new ManualClock(0);
+  return createHttpLimiter({
+    limiter: new Limiter({
+      clock,
+      policies: [{ name: 'llm.tokens', quota: 10000, window: 60 }],
+      store: new MemoryStore({ clock, sweepIntervalMs: 0 }),
+    }),
+    rules: [
+      {
+        path: '/v1/*',
+        policies: ['llm.tokens'],
+        key: 'ip',
+        settle: { json: 'usage.total_tokens', reserve: 1 },
+      },
+    ],
+  });
+}
+
+/**
+ * The tokens the first answer to `GET /v1/x` was charged: what remained after its admission less what remains
+ * after the next admission, once the first settled. `serve` builds the server around the handler.
+ */
+export async function chargedByFirstAnswer(
+  serve: (h: (req: IncomingMessage, res: ServerResponse) => void) => Server,
+  handle: (res: ServerResponse) => void,
+): Promise<number> {
+  let closed: Promise<void> = Promise.resolve();
+  const s = await listen(
+    serve((_req, res) => {
+      // The feed's own close listener was added first, so the settlement is done when this one runs.
+      closed = new Promise((r) => res.once('close', () => r()));
+      handle(res);
+    }),
+  );
+  const remaining = (r: Response) => Number(/r=(\d+)/.exec(r.headers.get('ratelimit') ?? '')?.[1]);
+  const first = await fetch(`${s.url}/v1/x`);
+  await first.text();
+  await closed;
+  const second = await fetch(`${s.url}/v1/x`);
+  await second.text();
+  await s.close();
+  return remaining(first) - remaining(second);
 }
