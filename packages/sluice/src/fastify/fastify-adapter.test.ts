@@ -39,8 +39,9 @@ describe('Fastify adapter', () => {
     expect(r.json()).toMatchObject({ code: 'rate_limiter_unavailable' });
     const costly = Fastify();
     apps.push(costly);
-    await costly.register(sluiceFastify, { limiter: fixture().http });
+    // Registered before the plugin, so not checked at registration: deciding throws for each request.
     costly.get('/api/x', { config: { rateLimit: { cost: 0 } } }, async () => 'never');
+    await costly.register(sluiceFastify, { limiter: fixture().http });
     expect((await costly.inject({ url: '/api/x' })).statusCode).toBe(500);
   });
 
@@ -58,6 +59,35 @@ describe('Fastify adapter', () => {
     await expect(
       badHook.register(sluiceFastify, { limiter: fixture().http, hook: 'onSend' as never }),
     ).rejects.toThrow(/options\.hook/);
+  });
+});
+
+describe('Fastify route settings checked at registration', () => {
+  it('refuses a route whose config.rateLimit is invalid, naming the route and the option', async () => {
+    const app = Fastify();
+    apps.push(app);
+    await app.register(sluiceFastify, { limiter: fixture().http });
+    const bad: [unknown, string][] = [
+      [{ cost: -1 }, 'config.rateLimit.cost'],
+      [{ cost: 1.5 }, 'config.rateLimit.cost'],
+      [{ cost: '2' }, 'config.rateLimit.cost'],
+      [{ operation: 7 }, 'config.rateLimit.operation'],
+      [{ max: 5 }, 'config.rateLimit.max'],
+      [true, 'config.rateLimit'],
+    ];
+    for (const [rateLimit, option] of bad) {
+      let error: unknown;
+      try {
+        app.get('/api/x', { config: { rateLimit: rateLimit as false } }, async () => 'ok');
+      } catch (e) {
+        error = e;
+      }
+      expect(error).toMatchObject({ code: 'ERR_INVALID_OPTION' });
+      expect((error as Error).message).toContain(`sluice/fastify route GET /api/x ${option} must be`);
+    }
+    app.get('/api/ok', { config: { rateLimit: { operation: 'rl.write', cost: 2 } } }, async () => 'ok');
+    app.get('/api/free', { config: { rateLimit: false } }, async () => 'ok');
+    expect((await app.inject({ url: '/api/ok' })).statusCode).toBe(200);
   });
 });
 

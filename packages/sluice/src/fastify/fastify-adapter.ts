@@ -21,6 +21,7 @@ import {
 import { requirePeer } from '../http/peer-package.js';
 import { emitWarning, peerWarningsOf } from '../http/peer-warnings.js';
 import { HeaderName } from '../http/rate-limit-headers.js';
+import { checkRouteSetting } from './route-settings-check.js';
 
 /** Per-route settings, under `config.rateLimit` of a route. */
 export interface FastifyRouteRateLimit {
@@ -251,6 +252,8 @@ const plugin: FastifyPluginCallback<SluiceFastifyOptions> = (fastify: FastifyIns
   // `routeOptions` on each access, which costs about as much as the second hook a per-route design still needs
   // for requests that match no route (D-H08).
   const settings = routeSettings();
+  // Routes registered from here on have their settings checked at registration; earlier ones are not seen here.
+  fastify.addHook('onRoute', (route) => checkRouteSetting(route.method, route.url, route.config?.rateLimit));
   fastify.addHook(
     name as 'onRequest',
     (request: FastifyRequest, reply: FastifyReply, next: HookHandlerDoneFunction) => {
@@ -271,7 +274,9 @@ const fp = requirePeer<{ default: typeof fastifyPlugin }>('fastify-plugin', 'slu
  * `config: { rateLimit: { operation: 'rl.write', cost: 2 } }` sets the operation class and cost, and
  * `config: { rateLimit: false }` exempts the route. Registering fails with
  * SluiceError `ERR_INVALID_OPTION` for a missing limiter, an unknown option (another library's, such as
- * `max` or `timeWindow`, named with a hint) or an invalid `hook`.
+ * `max` or `timeWindow`, named with a hint) or an invalid `hook`; registering a route after the plugin fails with
+ * it for an invalid `config.rateLimit` (a `cost` that is not a safe integer >= 1, a non-string `operation`, an
+ * unknown key).
  *
  * @example
  * ```ts
