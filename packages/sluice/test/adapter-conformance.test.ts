@@ -4,6 +4,7 @@
  * HttpLimiter), sends the same requests to each, and asserts that status, rate-limit headers and problem body
  * are identical across adapters and as expected.
  */
+import { connect } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Limiter, ManualClock, type PolicyOptions } from '../src/core/index.js';
 import { createHttpLimiter, type HttpLimiterOptions } from '../src/http/index.js';
@@ -306,4 +307,40 @@ describe('adapter conformance (node, express, fastify, hono)', () => {
       expect(r.headers['retry-after']).toBe('1');
     }
   });
+
+  it('refuses an absolute-form request target with the same 400 not_origin_form problem', async () => {
+    const s = await stacks();
+    const answers = await Promise.all(
+      s.map((st) =>
+        rawExchange(
+          st.app.url,
+          'GET http://example.test/api/items/7 HTTP/1.1\r\nHost: example.test\r\nConnection: close\r\n\r\n',
+        ),
+      ),
+    );
+    for (const [i, a] of answers.entries()) {
+      expect({ adapter: s[i].adapter, status: a.split(' ')[1] }).toEqual({
+        adapter: s[i].adapter,
+        status: '400',
+      });
+      expect(a).toContain('"code":"bad_request_target"');
+      expect(a).toContain('absolute and asterisk forms are not accepted');
+    }
+    expect(counters(s).map((c) => c.handler)).toEqual([0, 0, 0, 0]);
+  });
 });
+
+/** Writes one request as given, byte for byte (fetch cannot send an absolute-form target), and reads the answer. */
+function rawExchange(url: string, request: string): Promise<string> {
+  const { port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), '127.0.0.1', () => socket.end(request));
+    let text = '';
+    socket.setEncoding('utf8');
+    socket.on('data', (c: string) => {
+      text += c;
+    });
+    socket.on('end', () => resolve(text));
+    socket.on('error', reject);
+  });
+}

@@ -65,6 +65,16 @@ function nodeIncoming(c: Context): DrainableRequest | undefined {
 }
 
 /**
+ * On `@hono/node-server`, the request target as sent when it is not a path (absolute or asterisk form): the Fetch
+ * URL hides that form, and the other adapters refuse it (400 `not_origin_form`), so it is matched as sent and
+ * refused the same way. `undefined` for a path, and on runtimes that give only the URL.
+ */
+function nodeTargetNotOrigin(c: Context): string | undefined {
+  const target = (c.env as { incoming?: { url?: unknown } } | undefined)?.incoming?.url;
+  return typeof target === 'string' && target.charCodeAt(0) !== 0x2f ? target : undefined;
+}
+
+/**
  * The framework-neutral view of a Hono request. Headers are read through the Fetch `Headers` object, never
  * copied.
  */
@@ -75,7 +85,7 @@ export function honoRequestInfo(c: Context, options: HonoRateLimitOptions = {}):
   const start = url.indexOf('/', url.indexOf('//') + 2);
   return {
     method: c.req.method,
-    path: start < 0 ? '/' : url.slice(start),
+    path: nodeTargetNotOrigin(c) ?? (start < 0 ? '/' : url.slice(start)),
     headers: c.req.raw.headers,
     remoteAddress: (options.remoteAddress ?? runtimeRemoteAddress)(c),
     identity: options.identify?.(c),
