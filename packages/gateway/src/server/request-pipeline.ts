@@ -15,6 +15,7 @@ import { answerHealth, isHealthRequest } from './health-endpoints.js';
 import { hasBadHost } from './host-header.js';
 import { answerWithoutUpstream } from './no-upstream.js';
 import { admitOwnRequest, type ProxyContext } from './proxy-context.js';
+import { releasedHeaders } from './released-headers.js';
 import { RequestRun } from './request-run.js';
 import { readReserveBody } from './reserve-body.js';
 import { answerShed } from './shed-answer.js';
@@ -126,6 +127,11 @@ export async function handleRequest(
     if (held === SHED) {
       run.outcome = 'shed';
       owned?.end(NOT_SENT);
+      // Its slots are back: the answer counts them free (D-G185).
+      if (admission.kind === 'allow') {
+        const pairs = releasedHeaders(admission.headers, admission.decision, Date.now());
+        for (let i = 0; i < pairs.length; i++) extra[pairs[i][0]] = pairs[i][1];
+      }
       answerShed(rt, overload as OverloadStage, host.logger, req, res, raw, id, extra);
       return;
     }

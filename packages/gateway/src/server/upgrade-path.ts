@@ -15,6 +15,7 @@ import { admittedHeaders, problemHeaders, upstreamHeaders } from './answer-heade
 import { busyRetryAfter } from './busy-retry-after.js';
 import { hasBadHost } from './host-header.js';
 import { admitOwnRequest, type ProxyContext } from './proxy-context.js';
+import { releasedHeaders } from './released-headers.js';
 import { shedProblem } from './shed-answer.js';
 
 /** What ends a slot of an upgrade shed before it was sent. */
@@ -100,7 +101,9 @@ export async function handleUpgrade(
     owned?.end(NOT_SENT);
     const shed = shedProblem(rt, overload as OverloadStage, host.logger, raw, id);
     // With the rate-limit headers of its admission, as a plain request's refusal (shed-answer) has them.
-    const given = admission.kind === 'allow' ? admission.headers : [];
+    // Its slots are back: the answer counts them free (D-G185).
+    const given =
+      admission.kind === 'allow' ? releasedHeaders(admission.headers, admission.decision, Date.now()) : [];
     writeRawResponse(
       socket,
       503,
