@@ -1,6 +1,9 @@
 import { invalidOption, type Policy } from '../core/index.js';
 import { policyVersion } from '../core/policy-fingerprint.js';
 
+/** The version of every concurrency policy's keys: never 8 hex digits, so never a rate policy's. */
+const SLOTS_VERSION = 'c';
+
 /**
  * Derives the Cluster hash tag from a bucket key. All checks of one call must yield the same tag on a Cluster;
  * the default uses the key itself.
@@ -18,7 +21,9 @@ export type HashTagFunction = (key: string) => string;
  * stay unambiguous whatever the key holds.
  *
  * `<version>` is 8 hex digits of the policy's definition (`policyVersion`): a policy whose limits change keeps
- * its name but gets new buckets, which start full, as on the memory store (D-R15).
+ * its name but gets new buckets, which start full, as on the memory store (D-R15). A concurrency policy's version
+ * is `c` whatever its limit: its bucket counts the slots each store holds, not the slots left, so a reload that
+ * changes the limit keeps the requests in flight counted and applies the new limit to them (D-G186).
  */
 export class KeyLayout {
   /** The white-label prefix. */
@@ -54,7 +59,8 @@ export class KeyLayout {
           policy.name,
         );
       }
-      head = `${this.prefix}${policy.bucketName ?? policy.name}:${policyVersion(policy)}:{`;
+      const version = policy.concurrent > 0 ? SLOTS_VERSION : policyVersion(policy);
+      head = `${this.prefix}${policy.bucketName ?? policy.name}:${version}:{`;
       this.#heads.set(policy, head);
     }
     if (this.hashTag === undefined) return `${head}${key}}`;
