@@ -51,6 +51,9 @@ const foreignHint = (key: string): string =>
   `${key} belongs to another rate limiter (express-rate-limit, @fastify/rate-limit, hono-rate-limiter). Sluice ` +
   'takes an HttpLimiter from createHttpLimiter (sluice/http): quotas, windows and bursts are the policies of its ' +
   'Limiter, and its rules say which requests they apply to';
+const METRICS_HINT =
+  'metrics is an option of createHttpLimiter: createHttpLimiter({ limiter, rules, metrics }) records the ' +
+  'decisions of every adapter mounted with the limiter it builds';
 const limiterHint = (key: string): string =>
   `${key} is an option of createHttpLimiter: pass the limiter it builds from these options`;
 
@@ -92,6 +95,8 @@ function unknownOption(where: string, key: string, known: readonly string[]): Sl
   const expected = `one of the known options (${known.join(', ')})`;
   if (FOREIGN.has(key)) return hinted(option, expected, key, foreignHint(key));
   if (LIMITER_OPTIONS.has(key)) return hinted(option, expected, key, limiterHint(key));
+  // One sink on the limiter, not one per mount: a route mounted twice would otherwise be counted twice.
+  if (key === 'metrics') return hinted(option, expected, key, METRICS_HINT);
   return invalidOption(option, expected, key);
 }
 

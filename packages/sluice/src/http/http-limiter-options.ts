@@ -14,6 +14,7 @@ import type { LimiterMetrics } from '../metrics/limiter-metrics.js';
 import { type ClientIpResolver, createClientIpResolver, type ProxyHeader } from './client-ip.js';
 import { type HeaderMode, headerModeOption } from './header-mode.js';
 import { readHeader } from './header-source.js';
+import { type HttpMetricsSink, metricsOption } from './http-metrics.js';
 import { compileEndpoint, type EndpointPattern } from './path-pattern.js';
 import { problemTypeResolver } from './problem.js';
 import {
@@ -140,6 +141,13 @@ export interface HttpLimiterOptions<R extends HttpRequestInfo = HttpRequestInfo>
    * policy and the answers whose cost could not be read. A metrics sink (`PrometheusMetrics`) is one.
    */
   readonly settleMetrics?: SettleEvents;
+  /**
+   * Where every verdict is recorded: its decision (`recordDecision`, labelled by tier, first endpoint rule and
+   * store kind, which counts the `rate_limit_exceeded_total` series of a denial), an exemption (`recordExempt`)
+   * and a store that could not answer (`recordStoreError`), the last two when the sink has them. A
+   * `PrometheusMetrics` (`sluice/prometheus`) or `OtelMetrics` (`sluice/otel`) is one. Default: nothing recorded.
+   */
+  readonly metrics?: HttpMetricsSink;
 }
 
 /** The options of a limiter, validated and compiled once. */
@@ -169,6 +177,7 @@ export interface ResolvedHttpLimiterOptions<R extends HttpRequestInfo> {
   readonly onStoreError: ((error: unknown) => void) | undefined;
   readonly queueMetrics: Pick<LimiterMetrics, 'setQueueLength' | 'recordQueueWait'> | undefined;
   readonly settleMetrics: SettleEvents | undefined;
+  readonly metrics: HttpMetricsSink | undefined;
 }
 
 const KNOWN = [
@@ -192,6 +201,7 @@ const KNOWN = [
   'onStoreError',
   'queueMetrics',
   'settleMetrics',
+  'metrics',
 ];
 
 const NOT_COUNTED = new Set(['token_expired', 'use_dpop_nonce']);
@@ -263,6 +273,7 @@ export function resolveHttpLimiterOptions<R extends HttpRequestInfo>(
       o.settleMetrics === undefined
         ? undefined
         : (objectOption('settleMetrics', o.settleMetrics) as SettleEvents),
+    metrics: metricsOption(o.metrics),
   });
 }
 

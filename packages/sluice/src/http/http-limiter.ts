@@ -19,6 +19,7 @@ import {
   type IdentifyResult,
   resolveHttpLimiterOptions,
 } from './http-limiter-options.js';
+import { recordingEvaluate } from './http-metrics.js';
 import { type IpRange, inRanges, NAMED_RANGES, parseIpRange } from './ip-address.js';
 import { requestIpKey } from './keys.js';
 import { isPromiseLike, whenReady } from './maybe-promise.js';
@@ -375,7 +376,7 @@ export function createHttpLimiter<R extends HttpRequestInfo = HttpRequestInfo>(
     headerMode: o.mode,
     clientIp: o.clientIp,
     canonicalTarget: canonical,
-    evaluate,
+    evaluate: o.metrics === undefined ? evaluate : recordingEvaluate(evaluate, o.metrics, limiter.store.kind),
     checkCredentials(req: R): MaybePromise<Verdict> {
       return gate(req, clientIpOf(req)) ?? ALLOW_NO_HEADERS;
     },

@@ -21,6 +21,7 @@ export {
   type HttpLimiterOptions,
   type IdentifyResult,
 } from './http-limiter-options.js';
+export type { HttpMetricsSink } from './http-metrics.js';
 export { inFlightRequests } from './in-flight-tally.js';
 export { type IpRange, inRanges, normalizeIp } from './ip-address.js';
 export { boundKey, sha256Base64Url } from './key-hash.js';
