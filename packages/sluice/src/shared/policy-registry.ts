@@ -71,7 +71,7 @@ export class PolicyRegistry {
   #register(policy: Policy): number {
     const t = this.#t;
     const lanes = this.#lanes;
-    hashKey(policyFingerprint(policy), 0, this.#seed, lanes, 0);
+    hashKey(registryFingerprint(policy), 0, this.#seed, lanes, 0);
     lock(t.header, H_POLICY_LOCK);
     try {
       const count = Atomics.load(t.header, H_POLICY_COUNT);
@@ -106,4 +106,13 @@ export class PolicyRegistry {
       unlock(t.header, H_POLICY_LOCK);
     }
   }
+}
+
+/**
+ * What files a policy's buckets in the table: its definition (`policyFingerprint`), but for a concurrency policy
+ * its name alone. Its buckets count the slots taken (slot-units.ts), so a reload that changes its
+ * limit keeps the requests in flight counted and applies the new limit to them (D-G186).
+ */
+function registryFingerprint(p: Policy): string {
+  return p.concurrent > 0 ? `slots\u0000${p.bucketName ?? p.name}` : policyFingerprint(p);
 }

@@ -21,6 +21,7 @@ import {
   type SharedStoreOptions,
 } from './shared-store-options.js';
 import { SharedTable } from './shared-table.js';
+import { storedOf, unitsOf } from './slot-units.js';
 import {
   allocateTable,
   attachTable,
@@ -161,8 +162,8 @@ export class SharedStore implements RateLimitStore {
         );
         if (slot < 0) continue; // a missing bucket is full: nothing to return
         const last = st[slot * 2 + 1];
-        const units = refill(policy, st[slot * 2], now - last);
-        st[slot * 2] = Math.min(units + cost * policy.unitsPerToken, policy.capacityUnits);
+        const units = refill(policy, unitsOf(policy, st[slot * 2]), now - last);
+        st[slot * 2] = storedOf(policy, Math.min(units + cost * policy.unitsPerToken, policy.capacityUnits));
         st[slot * 2 + 1] = nextLast(policy, units, last, now);
       }
     } finally {
@@ -309,7 +310,8 @@ export class SharedStore implements RateLimitStore {
       if (slot < 0) before = policy.capacityUnits;
       else {
         const stored = st[slot * 2 + 1];
-        before = now > stored ? refill(policy, st[slot * 2], now - stored) : st[slot * 2];
+        const held = unitsOf(policy, st[slot * 2]);
+        before = now > stored ? refill(policy, held, now - stored) : held;
         last = nextLast(policy, before, stored, now);
       }
       const phase = now - last;
@@ -325,11 +327,11 @@ export class SharedStore implements RateLimitStore {
       const after = !limited && mode !== 'peek' ? before - need : before;
       if (mode !== 'peek') {
         if (slot >= 0) {
-          st[slot * 2] = after;
+          st[slot * 2] = storedOf(policy, after);
           st[slot * 2 + 1] = last;
         } else if (after < policy.capacityUnits) {
           slot = t.insert(index, lanes, 0, g1, g2, now, this.#slots, 0);
-          if (slot >= 0) st[slot * 2] = after;
+          if (slot >= 0) st[slot * 2] = storedOf(policy, after);
         }
       }
       const delayMs = limited ? 0 : delay;
@@ -364,7 +366,8 @@ export class SharedStore implements RateLimitStore {
           lasts[i] = now;
         } else {
           const last = st[slot * 2 + 1];
-          units[i] = now > last ? refill(policy, st[slot * 2], now - last) : st[slot * 2];
+          const held = unitsOf(policy, st[slot * 2]);
+          units[i] = now > last ? refill(policy, held, now - last) : held;
           lasts[i] = nextLast(policy, units[i], last, now);
         }
         phases[i] = now - lasts[i];
@@ -380,7 +383,7 @@ export class SharedStore implements RateLimitStore {
           slots[i] = slot;
           if (slot < 0) continue;
         }
-        st[slot * 2] = units[i];
+        st[slot * 2] = storedOf(checks[i].policy, units[i]);
         st[slot * 2 + 1] = lasts[i];
       }
       return decision;

@@ -1,6 +1,7 @@
 import { isFullAt } from '../core/index.js';
 import { lock, tryLock, unlock } from './group-lock.js';
 import type { PolicyRegistry } from './policy-registry.js';
+import { storedOf, unitsOf } from './slot-units.js';
 import { C_EVICTIONS, C_FULL_DROPPED, H_SIZE, SLOT_INTS, type TableViews, WAYS } from './table-memory.js';
 
 const NONE = -1;
@@ -125,7 +126,9 @@ export class SharedTable {
     s[o + 2] = lanes[at + 1];
     s[o + 3] = lanes[at + 2];
     s[o + 4] = lanes[at + 3];
-    t.state[slot * 2] = this.#policies.at(index).capacityUnits;
+    // Full: a concurrency bucket stores minus the units taken (slot-units.ts), so 0.
+    const p = this.#policies.at(index);
+    t.state[slot * 2] = storedOf(p, p.capacityUnits);
     t.state[slot * 2 + 1] = now;
     return slot;
   }
@@ -178,7 +181,8 @@ export class SharedTable {
     const tag = this.t.slots[slot * SLOT_INTS];
     if (tag === 0) return false;
     const st = this.t.state;
-    return isFullAt(this.#policies.at(tag - 1), st[slot * 2], st[slot * 2 + 1], now);
+    const p = this.#policies.at(tag - 1);
+    return isFullAt(p, unitsOf(p, st[slot * 2]), st[slot * 2 + 1], now);
   }
 
   /** A free slot in the group with fewer occupied slots, or -1 when both are full. */
