@@ -47,6 +47,11 @@ export class BucketTable {
   #heads = new Map<string, number>();
   #policyIndex = new Map<Policy, number>();
   #policies: Policy[] = [];
+  /**
+   * A concurrency policy's number by its name: a reload that changes its limit makes a new policy object whose
+   * buckets are the old one's, so that the requests in flight stay counted (D-G186).
+   */
+  #slotsIndex = new Map<string, number>();
   #rng = 0x9e3779b9;
 
   constructor(cap: number, sample: number) {
@@ -80,6 +85,21 @@ export class BucketTable {
     const policies = this.#policies;
     let slot = head;
     while (slot !== NONE && policies[this.policyOf[slot]] !== policy) slot = this.next[slot];
+    // A concurrency policy may hold its bucket under another object of its name (before or after a reload).
+    if (slot === NONE && head !== NONE && policy.concurrent > 0) return this.#findSlots(head, policy);
+    return slot;
+  }
+
+  /** The policy whose arithmetic applies to `slot` now: for a concurrency policy, the latest limit (D-G186). */
+  policyAt(slot: number): Policy {
+    return this.#policies[this.policyOf[slot]];
+  }
+
+  /** The slot of concurrency policy `policy` in the chain from `head`, found by its number, or -1. */
+  #findSlots(head: number, policy: Policy): number {
+    const index = this.ensurePolicy(policy);
+    let slot = head;
+    while (slot !== NONE && this.policyOf[slot] !== index) slot = this.next[slot];
     return slot;
   }
 
@@ -98,6 +118,9 @@ export class BucketTable {
     }
     const known = this.#policyIndex.get(policy);
     if (known !== undefined) return known;
+    const name = policy.bucketName ?? policy.name;
+    const slots = policy.concurrent > 0 ? this.#slotsIndex.get(name) : undefined;
+    if (slots !== undefined) return this.#succeed(slots, policy);
     if (this.#policies.length >= MAX_POLICIES) {
       throw new SluiceError(
         ErrorCode.TooManyPolicies,
@@ -107,6 +130,25 @@ export class BucketTable {
     }
     const index = this.#policies.length;
     this.#policies.push(policy);
+    this.#policyIndex.set(policy, index);
+    if (policy.concurrent > 0) this.#slotsIndex.set(name, index);
+    return index;
+  }
+
+  /**
+   * Files a new object of a concurrency policy (a reload changed its limit) under the number of its name: its
+   * buckets keep the slots taken, now out of the new limit (below zero left when it fell under the requests in
+   * flight), and the old object still finds them, for the requests admitted before to give their slots back.
+   * One pass over the table, once per changed policy and reload.
+   */
+  #succeed(index: number, policy: Policy): number {
+    const delta = policy.capacityUnits - this.#policies[index].capacityUnits;
+    if (delta !== 0) {
+      for (let slot = 0; slot < this.highWater; slot++) {
+        if (this.keys[slot] !== undefined && this.policyOf[slot] === index) this.units[slot] += delta;
+      }
+    }
+    this.#policies[index] = policy;
     this.#policyIndex.set(policy, index);
     return index;
   }
@@ -143,7 +185,7 @@ export class BucketTable {
     const next = this.next;
     this.keys[slot] = key;
     this.policyOf[slot] = index;
-    this.units[slot] = policy.capacityUnits;
+    this.units[slot] = this.#policies[index].capacityUnits;
     this.last[slot] = now;
     if (head === UNKNOWN_HEAD) head = this.head(key);
     if (head === NONE) {
@@ -206,6 +248,8 @@ export class BucketTable {
         this.#release(slot);
         return;
       }
+      // Slots taken are requests in flight, which nothing else counts: their bucket stays (D-G187).
+      if (this.#holdsSlots(slot)) continue;
       const last = this.last[slot];
       if (last < oldest) {
         oldest = last;
@@ -215,7 +259,11 @@ export class BucketTable {
     if (victim === NONE) {
       // Only pinned or free slots were drawn (a tiny table): take the first unpinned occupied slot.
       for (let slot = 0; slot < this.highWater; slot++) {
-        if (this.keys[slot] !== undefined && !isPinned(slot, pinned, pinnedCount)) {
+        if (
+          this.keys[slot] !== undefined &&
+          !isPinned(slot, pinned, pinnedCount) &&
+          !this.#holdsSlots(slot)
+        ) {
           victim = slot;
           break;
         }
@@ -224,6 +272,12 @@ export class BucketTable {
     if (victim === NONE) return; // every slot belongs to this decision: exceed the cap by one request's checks
     this.evictions++;
     this.#release(victim);
+  }
+
+  /** Whether `slot` is a concurrency bucket with slots taken (nothing refills it: only their releases free it). */
+  #holdsSlots(slot: number): boolean {
+    const p = this.#policies[this.policyOf[slot]];
+    return p.concurrent > 0 && this.units[slot] < p.capacityUnits;
   }
 
   #isFull(slot: number, now: number): boolean {

@@ -227,9 +227,11 @@ export class MemoryStore implements RateLimitStore {
     this.#open();
     const now = this.#now();
     const t = this.#table;
-    for (const { policy, key } of checks) {
-      const slot = t.find(policy, key);
+    for (const c of checks) {
+      const slot = t.find(c.policy, c.key);
       if (slot < 0) continue; // a missing bucket is full: nothing to return
+      // The bucket's policy now: a slot admitted before a reload goes back under the new limit (D-G186).
+      const policy = t.policyAt(slot);
       const last = t.last[slot];
       const units = refill(policy, t.units[slot], now - last);
       t.units[slot] = Math.min(units + cost * policy.unitsPerToken, policy.capacityUnits);
