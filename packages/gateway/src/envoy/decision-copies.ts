@@ -14,19 +14,6 @@ export function admitted(d: Decision): Decision {
   };
 }
 
-/** A copy of a decision as a plain object (a store may answer with a reusable instance). */
-export function plain(d: Decision): Decision {
-  return {
-    allowed: d.allowed,
-    reason: d.reason,
-    cost: d.cost,
-    retryAfterSeconds: d.retryAfterSeconds,
-    delayMs: d.delayMs,
-    outcomes: d.outcomes,
-    violated: d.violated,
-  };
-}
-
 /** The decision of a request no descriptor matched: allowed, nothing decided. */
 export const NOTHING: Decision = Object.freeze({
   allowed: true,

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { type Check, type Decision, ErrorCode, type PolicyOutcome, SluiceError } from 'sluice';
+import { type Check, type Decision, ErrorCode, type PolicyOutcome, plainDecision, SluiceError } from 'sluice';
 import {
   formatDecisionHeaders,
   isValidCorrelationId,
@@ -7,7 +7,7 @@ import {
   rateLimitProblemBody,
 } from 'sluice/http';
 import type { AdmissionHost } from '../admission/admit-request.js';
-import { admitted, NOTHING, plain } from './decision-copies.js';
+import { admitted, NOTHING } from './decision-copies.js';
 import { statusOf } from './descriptor-status.js';
 import { type CompiledNode, type DescriptorEntry, EnvoyPlan, MAX_OVERRIDES } from './envoy-plan.js';
 import {
@@ -165,7 +165,7 @@ export class RateLimitService {
         const checks = limited.map((r) => r.check as Check);
         try {
           decision = await (cost === 0 ? store.peek(checks, 1) : store.decide(checks, cost));
-          if (cost === 0) decision = { ...plain(decision), cost: 0 };
+          if (cost === 0) decision = plainDecision(decision, { cost: 0 });
         } catch (e) {
           // A Redis Cluster cannot run one script over keys of different slots: decide each descriptor alone.
           if (!(e instanceof SluiceError && e.code === ErrorCode.CrossSlot)) throw e;

@@ -1,4 +1,4 @@
-import type { Decision, PolicyOutcome } from 'sluice';
+import { type Decision, type PolicyOutcome, plainDecision } from 'sluice';
 import { formatDecisionHeaders, type HeaderPair } from 'sluice/http';
 
 /** The fields whose values follow the buckets' levels; RateLimit-Policy and the rest stay as admission set them. */
@@ -30,15 +30,7 @@ export function releasedHeaders(
   const outcomes: PolicyOutcome[] = d.outcomes.map((o) =>
     o.policy.concurrent > 0 ? { ...o, remaining: Math.min(o.policy.burst, o.remaining + d.cost) } : o,
   );
-  const after: Decision = {
-    allowed: d.allowed,
-    reason: d.reason,
-    cost: d.cost,
-    retryAfterSeconds: d.retryAfterSeconds,
-    delayMs: d.delayMs,
-    outcomes,
-    violated: d.violated,
-  };
+  const after = plainDecision(d, { outcomes });
   const levels = formatDecisionHeaders(after, { mode: 'both', nowMs }).filter((p) =>
     LEVELS.has(p[0].toLowerCase()),
   );

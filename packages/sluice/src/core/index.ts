@@ -47,6 +47,7 @@ export {
 } from './override-parse.js';
 export { checkOverrideReason, MAX_OVERRIDE_REASON } from './override-reason.js';
 export { keepsOverride, liveOverrides, withChange, withOverride } from './override-writes.js';
+export { plainDecision } from './plain-decision.js';
 export {
   definePolicy,
   overridePolicy,

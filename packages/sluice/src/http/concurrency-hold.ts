@@ -1,7 +1,14 @@
-import type { Check, Decision, Limiter, MaybePromise, PolicyOutcome, RateLimitStore } from '../core/index.js';
+import {
+  type Check,
+  type Decision,
+  type Limiter,
+  type MaybePromise,
+  type PolicyOutcome,
+  plainDecision,
+  type RateLimitStore,
+} from '../core/index.js';
 import { addInFlight } from './in-flight-tally.js';
 import { isPromiseLike, whenReady } from './maybe-promise.js';
-import { plainDecision } from './plain-decision.js';
 import { composeObservers, type ResponseObserver } from './response-observer.js';
 import type { Verdict } from './types.js';
 

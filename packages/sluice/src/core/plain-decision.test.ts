@@ -8,7 +8,7 @@ import {
   ManyDecision,
   type Policy,
   SingleDecision,
-} from '../core/index.js';
+} from './index.js';
 import { plainDecision } from './plain-decision.js';
 
 // Policies a decision reads differently: continuous, stepped, shadow, a small burst, concurrency slots.

@@ -1,4 +1,4 @@
-import type { Decision } from '../core/index.js';
+import type { Decision } from './decision.js';
 
 /**
  * A decision as a plain object, each field read from `d` and then replaced by `changes`. A store's decision is
