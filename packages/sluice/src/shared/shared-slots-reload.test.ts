@@ -48,3 +48,26 @@ describe('concurrency policies on the shared table across a reload that changes 
     expect(a.decide(on(lowered), 1).allowed).toBe(false);
   });
 });
+
+describe('concurrency buckets on the shared table at its key cap', () => {
+  it('are never evicted while slots are taken: their requests stay counted, in every thread', () => {
+    const clock = new ManualClock(0);
+    const a = new SharedStore({ clock, sweepIntervalMs: 0, maxTrackedKeys: 8, evictionSampleSize: 2 });
+    const b = new SharedStore({ clock, sweepIntervalMs: 0, table: a.table });
+    // Slow to refill, so that the others' buckets are never full and the oldest bucket is the one to go.
+    const rate = definePolicy({ name: 'rl', quota: 10, window: 3600 });
+    const mine: Check[] = [{ policy: slotsOf(2), key: 'ip:203.0.113.7' }];
+    expect(a.decide(mine, 1).allowed).toBe(true);
+    expect(b.decide(mine, 1).allowed).toBe(true);
+    // Others fill the table again and again, from both threads: the buckets of the rate policy come and go.
+    for (let i = 0; i < 500; i++) {
+      clock.advance(10);
+      (i % 2 === 0 ? a : b).decide([{ policy: rate, key: `ip:198.18.${i >> 8}.${i & 255}` }], 1);
+    }
+    expect(a.decide(mine, 1).allowed).toBe(false);
+    expect(b.decide(mine, 1).allowed).toBe(false);
+    // Once they are given back, the bucket is full and may go like any other.
+    a.refund(mine, 1);
+    expect(b.decide(mine, 1).allowed).toBe(true);
+  });
+});

@@ -185,6 +185,16 @@ export class SharedTable {
     return isFullAt(p, unitsOf(p, st[slot * 2]), st[slot * 2 + 1], now);
   }
 
+  /**
+   * A concurrency bucket with slots taken: nothing else counts its requests in flight, so eviction passes it over
+   * (a rate bucket evicted starts again full, which the design allows; a forgotten count would admit more than
+   * the limit). It goes like any bucket once its slots are back.
+   */
+  #holdsSlots(slot: number, now: number): boolean {
+    const tag = this.t.slots[slot * SLOT_INTS];
+    return tag !== 0 && this.#policies.at(tag - 1).concurrent > 0 && !this.#isFull(slot, now);
+  }
+
   /** A free slot in the group with fewer occupied slots, or -1 when both are full. */
   #emptier(g1: number, g2: number): number {
     const s = this.t.slots;
@@ -208,8 +218,9 @@ export class SharedTable {
   /**
    * Makes room for one key when the table is at its cap. The sample is the occupied slots of the groups this
    * decision holds, topped up from random groups that are free to lock; the first full bucket goes (no decision
-   * changes), failing that the one used longest ago. When nothing can be taken (a tiny table whose every slot is
-   * in a decision under way), the table stays over its cap until the next insert or sweep brings it back.
+   * changes), failing that the one used longest ago; never a concurrency bucket with slots taken. When nothing can
+   * be taken (a tiny table whose every slot is in a decision under way or holds slots), the table stays over its
+   * cap until the next insert or sweep brings it back.
    */
   #evict(now: number, pinned: Int32Array, pinnedCount: number): void {
     const t = this.t;
@@ -220,6 +231,7 @@ export class SharedTable {
     const consider = (g: number): boolean => {
       for (let slot = g * WAYS, end = slot + WAYS; slot < end; slot++) {
         if (t.slots[slot * SLOT_INTS] === 0 || isPinned(slot, pinned, pinnedCount)) continue;
+        if (this.#holdsSlots(slot, now)) continue;
         sampled++;
         if (this.#isFull(slot, now)) {
           victim = slot;
@@ -252,13 +264,16 @@ export class SharedTable {
     for (let i = 0; i < extra; i++) unlock(t.locks, this.#extra[i]);
   }
 
-  /** The slot to give up in two full groups: a full bucket first, else the oldest, never a pinned one. */
+  /**
+   * The slot to give up in two full groups: a full bucket first, else the oldest; never a pinned one or a
+   * concurrency bucket with slots taken.
+   */
   #victim(g1: number, g2: number, now: number, pinned: Int32Array, pinnedCount: number): number {
     let victim = NONE;
     let oldest = Number.POSITIVE_INFINITY;
     for (const g of [g1, g2]) {
       for (let slot = g * WAYS, end = slot + WAYS; slot < end; slot++) {
-        if (isPinned(slot, pinned, pinnedCount)) continue;
+        if (isPinned(slot, pinned, pinnedCount) || this.#holdsSlots(slot, now)) continue;
         if (this.#isFull(slot, now)) {
           Atomics.add(this.t.counters, C_FULL_DROPPED, 1n);
           return slot;
