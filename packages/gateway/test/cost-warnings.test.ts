@@ -30,6 +30,16 @@ const HEADER_COST = `    - pattern: /report/*
       cost: { header: X-Cost }
 `;
 
+/** A cost rule whose reservation is read from the request body (`max_tokens`). */
+const CHAT_RESERVE = `    - pattern: /v1/chat/*
+      name: llm
+      limit: 100000
+      window: 1h
+      cost:
+        json: usage.total_tokens
+        reserve: { field: max_tokens, default: 500 }
+`;
+
 describe('W_COST_PARALLEL: a cost that requests sent at once can outrun', () => {
   it('warns about a cost settled after the response with a fixed reservation and nothing bounding requests in flight', () => {
     expect(codes('', HEADER_COST)).toEqual([
@@ -46,19 +56,7 @@ describe('W_COST_PARALLEL: a cost that requests sent at once can outrun', () => 
 
   it('warns about a reservation read from the request body: max_tokens bounds no prompt tokens, and a usage sums them', () => {
     const path = ['rateLimiting', 'endpoints', 0, 'cost'];
-    expect(
-      codes(
-        '',
-        `    - pattern: /v1/chat/*
-      name: llm
-      limit: 100000
-      window: 1h
-      cost:
-        json: usage.total_tokens
-        reserve: { field: max_tokens, default: 500 }
-`,
-      ),
-    ).toEqual([{ code: 'W_COST_PARALLEL', path }]);
+    expect(codes('', CHAT_RESERVE)).toEqual([{ code: 'W_COST_PARALLEL', path }]);
     // The costs guide's own example: prompt and completion tokens weighted, reserved from max_tokens.
     expect(
       codes(
@@ -80,14 +78,7 @@ describe('W_COST_PARALLEL: a cost that requests sent at once can outrun', () => 
     expect(
       codes(
         '',
-        `    - pattern: /v1/chat/*
-      name: llm
-      limit: 100000
-      window: 1h
-      cost:
-        json: usage.total_tokens
-        reserve: { field: max_tokens, default: 500 }
-    - { pattern: /v1/chat/*, name: llm-in-flight, concurrent: 2 }
+        `${CHAT_RESERVE}    - { pattern: /v1/chat/*, name: llm-in-flight, concurrent: 2 }
 `,
       ),
     ).toEqual([]);

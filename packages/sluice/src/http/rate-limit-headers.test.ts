@@ -315,7 +315,7 @@ describe('legacy pairs of a header plan', () => {
           for (const s of steps) {
             const policy = s.which === 0 ? a : b;
             const reset = Math.floor(s.nowMs / 1000) + s.t;
-            const fixed = plan.legacyPairs(policy, policy.name);
+            const fixed = plan.legacyPairs(policy);
             const pairs = [
               fixed.limit,
               ['X-RateLimit-Remaining', String(s.r)],
@@ -331,7 +331,7 @@ describe('legacy pairs of a header plan', () => {
             } as unknown as Decision;
             expect(pairs).toEqual(legacyRateLimitHeaders(d, Math.floor(s.nowMs / 1000) * 1000));
             // Shared and frozen: one verdict's caller cannot change what the next one sends.
-            expect(plan.legacyPairs(policy, policy.name)).toBe(fixed);
+            expect(plan.legacyPairs(policy)).toBe(fixed);
             expect(Object.isFrozen(fixed.limit) && Object.isFrozen(fixed.policy)).toBe(true);
             expect(plan.legacyResetPair(reset)).toBe(plan.legacyResetPair(reset));
           }

@@ -325,11 +325,13 @@ export class HeaderPlan {
    * and `X-RateLimit-Policy`), frozen and shared: a legacy answer then makes only its remaining and reset values.
    *
    * @param policy - a policy of this plan.
-   * @param name - its `X-RateLimit-Policy` value (see {@link legacyPolicyName}).
+   * @param names - the plan's `X-RateLimit-Policy` values by policy, if it has them; else the value is made from
+   *   the policy's name (see {@link legacyPolicyName}). Read only the first time a policy is asked for.
    */
-  legacyPairs(policy: Policy, name: string): LegacyPairs {
+  legacyPairs(policy: Policy, names?: ReadonlyMap<Policy, string>): LegacyPairs {
     let pairs = this.#legacy.get(policy);
     if (pairs === undefined) {
+      const name = names?.get(policy) ?? legacyPolicyName(policy.name);
       pairs = Object.freeze({
         limit: Object.freeze([HeaderName.LegacyLimit, String(policy.quota)] as const),
         policy: Object.freeze([HeaderName.LegacyPolicy, name] as const),

@@ -9,7 +9,6 @@ import {
   formatRateLimitPolicy,
   HeaderName,
   type HeaderPlan,
-  legacyPolicyName,
   mostRestrictive,
   resetEpochSeconds,
 } from './rate-limit-headers.js';
@@ -378,10 +377,7 @@ export class VerdictWriter {
     // The limit and the policy name are the policy's own, and the reset repeats within a second: shared pairs,
     // so an answer makes only its remaining count's.
     const plan = facts.header;
-    const fixed = plan.legacyPairs(
-      m.policy,
-      facts.legacyNames?.get(m.policy) ?? legacyPolicyName(m.policy.name),
-    );
+    const fixed = plan.legacyPairs(m.policy, facts.legacyNames);
     out.push(fixed.limit);
     out.push([HeaderName.LegacyRemaining, String(m.remaining)]);
     out.push(plan.legacyResetPair(resetEpochSeconds(this.#o.wallClock(), m.resetSeconds)));
