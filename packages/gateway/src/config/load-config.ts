@@ -6,6 +6,7 @@ import { type Document, isMap, isPair, isScalar, isSeq, LineCounter, parseDocume
 import { type ConfigWarning, checkConfig, rememberWarnings } from './config-warnings.js';
 import { substituteEnv } from './env-substitution.js';
 import type { GatewayConfig } from './gateway-config.js';
+import { rememberSource } from './loaded-source.js';
 import { takeRateLimitBlock } from './rate-limit-block.js';
 import { isSecretName, REDACTED, redactText, redactUrls, secretsIn } from './redact.js';
 import { reservedKeys, reservedNameMessage } from './reserved-names.js';
@@ -149,6 +150,7 @@ export function loadConfigText(
     };
   });
   rememberWarnings(config, warnings);
+  rememberSource(config, text);
   return { ok: true, config, violations: [], warnings };
 }
 

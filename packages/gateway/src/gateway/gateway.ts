@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events';
+import { resolve } from 'node:path';
 import type { RateLimitStore } from 'sluice';
 import type { PrometheusMetrics } from 'sluice/prometheus';
 import { wallClock } from 'sluice/quota';
@@ -9,6 +10,7 @@ import type { Penalties } from '../admission/penalties.js';
 import { Runtime } from '../admission/runtime.js';
 import { configWarnings } from '../config/config-warnings.js';
 import type { GatewayConfig } from '../config/gateway-config.js';
+import { loadedSource } from '../config/loaded-source.js';
 import type { LimitedKeysView, RateWindow, ThreadPeers } from '../dashboard/index.js';
 import type { LimitedKeyFacts } from '../dashboard/limited-key-facts.js';
 import { createLogger, type Logger } from '../log/create-logger.js';
@@ -194,7 +196,9 @@ export class Gateway extends EventEmitter {
 
   /**
    * Starts the gateway: opens the store, listens on `server.host:server.port` and on every other listener the
-   * configuration has (admin, decision API, Envoy service), and watches the configuration file when asked.
+   * configuration has (admin, decision API, Envoy service), and watches the configuration file when asked. A
+   * configuration from the loader (`loadConfigFile`, `loadConfigOrThrow`) carries its text: a file saved since it
+   * was read differs from it once the watch is attached, and is reloaded.
    *
    * @throws SluiceError `ERR_INVALID_CONFIG` when a JWKS or API key file is unusable; listen errors as Node and
    * gRPC report them (for example `EADDRINUSE`, with its `code`), their message led by the option of the port
@@ -215,7 +219,11 @@ export class Gateway extends EventEmitter {
       await g.close();
       throw e;
     }
-    if (g.#reloads.file !== undefined && (options.watch ?? c.reload.watch)) g.#reloads.watch();
+    // The text the configuration came from: a save made since the file was read (while the store connected and
+    // the listeners started) shows as a different text once the watch is attached, and is reloaded.
+    const file = g.#reloads.file;
+    if (file !== undefined && (options.watch ?? c.reload.watch))
+      g.#reloads.watch(resolve(file) === c.file ? loadedSource(c) : undefined);
     const publish = options.thread?.publish;
     if (publish !== undefined) {
       g.#feedTimer = setInterval(

@@ -77,11 +77,16 @@ export class ReloadController {
     return result;
   }
 
-  /** Reloads when the file changes. The folder is watched: editors and config management replace files by renaming. */
-  watch(): void {
+  /**
+   * Reloads when the file changes. The folder is watched: editors and config management replace files by renaming.
+   *
+   * @param loaded - the text the runtime in effect was loaded from, when known: a file that differs from it once
+   * the watch is attached (saved since it was read) is reloaded.
+   */
+  watch(loaded?: string): void {
     const file = this.file;
     if (file === undefined) return;
-    this.#unwatch = watchConfigFile(file, () => this.reload(), this.#options.logger);
+    this.#unwatch = watchConfigFile(file, () => this.reload(), this.#options.logger, loaded);
   }
 
   /** Stops watching. */
