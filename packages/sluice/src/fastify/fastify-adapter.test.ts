@@ -37,12 +37,6 @@ describe('Fastify adapter', () => {
     const r = await down.inject({ url: '/api/x' });
     expect(r.statusCode).toBe(503);
     expect(r.json()).toMatchObject({ code: 'rate_limiter_unavailable' });
-    const costly = Fastify();
-    apps.push(costly);
-    // Registered before the plugin, so not checked at registration: deciding throws for each request.
-    costly.get('/api/x', { config: { rateLimit: { cost: 0 } } }, async () => 'never');
-    await costly.register(sluiceFastify, { limiter: fixture().http });
-    expect((await costly.inject({ url: '/api/x' })).statusCode).toBe(500);
   });
 
   it('decides in another hook when asked, and rejects bad options', async () => {
@@ -88,6 +82,57 @@ describe('Fastify route settings checked at registration', () => {
     app.get('/api/ok', { config: { rateLimit: { operation: 'rl.write', cost: 2 } } }, async () => 'ok');
     app.get('/api/free', { config: { rateLimit: false } }, async () => 'ok');
     expect((await app.inject({ url: '/api/ok' })).statusCode).toBe(200);
+  });
+});
+
+describe('Fastify route settings of routes registered before the plugin', () => {
+  it('answers 500 naming the route and the option, without deciding, for an invalid config.rateLimit', async () => {
+    const { http } = fixture();
+    const app = Fastify();
+    apps.push(app);
+    // onRoute never sees these routes: their settings are checked on their first request instead.
+    const bad: [string, unknown, string][] = [
+      ['/api/a', { cost: 0 }, 'config.rateLimit.cost'],
+      ['/api/b', { cost: 1.5 }, 'config.rateLimit.cost'],
+      ['/api/c', { operation: 7 }, 'config.rateLimit.operation'],
+      // Another library's setting would otherwise be dropped without a word, the route limited by the defaults.
+      ['/api/d', { max: 5 }, 'config.rateLimit.max'],
+      ['/api/e', true, 'config.rateLimit'],
+    ];
+    for (const [url, rateLimit] of bad)
+      app.get(url, { config: { rateLimit: rateLimit as false } }, async () => 'ok');
+    app.get('/api/ok', async () => 'ok');
+    await app.register(sluiceFastify, { limiter: http });
+    for (const [url, , option] of bad) {
+      for (let i = 0; i < 2; i++) {
+        const r = await app.inject({ url });
+        expect(r.statusCode, url).toBe(500);
+        expect(r.json()).toMatchObject({ code: 'ERR_INVALID_OPTION' });
+        expect(r.json().message).toContain(`sluice/fastify route GET ${url} ${option} must be`);
+      }
+    }
+    // None of them was decided: the caller's bucket is full (burst 3) for the first request that is.
+    expect((await app.inject({ url: '/api/ok' })).headers.ratelimit).toBe('"rl.read";r=2;t=1');
+  });
+
+  it('checks a valid setting once per route, on its first request', async () => {
+    const app = Fastify();
+    apps.push(app);
+    let listed = 0;
+    // A setting that counts how often its keys are listed: the check lists them, deciding reads two fields.
+    const rateLimit = new Proxy(
+      { operation: 'rl.write', cost: 1 },
+      {
+        ownKeys: (target) => {
+          listed++;
+          return Reflect.ownKeys(target);
+        },
+      },
+    );
+    app.post('/api/early', { config: { rateLimit } }, async () => 'ok');
+    await app.register(sluiceFastify, { limiter: fixture().http });
+    for (let i = 0; i < 3; i++) await app.inject({ method: 'POST', url: '/api/early' });
+    expect(listed).toBe(1);
   });
 });
 

@@ -21,7 +21,7 @@ import {
 import { requirePeer } from '../http/peer-package.js';
 import { emitWarning, peerWarningsOf } from '../http/peer-warnings.js';
 import { HeaderName } from '../http/rate-limit-headers.js';
-import { checkRouteSetting } from './route-settings-check.js';
+import { checkedSettings } from './route-settings-check.js';
 
 /** Per-route settings, under `config.rateLimit` of a route. */
 export interface FastifyRouteRateLimit {
@@ -252,14 +252,25 @@ const plugin: FastifyPluginCallback<SluiceFastifyOptions> = (fastify: FastifyIns
   // `routeOptions` on each access, which costs about as much as the second hook a per-route design still needs
   // for requests that match no route (D-H08).
   const settings = routeSettings();
-  // Routes registered from here on have their settings checked at registration; earlier ones are not seen here.
-  fastify.addHook('onRoute', (route) => checkRouteSetting(route.method, route.url, route.config?.rateLimit));
+  const checked = checkedSettings();
+  // Routes registered from here on have their settings checked at registration; earlier ones, which onRoute
+  // never sees, on their first request (see checkedSettings).
+  fastify.addHook('onRoute', (route) => checked.add(route.method, route.url, route.config?.rateLimit));
   fastify.addHook(
     name as 'onRequest',
     (request: FastifyRequest, reply: FastifyReply, next: HookHandlerDoneFunction) => {
       const route = settings(request);
       if (route === false) next();
-      else decide(route, request, reply, next);
+      else if (route === undefined || checked.has(route)) decide(route, request, reply, next);
+      else {
+        try {
+          checked.add(request.routeOptions.method, request.routeOptions.url ?? request.url, route);
+        } catch (error) {
+          next(error as Error);
+          return;
+        }
+        decide(route, request, reply, next);
+      }
     },
   );
   done();
@@ -276,7 +287,9 @@ const fp = requirePeer<{ default: typeof fastifyPlugin }>('fastify-plugin', 'slu
  * SluiceError `ERR_INVALID_OPTION` for a missing limiter, an unknown option (another library's, such as
  * `max` or `timeWindow`, named with a hint) or an invalid `hook`; registering a route after the plugin fails with
  * it for an invalid `config.rateLimit` (a `cost` that is not a safe integer >= 1, a non-string `operation`, an
- * unknown key).
+ * unknown key). A route registered before the plugin, which Fastify does not show it, has its setting checked
+ * on its first request instead: an invalid one answers every request of the route with that error (status
+ * 500, logged by Fastify), and no request of it is decided. Register the plugin first to fail at startup.
  *
  * @example
  * ```ts

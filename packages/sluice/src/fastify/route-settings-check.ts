@@ -31,3 +31,33 @@ export function checkRouteSetting(method: string | readonly string[], url: strin
     throw invalidOption(`${where}.cost`, 'a whole number of tokens (a safe integer >= 1)', cost);
   }
 }
+
+/** The route settings known to be valid, and how a setting joins them. */
+export interface CheckedSettings {
+  /** Whether a setting object was checked and found valid: a WeakSet lookup, no allocation. */
+  has(setting: object): boolean;
+  /**
+   * Checks a route's setting (see {@link checkRouteSetting}) and, when it is an object, remembers it as valid.
+   *
+   * @throws SluiceError `ERR_INVALID_OPTION` as `checkRouteSetting` does.
+   */
+  add(method: string | readonly string[], url: string, setting: unknown): void;
+}
+
+/**
+ * The settings objects of the routes checked so far. Routes registered after the plugin are checked by its
+ * `onRoute` hook; routes registered before it, which Fastify does not show to a hook added later, on their first
+ * request. Fastify copies a route's `config` into its context but keeps `config.rateLimit` by reference, so the
+ * object met per request is the one checked, and a known route costs one WeakSet lookup. An invalid setting is
+ * not remembered: each request of its route fails with the same error, before anything is decided.
+ */
+export function checkedSettings(): CheckedSettings {
+  const valid = new WeakSet<object>();
+  return {
+    has: (setting) => valid.has(setting),
+    add: (method, url, setting) => {
+      checkRouteSetting(method, url, setting);
+      if (typeof setting === 'object' && setting !== null) valid.add(setting);
+    },
+  };
+}
