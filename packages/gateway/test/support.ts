@@ -320,11 +320,20 @@ export const serveArgs = (file: string, upstream: string, threads: number): stri
 /**
  * Runs the `sluice` command from source under `node` (tsx resolves the workspace like the build does) and collects
  * its output lines. The child is added to `spawned`, for the suite to kill whatever a failed assertion left running.
+ * With `bin`, the command compiled from the sources by `compiledSluice` (compiled-sluice.ts) runs instead, without
+ * tsx: a suite that starts many threaded gateways starts each in a fraction of the time.
  */
-export function spawnSluice(node: string, args: string[], spawned: ChildProcess[]): SpawnedSluice {
+export function spawnSluice(
+  node: string,
+  args: string[],
+  spawned: ChildProcess[],
+  bin?: string,
+): SpawnedSluice {
   const child = spawn(
     node,
-    ['--import', 'tsx', fileURLToPath(new URL('../src/bin/sluice.ts', import.meta.url)), ...args],
+    bin === undefined
+      ? ['--import', 'tsx', fileURLToPath(new URL('../src/bin/sluice.ts', import.meta.url)), ...args]
+      : [bin, ...args],
     {
       cwd: fileURLToPath(new URL('../../..', import.meta.url)),
       stdio: ['ignore', 'pipe', 'pipe'],
