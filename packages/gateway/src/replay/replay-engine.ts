@@ -288,15 +288,18 @@ export class ReplayEngine {
   /**
    * Gives a verdict's decision back to the store once the verdict has been read for the last time (counted,
    * compared, seen by `onDecision`): the store writes a later decision into it, and a known client's line then
-   * allocates no decision (D-G171). A promise, a verdict without a decision and one whose observer is still to
-   * end (it may read its decision then) keep theirs.
+   * allocates no decision (D-G171), no verdict and no checks list (D-G194). A promise, a verdict without a
+   * decision and one whose observer is still to end (it may read its decision then) keep theirs.
    *
    * @param v - what {@link ReplayEngine.admitBatch} gave for a line, read for the last time.
    */
   recycle(v: Verdict | Promise<Verdict> | undefined): void {
     if (v === undefined || isPromiseLike(v)) return;
     const d = v.decision;
-    if (d !== undefined && v.observer === undefined) this.store.recycle(d);
+    if (d === undefined || v.observer !== undefined) return;
+    // The verdict and its checks list too: the next lines' are written into them (D-G194).
+    this.runtime.http.recycle(v);
+    this.store.recycle(d);
   }
 
   /**

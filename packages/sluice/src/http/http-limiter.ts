@@ -3,6 +3,7 @@ import {
   type Decision,
   ErrorCode,
   type Limiter,
+  ManyDecision,
   type MaybePromise,
   type Policy,
   SluiceError,
@@ -12,7 +13,7 @@ import type { ClientIpResolver } from './client-ip.js';
 import { hasSlots, holding, waitThenSlots } from './concurrency-hold.js';
 import { ExemptBlocks } from './exempt-blocks.js';
 import type { HeaderMode } from './header-mode.js';
-import { mayWait, signalOf, tierOf } from './http-limiter-helpers.js';
+import { ALLOW_NO_HEADERS, isLoopback, mayWait, signalOf, tierOf } from './http-limiter-helpers.js';
 import {
   type CredentialFailure,
   type HttpLimiterOptions,
@@ -20,7 +21,6 @@ import {
   resolveHttpLimiterOptions,
 } from './http-limiter-options.js';
 import { recordingEvaluate } from './http-metrics.js';
-import { type IpRange, inRanges, NAMED_RANGES, parseIpRange } from './ip-address.js';
 import { requestIpKey } from './keys.js';
 import { isPromiseLike, whenReady } from './maybe-promise.js';
 import { HeaderPlan } from './rate-limit-headers.js';
@@ -31,18 +31,7 @@ import type { SettlePlan } from './settle-plan.js';
 import type { HttpRequestInfo, Identity, Verdict } from './types.js';
 import { type DecidedFacts, VerdictWriter } from './verdicts.js';
 
-// Parsed at the first use: Node.js compiles its IPv6 pattern on its first test (about 7 ms), a start-up cost
-// that every `import` would otherwise pay, `exemptLoopback` or not.
-let loopback: readonly IpRange[] | undefined;
-const loopbackRanges = (): readonly IpRange[] =>
-  (loopback ??= NAMED_RANGES.loopback.map((r) => parseIpRange(r) as IpRange));
 const NO_NAMES: readonly string[] = Object.freeze([]);
-const ALLOW_NO_HEADERS: Verdict = Object.freeze({
-  action: 'allow',
-  status: 200,
-  outcome: 'allowed',
-  headers: Object.freeze([]),
-});
 
 /**
  * HTTP semantics over the engine: the request target, exemptions, client IP, credentials, rules, keys, headers
@@ -91,6 +80,11 @@ export interface HttpLimiter<R extends HttpRequestInfo = HttpRequestInfo> {
   recordFailedCredentials(request: R, reason?: string): MaybePromise<Decision | undefined>;
   /** The bucket keys a request would use, one per policy, for debugging and admin tools. */
   keysOf(request: R): readonly Check[];
+  /**
+   * Gives back a verdict of {@link HttpLimiter.evaluate} read for the last time, its decision too (a log replay):
+   * later ones are written into it and its checks (D-G194). One with an observer is kept; never read it again.
+   */
+  recycle(verdict: Verdict): void;
 }
 
 /**
@@ -341,7 +335,7 @@ export function createHttpLimiter<R extends HttpRequestInfo = HttpRequestInfo>(
     result.then((r) => afterIdentity(req, ip, r));
 
   const exemptReason = (req: R, ip: string | undefined): string | undefined => {
-    if (o.exemptLoopback && ip !== undefined && inRanges(ip, loopbackRanges())) return 'loopback';
+    if (o.exemptLoopback && ip !== undefined && isLoopback(ip)) return 'loopback';
     if (o.exemptWhen === undefined) return undefined;
     const r = o.exemptWhen(req, ip);
     return r === true ? 'client' : typeof r === 'string' && r !== '' ? r : undefined;
@@ -394,6 +388,12 @@ export function createHttpLimiter<R extends HttpRequestInfo = HttpRequestInfo>(
     keysOf(req: R): readonly Check[] {
       const plan = plans.match(req);
       return plan === undefined ? [] : plans.checks(req, plan, clientIpOf(req));
+    },
+    recycle(v: Verdict): void {
+      const d = v.decision;
+      if (d === undefined || v.observer !== undefined) return;
+      if (d instanceof ManyDecision && v.rules !== undefined) plans.recycle(d.checks);
+      writer.recycle(v);
     },
   });
 }

@@ -109,6 +109,55 @@ describe('rule plans', () => {
     expect(plans.match(req('/other'))).toBeUndefined();
   });
 
+  it('rewrite a checks list given back, equal to one built afresh, and never one still held (property)', () => {
+    const rules = [
+      compileRule({ tier: 'free', policies: ['p0', 'p1'] }, limiter, 'rules[0]'),
+      compileRule({ path: '/api/*', policies: ['p2'], key: 'ip' }, limiter, 'rules[1]'),
+      compileRule({ policies: ['p1'], key: 'principal' }, limiter, 'rules[2]'),
+    ];
+    const requests = fc.array(
+      fc.record({
+        ip: fc.constantFrom('192.0.2.1', '192.0.2.2', '2001:db8::1'),
+        tier: fc.constantFrom(undefined, 'free'),
+        client: fc.constantFrom(undefined, 'alice', 'b'.repeat(40)),
+        path: fc.constantFrom('/api/x', '/other'),
+        recycle: fc.boolean(),
+      }),
+      { minLength: 1, maxLength: 30 },
+    );
+    fc.assert(
+      fc.property(requests, fc.constantFrom('', 'rl:'), (list, prefix) => {
+        const plans = new RulePlans(rules, prefix, 32);
+        const held: { list: readonly unknown[]; copy: unknown[] }[] = [];
+        let given: readonly unknown[] | undefined;
+        for (const r of list) {
+          const req: HttpRequestInfo = {
+            method: 'GET',
+            path: r.path,
+            headers: {},
+            remoteAddress: r.ip,
+            identity: { tier: r.tier, client: r.client },
+          };
+          const fresh = new RulePlans(rules, prefix, 32);
+          const plan = plans.match(req);
+          const freshPlan = fresh.match(req);
+          if (plan === undefined || freshPlan === undefined) throw new Error('a rule always matches');
+          const checks = plans.checks(req, plan, r.ip);
+          if (given !== undefined && given.length === checks.length) expect(checks).toBe(given);
+          expect(checks).toEqual(fresh.checks(req, freshPlan, r.ip));
+          expect(plans.unhashedKeys()).toEqual(fresh.unhashedKeys());
+          given = undefined;
+          if (r.recycle) {
+            plans.recycle(checks);
+            given = checks;
+          } else held.push({ list: checks, copy: checks.map((c) => ({ ...c })) });
+        }
+        for (const h of held) expect(h.list).toEqual(h.copy);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
   it('pass over an exempt endpoint only when it cannot match, whatever the endpoints and the path (property)', () => {
     const endpointOf = fc.constantFrom(
       'GET /health',

@@ -41,6 +41,11 @@ export interface RulePlan {
 
 /** Plans are cached per combination of matching rules up to this many combinations. */
 const MAX_PLANS = 4096;
+/** The most checks lists of one length kept for reuse (a replay's batch holds 32 decisions at a time). */
+const MAX_FREE = 64;
+
+/** A check of a list this class made: written over once the list is given back. */
+type WritableCheck = { policy: Policy; key: string };
 
 /**
  * The rules of one limiter and the plans of the rule combinations that match together, built on first use: the
@@ -80,6 +85,8 @@ export class RulePlans {
   /** Per check of the last {@link RulePlans.checks} call, the prefixed key before hashing, where it was hashed. */
   readonly #unhashed: (string | undefined)[] = [];
   #anyHashed = false;
+  /** Checks lists given back by {@link RulePlans.recycle}, by length (up to 7), written over by the next requests. */
+  readonly #free: WritableCheck[][][] = Array.from({ length: 8 }, () => []);
 
   /**
    * @param rules - the compiled rules, in configuration order.
@@ -228,23 +235,32 @@ export class RulePlans {
    * @param plan - from {@link RulePlans.match}.
    * @param ip - the resolved client IP.
    * @param identity - the caller (from `identify`, else the request's).
+   * @returns the checks: read them, never change them; give the list back with {@link RulePlans.recycle} only
+   *   once nothing reads it (a later request's checks are then written into it).
    */
   checks(
     req: HttpRequestInfo,
     plan: RulePlan,
     ip: string | undefined,
     identity: Identity | undefined = req.identity,
-  ): Check[] {
+  ): readonly Check[] {
     const view = withCaptures(req, plan);
     const ipk = requestIpKey(req, ip);
     const n = plan.policies.length;
-    const checks: Check[] = new Array(n);
+    // A list given back (`recycle`) of the same length is written over: no list and no check is allocated.
+    const free = n < this.#free.length ? this.#free[n] : undefined;
+    const reused = free !== undefined && free.length > 0;
+    const checks: WritableCheck[] = reused ? (free.pop() as WritableCheck[]) : new Array(n);
     this.#anyHashed = false;
     for (let i = 0; i < n; i++) {
       const key = plan.keyedBy[i].key(view, ipk, ip, identity);
       const full = this.#prefix === '' ? key : this.#prefix + key;
       const bounded = boundKey(full, this.#maxKeyLength);
-      checks[i] = { policy: plan.policies[i], key: bounded };
+      if (reused) {
+        const c = checks[i];
+        c.policy = plan.policies[i];
+        c.key = bounded;
+      } else checks[i] = { policy: plan.policies[i], key: bounded };
       if (bounded !== full) {
         // Overrides match the key as built (`tenant:acme:*` must still find a tenant whose client id is long).
         if (!this.#anyHashed) this.#unhashed.fill(undefined);
@@ -253,6 +269,17 @@ export class RulePlans {
       }
     }
     return checks;
+  }
+
+  /**
+   * Gives back a list {@link RulePlans.checks} returned, read for the last time (its decision given back too): a
+   * later request's checks are written into it (D-G193). A list still read anywhere must not be given back.
+   */
+  recycle(checks: readonly Check[]): void {
+    const n = checks.length;
+    if (n >= this.#free.length) return;
+    const free = this.#free[n];
+    if (free.length < MAX_FREE) free.push(checks as WritableCheck[]);
   }
 
   /**

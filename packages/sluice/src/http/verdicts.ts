@@ -13,34 +13,19 @@ import {
   resetEpochSeconds,
 } from './rate-limit-headers.js';
 import type { TargetRefusal } from './request-target.js';
+import { retryAfterPair } from './retry-after-pair.js';
 import type { HeaderPair, HttpRequestInfo, Identity, Verdict } from './types.js';
 
 const EMPTY: readonly HeaderPair[] = Object.freeze([]);
+/** The most admissions kept for reuse (a replay's batch holds 32 at a time). */
+const MAX_FREE = 64;
+type WritableVerdict = { -readonly [K in keyof Verdict]: Verdict[K] };
 const NO_NAMES: readonly string[] = Object.freeze([]);
 const DENY_HEADERS: readonly HeaderPair[] = Object.freeze([
   Object.freeze([HeaderName.ContentType, PROBLEM_CONTENT_TYPE] as const),
   Object.freeze([HeaderName.CacheControl, 'no-store'] as const),
   Object.freeze([HeaderName.ContentTypeOptions, 'nosniff'] as const),
 ]);
-/**
- * The `Retry-After` lines of denials, one frozen pair per value up to an hour, made when first sent: a flood of
- * denials mostly repeats a few values (the window's refill time), and then allocates neither the pair nor the
- * string. Longer waits get a pair of their own.
- */
-const RETRY_CACHED = 3600;
-const retryPairs: (HeaderPair | undefined)[] = new Array(RETRY_CACHED + 1);
-
-/** The frozen `Retry-After` line of a wait in whole seconds (at least 1). */
-function retryAfterPair(seconds: number): HeaderPair {
-  const s = Math.max(1, seconds);
-  if (s > RETRY_CACHED) return Object.freeze([HeaderName.RetryAfter, String(s)] as const);
-  let pair = retryPairs[s];
-  if (pair === undefined) {
-    pair = Object.freeze([HeaderName.RetryAfter, String(s)] as const);
-    retryPairs[s] = pair;
-  }
-  return pair;
-}
 const RETRY_1 = retryAfterPair(1);
 
 /** What a decided request's verdict says besides the decision. */
@@ -64,6 +49,8 @@ export class VerdictWriter {
   readonly #draft: boolean;
   readonly #legacy: boolean;
   readonly #exempt = new Map<string, Verdict>();
+  /** Admissions without headers given back by {@link VerdictWriter.recycle}, written over by the next ones. */
+  readonly #free: WritableVerdict[] = [];
 
   /** @param options - the limiter's resolved options. */
   constructor(options: ResolvedHttpLimiterOptions<HttpRequestInfo>) {
@@ -116,6 +103,17 @@ export class VerdictWriter {
     const rules = facts.names;
     if (d.allowed) {
       const outcome = d.reason === 'store_unavailable_open' ? 'store_unavailable_open' : 'allowed';
+      if (none && this.#free.length > 0) {
+        // An admission given back (D-G194): its fields are the literal's below, in its order.
+        const v = this.#free.pop() as WritableVerdict;
+        v.outcome = outcome;
+        v.decision = d;
+        v.clientIp = ip;
+        v.rules = rules;
+        v.key = key;
+        v.identity = identity;
+        return v;
+      }
       return {
         action: 'allow',
         status: 200,
@@ -165,6 +163,16 @@ export class VerdictWriter {
       key,
       identity,
     };
+  }
+
+  /**
+   * Takes back an admission {@link VerdictWriter.decided} made without headers, read for the last time: the next
+   * one is written into it. Any other verdict (a denial, one with headers or an observer, a frozen one) is left.
+   */
+  recycle(v: Verdict): void {
+    if (v.action !== 'allow' || v.headers !== EMPTY || v.decision === undefined || v.observer !== undefined)
+      return;
+    if (this.#free.length < MAX_FREE && !Object.isFrozen(v)) this.#free.push(v as WritableVerdict);
   }
 
   /**
