@@ -141,9 +141,10 @@ export class ReplayTally {
   #limited(v: Verdict, timeMs: number, line: number, log: string): void {
     const d = v.decision!;
     const key = v.key ?? 'ip:unknown';
-    const names = violatedNames(d);
+    // Read once: the decision computes it from its facts on every read.
+    const retryAfter = d.retryAfterSeconds;
     if (this.firstLimited.length < FIRST_LIMITED)
-      this.firstLimited.push({ line, log, timeMs, key, policies: names, retryAfter: d.retryAfterSeconds });
+      this.firstLimited.push({ line, log, timeMs, key, policies: violatedNames(d), retryAfter });
     let k = this.limitedKeys.get(key);
     if (k === undefined) {
       if (this.limitedKeys.size >= this.#keyCap) {
@@ -155,8 +156,14 @@ export class ReplayTally {
     }
     k.count++;
     k.lastMs = timeMs;
-    if (d.retryAfterSeconds > k.maxRetryAfter) k.maxRetryAfter = d.retryAfterSeconds;
-    for (const n of names) k.policies.add(n);
+    if (retryAfter > k.maxRetryAfter) k.maxRetryAfter = retryAfter;
+    // The names straight into the key's set, in the same order, without a list per limited line.
+    if (d instanceof ManyDecision) {
+      for (let i = 0; i < d.size; i++) {
+        const p = d.policyAt(i);
+        if (d.limitedAt(i) && !p.shadow) k.policies.add(p.name);
+      }
+    } else for (const n of violatedNames(d)) k.policies.add(n);
   }
 
   #indexOf(policy: Policy): number {
