@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { credentials, type ServiceError } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   type RedisCluster,
@@ -6,6 +7,7 @@ import {
   startRedisCluster,
   startRedisServer,
 } from '../../../test/support/redis-server.js';
+import { rateLimitPackage } from '../src/envoy/grpc-server.js';
 import { RateLimitService } from '../src/envoy/rate-limit-service.js';
 import { startGateway, type TestGateway, tempDir, WALL_MS } from './support.js';
 
@@ -30,9 +32,40 @@ envoy:
           rate_limit:
             requests_per_unit: 3
             unit: hour
+    - domain: mixed
+      descriptors:
+        - key: remote_address
+          rate_limit:
+            requests_per_unit: 5
+            unit: minute
+        - key: path
+          value: "/admin*"
+          rate_limit:
+            requests_per_unit: 2
+            unit: minute
 `;
 
 const d = (key: string, value: string) => ({ entries: [{ key, value }] });
+
+interface Answer {
+  overall_code: string;
+  statuses: { code: string; limit_remaining: number }[];
+  response_headers_to_add: { key: string; value: string }[];
+}
+type Client = InstanceType<ReturnType<typeof rateLimitPackage>['RateLimitService']>;
+const ask = (c: Client, descriptors: unknown[]) =>
+  new Promise<Answer>((resolve, reject) => {
+    c.ShouldRateLimit({ domain: 'mixed', descriptors }, (e: ServiceError | null, r: Answer) =>
+      e ? reject(e) : resolve(r),
+    );
+  });
+/** What one answer says: its code, each descriptor's code and remaining, its Retry-After. */
+const said = (a: Answer) =>
+  [
+    a.overall_code,
+    ...a.statuses.map((s) => `${s.code}/${s.limit_remaining}`),
+    a.response_headers_to_add.find((h) => h.key === 'Retry-After')?.value ?? '-',
+  ].join(' ');
 
 /** The Envoy service over the Redis store: a single server, and a Redis Cluster whose slots split descriptors. */
 describe('Envoy rate limit service on Redis', () => {
@@ -40,11 +73,13 @@ describe('Envoy rate limit service on Redis', () => {
   let redis: RedisServer;
   let cluster: RedisCluster;
   const started: TestGateway[] = [];
+  const clients: Client[] = [];
 
   beforeAll(async () => {
     [redis, cluster] = await Promise.all([startRedisServer(), startRedisCluster()]);
   });
   afterAll(async () => {
+    for (const c of clients) c.close();
     for (const t of started) await t.gateway.close();
     await redis?.stop();
     await cluster?.stop();
@@ -95,4 +130,42 @@ describe('Envoy rate limit service on Redis', () => {
         .limit_remaining,
     ).toBe(0);
   });
+
+  // Ten calls at once of [remote_address cost 1 (5 a minute), path cost 2 (2 a minute)]: the first takes 1 and 2,
+  // the nine others find the path empty. Each answer must name the path, with the address's true level and the
+  // path's Retry-After, as the memory store answers: never the address, drained for an instant by a neighbour's
+  // take that its own denial then refunded.
+  for (const kind of ['memory', 'single', 'cluster'] as const) {
+    it(`blames the descriptor that denied, with its Retry-After, under concurrent mixed costs (${kind})`, async () => {
+      const store =
+        kind === 'memory'
+          ? ''
+          : kind === 'single'
+            ? `store:\n  type: redis\n  url: ${redis.url}\n`
+            : `store:\n  type: redis\n  cluster:\n    nodes: [${cluster.startupNodes.map((n) => `redis://${n.host}:${n.port}`).join(', ')}]\n`;
+      await start(store, `mixed-${kind}`);
+      const t = started[started.length - 1];
+      const c = new (rateLimitPackage().RateLimitService)(
+        t.gateway.envoyAddress as string,
+        credentials.createInsecure(),
+      );
+      clients.push(c);
+      const both = [
+        { ...d('remote_address', `10.7.0.${kind.length}`), hits_addend: { value: 1 } },
+        { ...d('path', '/admin/z'), hits_addend: { value: 2 } },
+      ];
+      const answers = await Promise.all(Array.from({ length: 10 }, () => ask(c, both)));
+      const counts = new Map<string, number>();
+      for (const a of answers) counts.set(said(a), (counts.get(said(a)) ?? 0) + 1);
+      expect(Object.fromEntries(counts)).toEqual({
+        'OK OK/4 OK/0 -': 1,
+        'OVER_LIMIT OK/4 OVER_LIMIT/0 60': 9,
+      });
+      const peek = await ask(
+        c,
+        both.map((x) => ({ ...x, hits_addend: { value: 0 } })),
+      );
+      expect(peek.statuses.map((s) => s.limit_remaining)).toEqual([4, 0]);
+    });
+  }
 });

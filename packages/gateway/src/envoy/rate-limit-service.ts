@@ -7,6 +7,7 @@ import {
   rateLimitProblemBody,
 } from 'sluice/http';
 import type { AdmissionHost } from '../admission/admit-request.js';
+import { BucketTurns } from './bucket-turns.js';
 import { admitted, NOTHING } from './decision-copies.js';
 import { statusOf } from './descriptor-status.js';
 import { type CompiledNode, type DescriptorEntry, EnvoyPlan, MAX_OVERRIDES } from './envoy-plan.js';
@@ -46,6 +47,8 @@ interface Resolved {
 export class RateLimitService {
   readonly #host: AdmissionHost;
   readonly #now: () => number;
+  /** Requests decided in several store calls take turns on their buckets (see decideUnits). */
+  readonly #turns = new BucketTurns();
   #plan: EnvoyPlan | undefined;
 
   /**
@@ -158,26 +161,35 @@ export class RateLimitService {
     const limited = resolved.filter((r) => r.check !== undefined);
     if (limited.length === 0) return NOTHING;
     const store = host.store;
+    const turns = this.#turns;
+    const buckets = limited.map(bucketOf);
     try {
       let decision: Decision;
       const cost = limited[0].cost;
       if (limited.every((r) => r.cost === cost)) {
         const checks = limited.map((r) => r.check as Check);
-        try {
-          decision = await (cost === 0 ? store.peek(checks, 1) : store.decide(checks, cost));
-          if (cost === 0) decision = plainDecision(decision, { cost: 0 });
-        } catch (e) {
-          // A Redis Cluster cannot run one script over keys of different slots: decide each descriptor alone.
-          if (!(e instanceof SluiceError && e.code === ErrorCode.CrossSlot)) throw e;
-          decision = await decideUnits(
+        const oneByOne = () =>
+          decideUnits(
             store,
             limited.map((r) => [r]),
           );
-        }
+        const atOnce = async (inTurn: boolean): Promise<Decision> => {
+          try {
+            const d = await (cost === 0 ? store.peek(checks, 1) : store.decide(checks, cost));
+            return cost === 0 ? plainDecision(d, { cost: 0 }) : d;
+          } catch (e) {
+            // A Redis Cluster cannot run one script over keys of different slots: decide each descriptor alone.
+            if (!(e instanceof SluiceError && e.code === ErrorCode.CrossSlot)) throw e;
+            return inTurn ? oneByOne() : turns.run(buckets, oneByOne);
+          }
+        };
+        // One atomic call needs no turn, unless a request decided in several calls holds one of its buckets: its
+        // provisional take would read as this request's denial.
+        decision = await (turns.busy(buckets) ? turns.run(buckets, () => atOnce(true)) : atOnce(false));
       } else {
         const byCost = new Map<number, Resolved[]>();
         for (const r of limited) byCost.set(r.cost, [...(byCost.get(r.cost) ?? []), r]);
-        decision = await decideUnits(store, [...byCost.values()], limited);
+        decision = await turns.run(buckets, () => decideUnits(store, [...byCost.values()], limited));
       }
       if (decision.reason === 'store_unavailable') {
         throw new RateLimitServiceError(
@@ -214,6 +226,13 @@ export class RateLimitService {
  * peeked: if any enforcing limit would deny, nothing is taken; otherwise each unit is decided, and should a
  * concurrent request have drained a bucket in between, the units already taken are refunded. Outcomes come back in
  * descriptor order.
+ *
+ * The caller runs it in the request's turn on its buckets (BucketTurns): a take of this sequence that a later unit's
+ * denial refunds would otherwise drain a bucket for an instant, and a concurrent request of this process deciding
+ * then would be denied by, and blame, a bucket that still holds tokens, with that bucket's shorter Retry-After.
+ * Taking turns, each request sees the levels the previous one left, so its statuses and Retry-After come from the
+ * peek or decision that admitted or denied it. Requests of other processes sharing the store are not in these
+ * turns: one of them may still meet such an instant.
  *
  * @param units - descriptors decided together; each unit's descriptors share a cost.
  * @param order - the descriptors in request order (default: the units in order).
@@ -276,6 +295,12 @@ async function decideUnits(
     outcomes,
     violated: allowed ? [] : violated,
   };
+}
+
+/** The id of a descriptor's bucket within this process: its policy and its key. */
+function bucketOf(r: Resolved): string {
+  const c = r.check as Check;
+  return `${c.policy.name}\n${c.key}`;
 }
 
 function resolve(
