@@ -196,7 +196,16 @@ function admitted(host: AdmissionHost, rt: Runtime, req: GatewayRequest, v: Verd
   const d = v.decision;
   if (d !== undefined)
     host.metrics.recordDecision(d, labels(v, host.store.kind), (performance.now() - t0) / 1000);
-  else if (v.outcome === 'store_unavailable') host.metrics.recordStoreError(host.store.kind);
+  else if (v.outcome === 'store_unavailable') {
+    host.metrics.recordStoreError(host.store.kind);
+    // The store threw instead of deciding (a closed store, not an outage its own failure mode answered): the
+    // configured failure mode decides here too, so `open` admits.
+    const store = rt.config.store;
+    if (store.type === 'redis' && store.failureMode === 'open') {
+      if (v.identity?.tenant !== undefined) recordQuota(host, rt, v, req);
+      return storeThrewOpen(v, rt);
+    }
+  }
   const key = v.key ?? '';
   if (v.action === 'allow') {
     if (v.identity?.tenant !== undefined) recordQuota(host, rt, v, req);
@@ -222,6 +231,20 @@ function admitted(host: AdmissionHost, rt: Runtime, req: GatewayRequest, v: Verd
     decision: d,
     tier,
     key: v.key ?? ipKey(v.clientIp ?? req.clientIp),
+  };
+}
+
+/** A store that threw, under the `open` failure mode: admitted, with no rate-limit header (nothing was decided). */
+function storeThrewOpen(v: Verdict, rt: Runtime): Admission {
+  return {
+    kind: 'allow',
+    outcome: 'store_unavailable_open',
+    headers: [],
+    decision: undefined,
+    tier: v.identity?.tier ?? rt.config.defaultTier,
+    key: v.key ?? '',
+    observer: undefined,
+    rules: v.rules,
   };
 }
 

@@ -26,7 +26,7 @@ import { OverloadStage } from './overload-stage.js';
 
 /** What a runtime reports to the gateway that owns it. */
 export interface RuntimeEvents {
-  /** A store threw instead of deciding; the request was answered 503. */
+  /** A store threw instead of deciding; the request was answered by the failure mode (`open` admits, else 503). */
   readonly onStoreError?: (error: unknown) => void;
   /** Wall-clock milliseconds for `X-RateLimit-Reset` and the problem's `reset`; default `Date.now`. */
   readonly now?: () => number;

@@ -42,7 +42,8 @@ export interface Entry {
  *
  * @param now - the injected clock's reading, or '' for the server's clock.
  * @param local - local time of the call, in whole milliseconds.
- * @throws SluiceError `ERR_CROSS_SLOT` when the keys of a call on a Cluster span slots.
+ * @throws SluiceError `ERR_CROSS_SLOT` when the keys of a call on a Cluster span slots (the store splits such
+ * calls by slot first, see slot-groups.ts, so this only guards that).
  */
 export function newEntry(
   layout: KeyLayout,

@@ -489,13 +489,16 @@ describe('RedisStore: batching, script cache and deny cache', () => {
 });
 
 describe('RedisStore: Cluster', () => {
-  it('refuses checks that span slots, and accepts them under a shared hash tag', async () => {
+  it('decides checks that span slots with one script per slot, and with one under a shared hash tag', async () => {
     const plain = new RedisStore({ client: clustered, clock: new ManualClock(START), timeoutMs: 10_000 });
     const mixed: Check[] = [
       { policy: write, key: 'tenant1:user:1' },
       { policy: hour, key: 'tenant1' },
     ];
-    await expect(plain.decide(mixed, 1)).rejects.toMatchObject({ code: 'ERR_CROSS_SLOT' });
+    const calls = plain.stats().scriptCalls;
+    const split = await plain.decide(mixed, 1);
+    expect(split.outcomes.map((o) => o.remaining)).toEqual([29, 999]);
+    expect(plain.stats().scriptCalls - calls).toBe(2);
     const tagged = new RedisStore({
       client: clustered,
       clock: new ManualClock(START),
@@ -504,6 +507,7 @@ describe('RedisStore: Cluster', () => {
     });
     const d = await tagged.decide(mixed, 1);
     expect(d.outcomes.map((o) => o.remaining)).toEqual([29, 999]);
+    expect(tagged.stats().scriptCalls).toBe(1);
   });
 
   it('groups concurrent calls by slot', async () => {

@@ -18,7 +18,7 @@ import { DenyCache } from './deny-cache.js';
 import { Fallback } from './fallback.js';
 import { KeyLayout } from './key-layout.js';
 import { holdsSlots, LeaseBook } from './lease-book.js';
-import { SCRIPT, SCRIPT_SHA } from './lua-script.js';
+import { SCRIPT } from './lua-script.js';
 import {
   type RedisStoreOptions,
   type ResolvedRedisStoreOptions,
@@ -26,12 +26,10 @@ import {
 } from './redis-store-options.js';
 import { newCounters, type RedisStoreCounters, type RedisStoreStats } from './redis-store-stats.js';
 import { ScriptArgs } from './script-args.js';
+import { callScript } from './script-call.js';
 import { type AnswerHandler, readScriptReply } from './script-reply.js';
+import { decideAcrossSlots, eachSlot, type SlotGroup, slotGroups } from './slot-groups.js';
 import { logStoreTransitions, type RedisStoreEvents, StoreEvents } from './store-events.js';
-
-function isNoScript(error: unknown): boolean {
-  return String((error as { message?: unknown } | undefined)?.message ?? error).includes('NOSCRIPT');
-}
 
 /**
  * Token buckets in Redis or Valkey, shared by every node: the store for a fleet.
@@ -162,10 +160,10 @@ export class RedisStore implements RateLimitStore {
 
   /**
    * Decides all checks at once in Redis (see `RateLimitStore.decide`); a held denial is answered locally, an
-   * unreachable Redis by the failure mode. Never rejects for an outage.
+   * unreachable Redis by the failure mode. Never rejects for an outage. On a Cluster, checks in different slots
+   * run in one script per slot, and a denial in any gives back what the others took (slot-groups.ts).
    *
-   * @throws SluiceError (as a rejection) `ERR_STORE_CLOSED`, `ERR_CROSS_SLOT`, `ERR_INVALID_OPTION` for a policy
-   * name with braces.
+   * @throws SluiceError (as a rejection) `ERR_STORE_CLOSED`, `ERR_INVALID_OPTION` for a policy name with braces.
    */
   decide(checks: readonly Check[], cost: number): Promise<Decision> {
     return this.#decide(checks, cost, 'decide');
@@ -183,6 +181,8 @@ export class RedisStore implements RateLimitStore {
 
   /** Returns tokens; while Redis is unreachable the refund goes to the local store (`local`) or is dropped and counted. */
   async refund(checks: readonly Check[], cost: number): Promise<void> {
+    const groups = this.#groups(checks);
+    if (groups !== undefined) return eachSlot(groups, (c) => this.refund(c, cost));
     const entry = this.#entry(checks, cost, 'f', undefined);
     this.#deny?.forget(entry.keys);
     this.#leases.release(checks, entry.keys, cost);
@@ -195,6 +195,8 @@ export class RedisStore implements RateLimitStore {
 
   /** Settles a cost after the response: an entry of the next batch; while Redis is unreachable, as a refund is. */
   async settle(checks: readonly Check[], deltaTokens: number): Promise<void> {
+    const groups = this.#groups(checks);
+    if (groups !== undefined) return eachSlot(groups, (c) => this.settle(c, deltaTokens));
     const entry = this.#entry(checks, deltaTokens, 's', undefined);
     this.#deny?.forget(entry.keys); // a remembered level is wrong either way now
     if (this.#breaker.usable()) await this.#queue.push(entry);
@@ -207,6 +209,8 @@ export class RedisStore implements RateLimitStore {
    * @throws SluiceError `ERR_STORE_UNAVAILABLE` when Redis does not answer (the local fallback is reset anyway).
    */
   async reset(checks: readonly Check[]): Promise<void> {
+    const groups = this.#groups(checks);
+    if (groups !== undefined) return eachSlot(groups, (c) => this.reset(c));
     const entry = this.#entry(checks, 1, 'x', undefined);
     this.#deny?.forget(entry.keys);
     this.#fallback.reset(checks);
@@ -257,6 +261,11 @@ export class RedisStore implements RateLimitStore {
   // (one promise and one microtask less per decision); errors still arrive as rejections.
   #decide(checks: readonly Check[], cost: number, mode: EvaluateMode): Promise<Decision> {
     try {
+      const groups = this.#groups(checks);
+      if (groups !== undefined) {
+        const one = (c: Check[]) => this.#decide(c, cost, mode);
+        return decideAcrossSlots(checks, groups, cost, mode, one, (c) => this.refund(c, cost));
+      }
       const entry = this.#entry(checks, cost, OP_OF[mode], mode);
       this.#n.decisions++;
       if (this.#deny !== undefined) {
@@ -273,6 +282,11 @@ export class RedisStore implements RateLimitStore {
     } catch (error) {
       return Promise.reject(error);
     }
+  }
+
+  /** On a Cluster, the checks of a call split by slot when they span several; otherwise `undefined`. */
+  #groups(checks: readonly Check[]): SlotGroup[] | undefined {
+    return this.#client.cluster && !this.#closed ? slotGroups(this.#layout, checks) : undefined;
   }
 
   #entry(checks: readonly Check[], cost: number, op: Op, mode: EvaluateMode | undefined): Entry {
@@ -297,7 +311,7 @@ export class RedisStore implements RateLimitStore {
     const call = this.#timeouts.start({ entries, epoch: this.#breaker.epoch });
     this.#n.scriptCalls++;
     if (entries.length > 1) this.#n.batchedScriptCalls++;
-    this.#script(keys, args).then(
+    callScript(this.#client, keys, args, this.#n).then(
       (reply) => {
         if (!this.#timeouts.finish(call)) return;
         this.#breaker.succeeded(call.payload.epoch);
@@ -315,16 +329,6 @@ export class RedisStore implements RateLimitStore {
     this.#breaker.failed(error);
     for (const e of entries) this.#fail(e, error);
     this.#queue.done(true);
-  }
-
-  // Not async: a call answered at once costs no extra promise; NOSCRIPT is recovered in the rejection handler.
-  #script(keys: string[], args: string[]): Promise<unknown> {
-    return this.#client.evalsha(SCRIPT_SHA, keys, args).catch((error: unknown) => {
-      if (!isNoScript(error)) throw error;
-      // The server lost its script cache (restart, failover, SCRIPT FLUSH): EVAL runs it and caches it again.
-      this.#n.scriptReloads++;
-      return this.#client.eval(SCRIPT, keys, args);
-    });
   }
 
   #settle(entries: Entry[], reply: unknown): void {
