@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
+import type { ExtraFields } from './extra-fields.js';
 import { forwardingField } from './forwarding-fields.js';
 
 /** Hop-by-hop fields (RFC 9110 7.6.1): they describe one connection and are never forwarded. */
@@ -113,25 +114,52 @@ export function upstreamRequestHeaders(
  * serializer: no header object is built and no `setHeader` validation pass runs per field.
  *
  * @param upstream - the upstream's response headers (lower-case names, as undici reports them).
- * @param extra - the headers the gateway adds (request id, rate-limit headers).
+ * @param extra - the fields the gateway adds (request id, rate-limit headers), a flat list of names and values.
  * @returns a new flat list.
  */
 export function clientResponseHeaderList(
   upstream: Record<string, string | string[] | undefined>,
-  extra: OutgoingHttpHeaders,
+  extra: Readonly<ExtraFields>,
+): (string | string[])[] {
+  return fillHead([], upstream, extra);
+}
+
+/** The one list {@link headForWriteHead} refills. */
+const head: (string | string[])[] = [];
+
+/**
+ * {@link clientResponseHeaderList} in one module-wide list, refilled by every call and valid until the next: for
+ * `res.writeHead`, which reads a flat list within the call and keeps only the head it serializes from it, so a
+ * response grows no list of its own (about 600 bytes a proxied response).
+ *
+ * @param upstream - the upstream's response headers (lower-case names, as undici reports them).
+ * @param extra - the fields the gateway adds, a flat list of names and values.
+ * @returns the shared list, at its exact length; to be passed on at once and never kept.
+ */
+export function headForWriteHead(
+  upstream: Record<string, string | string[] | undefined>,
+  extra: Readonly<ExtraFields>,
+): (string | string[])[] {
+  return fillHead(head, upstream, extra);
+}
+
+function fillHead(
+  out: (string | string[])[],
+  upstream: Record<string, string | string[] | undefined>,
+  extra: Readonly<ExtraFields>,
 ): (string | string[])[] {
   const named = connectionTokens(upstream.connection);
   const replaced = lowerNames(extra);
-  const out: (string | string[])[] = [];
+  let n = 0;
   for (const name in upstream) {
     const value = upstream[name];
     if (value === undefined || HOP_BY_HOP.has(name) || named.has(name) || replaced.has(name)) continue;
-    out.push(name, value);
+    out[n++] = name;
+    out[n++] = value;
   }
-  for (const name in extra) {
-    const value = extra[name];
-    if (value !== undefined) out.push(name, typeof value === 'number' ? String(value) : value);
-  }
+  for (let i = 0; i < extra.length; i++) out[n++] = extra[i] as string;
+  // A shorter head than the last one leaves no stale fields behind.
+  if (out.length !== n) out.length = n;
   return out;
 }
 
@@ -141,17 +169,16 @@ export function clientResponseHeaderList(
 let lastNames: readonly string[] = [];
 let lastLower: ReadonlySet<string> = new Set();
 
-function lowerNames(headers: OutgoingHttpHeaders): ReadonlySet<string> {
-  let i = 0;
-  for (const name in headers) {
-    if (lastNames[i] !== name) return remember(headers);
-    i++;
-  }
-  return i === lastNames.length ? lastLower : remember(headers);
+function lowerNames(extra: Readonly<ExtraFields>): ReadonlySet<string> {
+  const n = extra.length >> 1;
+  if (n !== lastNames.length) return remember(extra);
+  for (let i = 0; i < n; i++) if (lastNames[i] !== extra[2 * i]) return remember(extra);
+  return lastLower;
 }
 
-function remember(headers: OutgoingHttpHeaders): ReadonlySet<string> {
-  const names = Object.keys(headers);
+function remember(extra: Readonly<ExtraFields>): ReadonlySet<string> {
+  const names: string[] = [];
+  for (let i = 0; i < extra.length; i += 2) names.push(extra[i] as string);
   lastNames = names;
   lastLower = new Set(names.map((n) => n.toLowerCase()));
   return lastLower;

@@ -1,8 +1,9 @@
-import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { ServerResponse } from 'node:http';
 import type { Dispatcher } from 'undici';
 import type { BodyLimit } from './body-limit.js';
 import type { ConnectionGate } from './connection-gate.js';
-import { clientResponseHeaderList } from './forward-headers.js';
+import type { ExtraFields } from './extra-fields.js';
+import { headForWriteHead } from './forward-headers.js';
 import { classify, type ProxyFailure } from './proxy-failure.js';
 import type { ResponseFeed } from './response-feed.js';
 
@@ -32,7 +33,7 @@ export class ForwardState implements Dispatcher.DispatchHandler {
   #settled = false;
   #aborted: { reason: unknown } | undefined;
   readonly #res: ServerResponse;
-  readonly #extra: OutgoingHttpHeaders;
+  readonly #extra: Readonly<ExtraFields>;
   readonly #gate: ConnectionGate;
   readonly #done: (f: ProxyFailure | undefined) => void;
   /** What admission's observer is fed from; `undefined` for a request that holds nothing (the usual case). */
@@ -45,7 +46,7 @@ export class ForwardState implements Dispatcher.DispatchHandler {
 
   constructor(
     res: ServerResponse,
-    extra: OutgoingHttpHeaders,
+    extra: Readonly<ExtraFields>,
     gate: ConnectionGate,
     done: (f: ProxyFailure | undefined) => void,
     feed?: ResponseFeed,
@@ -89,8 +90,9 @@ export class ForwardState implements Dispatcher.DispatchHandler {
     if (statusCode < 200) return; // 1xx: the final response follows
     // Before the head is written: the observer may take a header out (an upstream cost header not forwarded).
     this.#feed?.head(statusCode, headers);
-    // A flat list: when nothing was set on the response before (the usual case), Node serializes it as given.
-    this.#res.writeHead(statusCode, clientResponseHeaderList(headers, this.#extra));
+    // A flat list: when nothing was set on the response before (the usual case), Node serializes it as given. The
+    // list is shared by every response: Node reads it within the call and keeps none of it.
+    this.#res.writeHead(statusCode, headForWriteHead(headers, this.#extra));
     // Headers, the chunks that arrive in the same tick and the end go out in one write instead of two or three
     // (a small response is usually all of it): a syscall per request saved.
     this.#res.cork();

@@ -2,6 +2,7 @@ import { type IncomingHttpHeaders, type OutgoingHttpHeaders, STATUS_CODES } from
 import type { Duplex } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import type { ConnectionGate } from './connection-gate.js';
+import { type ExtraFields, fieldRecord } from './extra-fields.js';
 import { clientResponseHeaderList } from './forward-headers.js';
 import { classify, type UpgradeResult } from './proxy-failure.js';
 import type { UpgradeFeed } from './upgrade-feed.js';
@@ -18,7 +19,7 @@ export class UpgradeState implements Dispatcher.DispatchHandler {
   #settled = false;
   readonly #client: Duplex;
   readonly #head: Buffer;
-  readonly #extra: OutgoingHttpHeaders;
+  readonly #extra: Readonly<ExtraFields>;
   readonly #gate: ConnectionGate;
   readonly #done: (r: UpgradeResult) => void;
   /** What admission's observer is fed from; `undefined` for a request that holds nothing. */
@@ -29,7 +30,7 @@ export class UpgradeState implements Dispatcher.DispatchHandler {
   constructor(
     client: Duplex,
     head: Buffer,
-    extra: OutgoingHttpHeaders,
+    extra: Readonly<ExtraFields>,
     gate: ConnectionGate,
     done: (r: UpgradeResult) => void,
     feed?: UpgradeFeed,
@@ -61,7 +62,7 @@ export class UpgradeState implements Dispatcher.DispatchHandler {
       this.#feed.completed();
     }
     let head101 = 'HTTP/1.1 101 Switching Protocols\r\n';
-    const all: OutgoingHttpHeaders = { ...(headers as OutgoingHttpHeaders), ...this.#extra };
+    const all: OutgoingHttpHeaders = { ...(headers as OutgoingHttpHeaders), ...fieldRecord(this.#extra) };
     for (const [k, v] of Object.entries(all)) {
       if (v === undefined) continue;
       for (const one of Array.isArray(v) ? v : [v]) head101 += `${k}: ${String(one)}\r\n`;

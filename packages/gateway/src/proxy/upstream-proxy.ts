@@ -6,6 +6,7 @@ import { BodyLimit } from './body-limit.js';
 import { ClientBodies, ClientBodiesError } from './client-bodies.js';
 import { ConnectionGate, type GateTimers, QueueTimeoutError } from './connection-gate.js';
 import { expectsContinue } from './expects-continue.js';
+import type { ExtraFields } from './extra-fields.js';
 import { type CloseRelay, ForwardState } from './forward-state.js';
 import { pipePaced } from './paced-pipe.js';
 import type { ProxyFailure, UpgradeResult } from './proxy-failure.js';
@@ -90,7 +91,7 @@ export class UpstreamProxy {
    * @param res - the client response.
    * @param path - the path and query to request upstream.
    * @param headers - the upstream request headers (see `upstreamRequestHeaders`).
-   * @param extraHeaders - headers the gateway adds to the response.
+   * @param extraHeaders - fields the gateway adds to the response, a flat list of names and values.
    * @param body - the size limit and the pace of the request body, enforced while streaming: a body that misses its
    *   deadline is cut, the upstream request with it, so a client trickling bodies holds no pool connection.
    * @param wait - the longest wait for a free upstream connection and the cap of bodies per client.
@@ -109,7 +110,7 @@ export class UpstreamProxy {
     res: ServerResponse,
     path: string,
     headers: OutgoingHttpHeaders,
-    extraHeaders: OutgoingHttpHeaders,
+    extraHeaders: Readonly<ExtraFields>,
     body: RequestBodyRules,
     wait: UpstreamWait,
     client: string | undefined,
@@ -167,7 +168,7 @@ export class UpstreamProxy {
     res: ServerResponse,
     path: string,
     headers: OutgoingHttpHeaders,
-    extraHeaders: OutgoingHttpHeaders,
+    extraHeaders: Readonly<ExtraFields>,
     body: RequestBodyRules,
     hasBody: boolean,
     done: (failure: ProxyFailure | undefined) => void,
@@ -233,7 +234,7 @@ export class UpstreamProxy {
     head: Buffer,
     path: string,
     headers: OutgoingHttpHeaders,
-    extraHeaders: OutgoingHttpHeaders,
+    extraHeaders: Readonly<ExtraFields>,
     queueTimeoutMs: number,
     feed?: UpgradeFeed,
   ): Promise<UpgradeResult> {

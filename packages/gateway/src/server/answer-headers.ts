@@ -2,6 +2,7 @@ import type { IncomingMessage, OutgoingHttpHeaders } from 'node:http';
 import { type HeaderPair, PROBLEM_CONTENT_TYPE } from 'sluice/http';
 import type { Admission } from '../admission/admit-request.js';
 import type { Runtime } from '../admission/runtime.js';
+import { type ExtraFields, setField } from '../proxy/extra-fields.js';
 import { upstreamRequestHeaders } from '../proxy/forward-headers.js';
 
 /** An admission that lets the request through (allowed or exempt). */
@@ -16,16 +17,18 @@ const NO_PAIRS: readonly HeaderPair[] = Object.freeze([]);
 
 /**
  * The headers the gateway adds to a proxied answer (a response or a `101 Switching Protocols`): the request id,
- * and the rate-limit headers of an allowed request (an exempt one has none).
+ * and the rate-limit headers of an allowed request (an exempt one has none), as a flat list of names and values
+ * that the response's head takes as it is. A name given twice keeps its first place and its last value, as the
+ * header object this list replaced did.
  */
-export function admittedHeaders(rt: Runtime, id: string, admission: Admitted): OutgoingHttpHeaders {
-  const extra: OutgoingHttpHeaders = { [rt.config.server.requestIdHeader]: id };
+export function admittedHeaders(rt: Runtime, id: string, admission: Admitted): ExtraFields {
+  const extra: ExtraFields = [rt.config.server.requestIdHeader, id];
   if (admission.kind !== 'allow') return extra;
   // By index: `for...of` with a destructured pair made an iterator and its results per request (about 500 bytes).
   const pairs = admission.headers;
   for (let i = 0; i < pairs.length; i++) {
     const pair = pairs[i] as HeaderPair;
-    extra[pair[0]] = pair[1];
+    setField(extra, pair[0], pair[1]);
   }
   return extra;
 }

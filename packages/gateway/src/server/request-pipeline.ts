@@ -1,10 +1,11 @@
-import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { closesAfterDenial, composeObservers, ipKey, isPromiseLike } from 'sluice/http';
 import { type OverloadStage, SHED } from '../admission/overload-stage.js';
 import { type GatewayProblem, Problems, sendProblem } from '../admission/problem-response.js';
 import { requestIdOf } from '../admission/request-id.js';
 import type { Runtime } from '../admission/runtime.js';
 import { expectsContinue } from '../proxy/expects-continue.js';
+import { type ExtraFields, fieldRecord, setField } from '../proxy/extra-fields.js';
 import { hasRequestBody } from '../proxy/request-body.js';
 import { ResponseFeed } from '../proxy/response-feed.js';
 import { admittedHeaders, upstreamHeaders } from './answer-headers.js';
@@ -113,7 +114,7 @@ export async function handleRequest(
     if (admission.kind === 'exempt') run.outcome = admission.outcome;
     // In the extra fields too, so an upstream's own CORS fields give way to the section's.
     const extra = admittedHeaders(rt, id, admission);
-    if (cors !== undefined) Object.assign(extra, cors);
+    if (cors !== undefined) for (const k in cors) setField(extra, k, cors[k] as string);
     // An exempt request's observer only removes upstream cost headers on a route whose rule names one.
     const owned = admission.observer;
     // Load shedding, the admission stage after the limits: a request beyond its priority's share of the upstream's
@@ -130,7 +131,7 @@ export async function handleRequest(
       // Its slots are back: the answer counts them free (D-G185).
       if (admission.kind === 'allow') {
         const pairs = releasedHeaders(admission.headers, admission.decision, Date.now());
-        for (let i = 0; i < pairs.length; i++) extra[pairs[i][0]] = pairs[i][1];
+        for (let i = 0; i < pairs.length; i++) setField(extra, pairs[i][0], pairs[i][1]);
       }
       answerShed(rt, overload as OverloadStage, host.logger, req, res, raw, id, extra);
       return;
@@ -197,7 +198,7 @@ function proxy(
   pathAndQuery: string,
   id: string,
   clientIp: string | undefined,
-  extra: OutgoingHttpHeaders,
+  extra: ExtraFields,
   run: RequestRun,
   feed: ResponseFeed | undefined,
 ): void {
@@ -210,7 +211,7 @@ function proxy(
   if (length > c.server.maxBodyBytes) {
     run.forwardingEnded('too_large');
     res.setHeader('connection', 'close');
-    sendProblem(res, Problems.tooLarge(c.server.maxBodyBytes), instance, id, extra as Record<string, string>);
+    sendProblem(res, Problems.tooLarge(c.server.maxBodyBytes), instance, id, fieldRecord(extra));
     res.once('finish', () => req.socket.destroySoon?.());
     return;
   }
@@ -268,7 +269,7 @@ function proxy(
         // The rest of the body is unread: the connection cannot carry another request.
         if (failure.kind === 'too_large' || failure.kind === 'body_timeout')
           res.setHeader('connection', 'close');
-        sendProblem(res, problem, instance, id, extra as Record<string, string>);
+        sendProblem(res, problem, instance, id, fieldRecord(extra));
       } catch (e) {
         // Called from undici's handler: an error here must end this response, never reach the pool.
         ctx.host.logger.error({ reqId: id, err: e }, 'request failed');
@@ -293,7 +294,7 @@ async function refuseBusy(
   res: ServerResponse,
   instance: string,
   id: string,
-  extra: OutgoingHttpHeaders,
+  extra: ExtraFields,
   queueTimeout: boolean,
 ): Promise<void> {
   const c = rt.config;
@@ -315,7 +316,7 @@ async function refuseBusy(
         : Problems.tooManyRequestBodies(u.maxBodiesPerClient),
       instance,
       id,
-      { ...(extra as Record<string, string>), 'retry-after': busyRetryAfter(u.queueTimeoutMs) },
+      { ...fieldRecord(extra), 'retry-after': busyRetryAfter(u.queueTimeoutMs) },
     );
   } catch (e) {
     // Called from the gate's timer: an error here must end this response, never reach the pool.

@@ -1,7 +1,8 @@
-import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { OverloadStage } from '../admission/overload-stage.js';
 import type { Runtime } from '../admission/runtime.js';
 import type { Logger } from '../log/create-logger.js';
+import type { ExtraFields } from '../proxy/extra-fields.js';
 import { hasRequestBody } from '../proxy/request-body.js';
 
 /** The problem type of the RateLimit header draft for a refusal under overload, when `problems.typeBase` is unset. */
@@ -27,11 +28,11 @@ export function answerShed(
   res: ServerResponse,
   instance: string,
   id: string,
-  extra: OutgoingHttpHeaders,
+  extra: Readonly<ExtraFields>,
 ): void {
   const { body, retryAfter } = shedProblem(rt, stage, logger, instance, id);
   if (res.headersSent) return;
-  for (const k in extra) res.setHeader(k, extra[k] as string);
+  for (let i = 0; i < extra.length; i += 2) res.setHeader(extra[i] as string, extra[i + 1] as string);
   // An unread request body is the client's to drop: close rather than read it under overload.
   if (hasRequestBody(req.headers) && !req.complete) res.setHeader('connection', 'close');
   res.writeHead(503, {
