@@ -167,6 +167,63 @@ describe('JWT identity', () => {
   });
 });
 
+describe('JWT identity claims', () => {
+  // A verified token's tenant, client, user and tier claims become bucket keys like the identity headers of a
+  // trusted proxy, so they pass the same checks, with the same answer: a value no id can hold is refused with 400,
+  // never keyed as written nor read as no identity (the address key, outside its tenant's blocks).
+  it('refuses a claim with a control character, empty, too long or not one string, like an identity header', async () => {
+    const base = await start(`identity:
+  jwt: { jwksFile: jwks.json, issuer: https://auth.test, audience: sluice-api }
+`);
+    const cases: [Record<string, unknown>, string][] = [
+      [{ tenant_id: 'a\nb', client_id: 'c1' }, 'invalid_identity_header'],
+      [{ tenant_id: 'acme\u202e', client_id: 'c1' }, 'invalid_identity_header'],
+      [{ tenant_id: 'acme', client_id: 'c\u0085' }, 'invalid_identity_header'],
+      [{ tenant_id: 'acme', sub: 'ali\tce' }, 'invalid_identity_header'],
+      [{ tenant_id: 'acme', client_id: 'c1', tier: 'enter\u0000prise' }, 'invalid_identity_header'],
+      [{ tenant_id: '', client_id: 'c1' }, 'invalid_identity_header'],
+      [{ tenant_id: '  ', client_id: 'c1' }, 'invalid_identity_header'],
+      [{ tenant_id: 'x'.repeat(257), client_id: 'c1' }, 'invalid_identity_header'],
+      [{ tenant_id: { id: 'acme' }, client_id: 'c1' }, 'invalid_identity_header'],
+      [{ tenant_id: true, client_id: 'c1' }, 'invalid_identity_header'],
+      [{ tenant_id: ['a', 'b'], client_id: 'c1' }, 'duplicate_identity_header'],
+      [{ tenant_id: ['acme'], client_id: 'c1' }, 'duplicate_identity_header'],
+      [{ tenant_id: 'acme', client_id: [] }, 'duplicate_identity_header'],
+    ];
+    const before = running!.logs.lines.length;
+    const forwarded = upstream.seen.length;
+    for (const [claims, code] of cases) {
+      const r = await send(agent, `${base}/x`, {
+        headers: { authorization: `Bearer ${await sign(claims)}` },
+      });
+      expect([r.status, r.json().code], JSON.stringify(claims)).toEqual([400, code]);
+      expect(r.json()).toMatchObject({ type: 'about:blank', title: 'Bad Request', status: 400 });
+      expect(r.headers['www-authenticate']).toBeUndefined();
+    }
+    // Nothing reached the upstream, nothing was keyed by the address, and no public-auth token was taken: the
+    // token itself verified.
+    expect(upstream.seen.length).toBe(forwarded);
+    expect(await remaining('ip:127.0.0.1', 'free')).toBe(3);
+    expect(await remaining('ip:127.0.0.1', 'rl.public_auth')).toBe(3);
+    const lines = running!.logs.lines.slice(before).filter((l) => l.msg === 'request');
+    expect(lines.map((l) => [l.status, l.outcome])).toEqual(cases.map(([, code]) => [400, code]));
+    expect(lines.map((l) => l.key)).not.toContain('ip:127.0.0.1');
+  });
+
+  it('reads claims an identity header could hold: spaces around trimmed, non-ASCII, numbers; null as absent', async () => {
+    const base = await start(`identity:
+  jwt: { jwksFile: jwks.json, issuer: https://auth.test, audience: sluice-api }
+`);
+    const ok = async (claims: Record<string, unknown>) =>
+      (await send(agent, `${base}/x`, { headers: { authorization: `Bearer ${await sign(claims)}` } })).status;
+    expect(await ok({ tenant_id: ' Müller ', client_id: 'web app' })).toBe(200);
+    expect(await ok({ tenant_id: 42, client_id: 7 })).toBe(200);
+    expect(await ok({ tenant_id: 'solo', client_id: null, sub: 'u1' })).toBe(200);
+    const keys = running!.logs.lines.filter((l) => l.msg === 'request').map((l) => l.key);
+    expect(keys).toEqual(['tenant:müller:client:web app', 'tenant:42:client:7', 'tenant:solo:user:u1']);
+  });
+});
+
 describe('failed credentials', () => {
   it('count against the public-auth bucket of the client IP; once empty, credentials get 429 unverified', async () => {
     const base = await start(`identity:

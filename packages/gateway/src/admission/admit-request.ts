@@ -115,7 +115,10 @@ export type Admission =
     }
   | {
       readonly kind: 'deny';
-      /** 400 refused target, 401 invalid credentials, 429 limited, 503 store unavailable. */
+      /**
+       * 400 refused target or identity (a header or a token's claim), 401 invalid credentials, 429 limited, 503
+       * store unavailable.
+       */
       readonly status: 400 | 401 | 403 | 429 | 503;
       readonly outcome: string;
       /** The rate-limit and problem headers (content type, cache control, nosniff, request id). */
@@ -230,9 +233,16 @@ function admitted(host: AdmissionHost, rt: Runtime, req: GatewayRequest, v: Verd
     body: v.body as string,
     decision: d,
     tier,
-    key: v.key ?? ipKey(v.clientIp ?? req.clientIp),
+    // A token's identity claim that names no caller keys nothing, as such an identity header does not.
+    key: v.key ?? (IDENTITY_REFUSALS.has(v.outcome) ? undefined : ipKey(v.clientIp ?? req.clientIp)),
   };
 }
+
+/** Outcomes of a verified token refused for an identity claim (identify-caller.ts): no key was made. */
+const IDENTITY_REFUSALS: ReadonlySet<string> = new Set([
+  'invalid_identity_header',
+  'duplicate_identity_header',
+]);
 
 /** A store that threw, under the `open` failure mode: admitted, with no rate-limit header (nothing was decided). */
 function storeThrewOpen(v: Verdict, rt: Runtime): Admission {

@@ -6,6 +6,7 @@ import type {
   RequestIdentifier,
 } from '../identity/identify-request.js';
 import type { Identity as CallerIdentity } from '../identity/identity.js';
+import { type InvalidClaim, MAX_IDENTITY_LENGTH } from '../identity/identity-value.js';
 import { principalOf } from '../identity/principal.js';
 import { tenantId } from '../identity/tenant-id.js';
 
@@ -44,6 +45,7 @@ export function callerIdentifier(
   const anonymous: Identity = Object.freeze({ tier: defaultTier });
   const toLibrary = (result: GatewayIdentifyResult): IdentifyResult => {
     if (!result.ok) {
+      if (result.invalid !== undefined) return claimRefusal(result.invalid);
       const jwt = result.source === 'jwt';
       return {
         failed: true,
@@ -78,5 +80,34 @@ export function callerIdentifier(
     // A recorded tenant is keyed as the sources key it: in lower case (see tenantId).
     const identity = known.tenant === undefined ? known : { ...known, tenant: tenantId(known.tenant) };
     return toLibrary({ ok: true, identity });
+  };
+}
+
+/**
+ * A verified token whose identity claim no id can hold, answered as the identity header holding such a value is:
+ * 400 `duplicate_identity_header` for a list, `invalid_identity_header` otherwise, taking no public-auth token
+ * (the token verified) and keying nothing.
+ */
+function claimRefusal(invalid: InvalidClaim): IdentifyResult {
+  const what = `The identity claim ${invalid.claim} of the bearer token`;
+  const detail =
+    invalid.fault === 'list'
+      ? `${what} holds a list; issue one id, as a string.`
+      : invalid.fault === 'too_long'
+        ? `${what} is longer than ${MAX_IDENTITY_LENGTH} bytes; issue an id of at most ${MAX_IDENTITY_LENGTH}.`
+        : invalid.fault === 'empty'
+          ? `${what} is empty; leave the claim out or issue an id.`
+          : invalid.fault === 'control'
+            ? `${what} holds a control character; issue an id of printable characters.`
+            : `${what} is not a string; issue one id, as a string.`;
+  return {
+    failed: true,
+    reason: 'invalid_identity_claim',
+    counts: false,
+    detail,
+    refusal: {
+      status: 400,
+      code: invalid.fault === 'list' ? 'duplicate_identity_header' : 'invalid_identity_header',
+    },
   };
 }

@@ -3,6 +3,7 @@ import type { GatewayConfig } from '../config/gateway-config.js';
 import { cgiSpelling, compareSpelling, NOT_SPELLING } from '../config/header-spelling.js';
 import { type ApiKeyEntry, ApiKeyFile } from './api-key-file.js';
 import { ANONYMOUS, type Identity } from './identity.js';
+import { type InvalidClaim, isControl, MAX_IDENTITY_LENGTH } from './identity-value.js';
 import { JwtVerifier } from './jwt-verifier.js';
 import { tenantId } from './tenant-id.js';
 
@@ -20,13 +21,11 @@ export type IdentifyResult =
       readonly source: 'jwt' | 'apikey';
       readonly reason: string;
       readonly counts: boolean;
+      /** A verified token's identity claim that no id can hold: answered as an invalid identity header is. */
+      readonly invalid?: InvalidClaim;
     };
 
-/**
- * The most characters an identity header value may hold (as received, a byte each; spaces around it do not
- * count): identity values become bucket keys, and a longer one is refused rather than dropped.
- */
-export const MAX_IDENTITY_LENGTH = 256;
+export { MAX_IDENTITY_LENGTH } from './identity-value.js';
 
 /** An identity header value no id can hold, as {@link RequestIdentifier.invalidHeader} finds it. */
 export interface InvalidIdentityValue {
@@ -190,12 +189,18 @@ export class RequestIdentifier {
     // Only a JWT needs a promise (JWKS fetch, async crypto); everything else answers in the same tick, so the
     // gateway's hot path (no credentials, API keys, identity headers) does not pay a microtask per request.
     if (presented?.bearer !== undefined && this.#jwt !== undefined) {
-      return this.#jwt
-        .verify(presented.bearer)
-        .then(
-          (r): IdentifyResult =>
-            r.ok ? r : { ok: false, source: 'jwt', reason: r.reason, counts: r.counts },
-        );
+      return this.#jwt.verify(presented.bearer).then(
+        (r): IdentifyResult =>
+          r.ok
+            ? r
+            : {
+                ok: false,
+                source: 'jwt',
+                reason: r.reason,
+                counts: r.counts,
+                ...(r.invalid === undefined ? {} : { invalid: r.invalid }),
+              },
+      );
     }
     if (presented?.apiKey !== undefined && this.#apiKeys !== undefined) {
       const identity = this.#apiKeys.identify(presented.apiKey);
@@ -256,17 +261,4 @@ function spokenValue(t: string): string | undefined {
   }
   for (let i = 0; i < text.length; i++) if (isControl(text.charCodeAt(i))) return undefined;
   return text;
-}
-
-/** C0 and C1 controls, DEL and the bidirectional controls: never part of an id (keys are printed and logged). */
-function isControl(c: number): boolean {
-  return (
-    c < 0x20 ||
-    (c >= 0x7f && c <= 0x9f) ||
-    c === 0x061c ||
-    c === 0x200e ||
-    c === 0x200f ||
-    (c >= 0x202a && c <= 0x202e) ||
-    (c >= 0x2066 && c <= 0x2069)
-  );
 }

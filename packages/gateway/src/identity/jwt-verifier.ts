@@ -4,6 +4,7 @@ import type { JSONWebKeySet, JWTPayload, JWTVerifyGetKey } from 'jose';
 import { ErrorCode, SluiceError } from 'sluice';
 import type { JwtConfig } from '../config/gateway-config.js';
 import type { Identity } from './identity.js';
+import { claimValue, type InvalidClaim } from './identity-value.js';
 import { tenantId } from './tenant-id.js';
 
 // jose is loaded when the first verifier is built: a gateway without JWTs, and every `sluice replay`, would
@@ -19,8 +20,16 @@ const jose = (): typeof import('jose') => {
 /** The outcome of verifying a bearer token. */
 export type JwtResult =
   | { readonly ok: true; readonly identity: Identity }
-  /** `counts` is false for an expired token: a legitimate client refreshes it, it is no guessing attempt. */
-  | { readonly ok: false; readonly reason: string; readonly counts: boolean };
+  /**
+   * `counts` is false for an expired token: a legitimate client refreshes it, it is no guessing attempt; and for a
+   * verified token whose identity claim no id can hold (`invalid`, reason `invalid_identity_claim`).
+   */
+  | {
+      readonly ok: false;
+      readonly reason: string;
+      readonly counts: boolean;
+      readonly invalid?: InvalidClaim;
+    };
 
 /**
  * Verifies bearer JWTs with jose against a JWKS file (read once per configuration) or a JWKS URL (fetched,
@@ -86,23 +95,27 @@ export class JwtVerifier {
       // A JWKS URL that cannot be fetched is our outage, not the client's guess: it must not drain its bucket.
       return { ok: false, reason: 'jwks_unavailable', counts: false };
     }
+    // Claims become bucket keys: checked as identity header values are, and a value no id can hold refuses the
+    // request rather than key it as written or by its address.
+    const claims = c.claims;
+    const tenant = claimValue(payload, claims.tenant);
+    const client = claimValue(payload, claims.client);
+    const user = claimValue(payload, claims.user);
+    const tier = claimValue(payload, claims.tier);
+    for (const v of [tenant, client, user, tier]) {
+      if (typeof v === 'object')
+        return { ok: false, reason: 'invalid_identity_claim', counts: false, invalid: v };
+    }
     return {
       ok: true,
       identity: {
         source: 'jwt',
-        tenant: tenantId(claim(payload, c.claims.tenant)),
-        client: claim(payload, c.claims.client),
-        user: claim(payload, c.claims.user),
-        tier: claim(payload, c.claims.tier),
+        tenant: tenantId(tenant as string | undefined),
+        client: client as string | undefined,
+        user: user as string | undefined,
+        tier: tier as string | undefined,
         apiKeyHash: undefined,
       },
     };
   }
-}
-
-function claim(payload: JWTPayload, name: string): string | undefined {
-  const v = payload[name];
-  if (typeof v === 'string' && v !== '') return v;
-  if (typeof v === 'number' && Number.isFinite(v)) return String(v);
-  return undefined;
 }

@@ -162,6 +162,27 @@ describe('identify', () => {
     expect(verified).toBe(2);
   });
 
+  it('answers a failure with a refusal as its 400 and code, counting nothing', async () => {
+    const { http } = setup({
+      identify: () => ({
+        failed: true,
+        reason: 'invalid_identity_claim',
+        counts: false,
+        detail: 'The identity claim tenant_id of the bearer token holds a control character.',
+        refusal: { status: 400, code: 'invalid_identity_header' },
+      }),
+    });
+    const v = sync(http.evaluate(req({ headers: { authorization: 'Bearer odd' }, identity: undefined })));
+    expect(v).toMatchObject({ status: 400, outcome: 'invalid_identity_header', decision: undefined });
+    expect(JSON.parse(v.body as string)).toMatchObject({
+      type: 'about:blank',
+      title: 'Bad Request',
+      status: 400,
+      code: 'invalid_identity_header',
+      detail: 'The identity claim tenant_id of the bearer token holds a control character.',
+    });
+  });
+
   it('does not count failures the rule excludes (an expired token)', async () => {
     const { http } = setup({ identify: () => ({ failed: true, reason: 'token_expired' }) });
     for (let i = 0; i < 5; i++) {

@@ -75,6 +75,12 @@ export interface CredentialFailure {
   readonly detail?: string;
   /** Extra headers of the 401, for example `WWW-Authenticate: Bearer error="invalid_token"`. */
   readonly headers?: readonly HeaderPair[];
+  /**
+   * Answers 400 with a problem of this `code` (also the verdict's outcome) instead of the 401: credentials that
+   * verified but name no caller the limiter can key, such as a bearer token whose tenant claim holds a control
+   * character. Set `counts: false` with it: the credentials were no guess.
+   */
+  readonly refusal?: { readonly status: 400; readonly code: string };
 }
 
 /** What `identify` answers: the caller, a refusal of its credentials, or `undefined` for anonymous. */

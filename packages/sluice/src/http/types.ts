@@ -123,12 +123,14 @@ export interface Verdict {
   readonly action: VerdictAction;
   /**
    * 200 for allow and exempt; 400 for a request target that cannot be matched safely (a fragment, an encoded
-   * slash); 401 for credentials that `identify` refused; 429 when limited; 503 when the store cannot decide.
+   * slash) or credentials whose failure names a `refusal`; 401 for credentials that `identify` refused; 429 when
+   * limited; 503 when the store cannot decide.
    */
   readonly status: 200 | 400 | 401 | 429 | 503;
   /**
    * What happened, for logs and metrics: `allowed`, `limited`, `public_auth_limited`, `store_unavailable`,
-   * `store_unavailable_open`, `bad_target_<code>`, `invalid_credentials_<reason>`, `exempt_<reason>`, or
+   * `store_unavailable_open`, `bad_target_<code>`, `invalid_credentials_<reason>`, the code of a credential
+   * failure's `refusal`, `exempt_<reason>`, or
    * `queue_abandoned` (the request's `signal` aborted while it waited in a queue; 429, nobody is left to read it).
    */
   readonly outcome: string;

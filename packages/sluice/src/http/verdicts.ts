@@ -234,23 +234,35 @@ export class VerdictWriter {
     );
   }
 
-  /** Credentials that `identify` refused: 401, with the public-auth decision when the failure counted. */
+  /**
+   * Credentials that `identify` refused: 401, with the public-auth decision when the failure counted; the
+   * failure's `refusal` (400 and its code) instead when it names one.
+   */
   invalidCredentials(
     req: HttpRequestInfo,
     failure: CredentialFailure,
     decision: Decision | undefined,
     ip: string | undefined,
   ): Verdict {
-    const p: HttpProblem = {
-      status: 401,
-      title: 'Invalid Credentials',
-      detail: failure.detail ?? 'The credentials are not valid.',
-      code: 'invalid_credentials',
-    };
+    const refusal = failure.refusal;
+    const p: HttpProblem =
+      refusal === undefined
+        ? {
+            status: 401,
+            title: 'Invalid Credentials',
+            detail: failure.detail ?? 'The credentials are not valid.',
+            code: 'invalid_credentials',
+          }
+        : {
+            status: refusal.status,
+            title: 'Bad Request',
+            detail: failure.detail ?? 'The credentials name no caller that can be keyed.',
+            code: refusal.code,
+          };
     return this.#problem(
       req,
       p,
-      `invalid_credentials_${failure.reason}`,
+      refusal === undefined ? `invalid_credentials_${failure.reason}` : refusal.code,
       failure.headers ?? EMPTY,
       decision,
       ip,
