@@ -2,7 +2,8 @@
 # The sluice gateway image: `sluice serve --config /etc/sluice/rate-limits.yaml` as a non-root user, on a read-only
 # root filesystem if you like (nothing is written outside /tmp). From the repository root:
 #
-#   docker build -t sluice .                      (or podman build; the default, multi-stage build)
+#   docker build -t sluice .                      (the default, multi-stage build)
+#   podman build --format docker -t sluice .      (podman's default OCI format drops the HEALTHCHECK)
 #   docker run --rm -p 8080:8080 sluice demo      (the example configuration in front of an echo upstream)
 #   docker run --rm -p 8080:8080 -v "$PWD/rate-limits.yaml:/etc/sluice/rate-limits.yaml:ro" sluice
 #
@@ -34,9 +35,12 @@ FROM ${NODE_IMAGE} AS runtime-base
 LABEL org.opencontainers.image.title="sluice" \
       org.opencontainers.image.description="Sluice rate limiting gateway" \
       org.opencontainers.image.licenses="Apache-2.0"
-# SLUICE_DEMO_HOST: `sluice demo` on the container's loopback could not be reached through a published port.
+# SLUICE_DEFAULT_HOST and SLUICE_DEMO_HOST: a gateway or demo on the container's loopback could not be reached
+# through a published port, while the health check (asking 127.0.0.1) still passed. SLUICE_DEFAULT_HOST is the
+# listen address of serve when the mounted file sets no server.host; a file's server.host and --host win.
 ENV NODE_ENV=production \
     PATH=/opt/sluice/node_modules/.bin:$PATH \
+    SLUICE_DEFAULT_HOST=0.0.0.0 \
     SLUICE_DEMO_HOST=0.0.0.0 \
     SLUICE_HEALTH_URL=http://127.0.0.1:8080/health
 WORKDIR /opt/sluice

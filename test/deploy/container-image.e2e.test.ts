@@ -129,6 +129,7 @@ describe('the container image', () => {
     expect(config.Cmd).toEqual(['serve', '--config', '/etc/sluice/rate-limits.yaml']);
     expect(config.StopSignal).toBe('SIGTERM');
     expect(image.Healthcheck.Test.join(' ')).toContain('SLUICE_HEALTH_URL');
+    expect(config.Env).toContain('SLUICE_DEFAULT_HOST=0.0.0.0');
 
     const id = await podman.start(['--read-only', '-p', '127.0.0.1::8080', IMAGE, 'demo']);
     const published = (await podman.ok(['port', id, '8080/tcp'])).trim().split('\n')[0];
@@ -173,6 +174,29 @@ describe('the container image', () => {
     expect(r.headers.ratelimit).toMatch(/r=9/);
     expect(r.headers['ratelimit-policy']).toBeDefined();
     expect(await podman.ok(['logs', id])).toContain('sluice demo: the example configuration');
+  });
+
+  it('serves a mounted file without server.host on every interface, reachable through the published port', async () => {
+    const file = configFile(
+      'no-host.yaml',
+      `upstream:
+  url: http://127.0.0.1:9
+rateLimiting:
+  defaultTier: free
+  tiers:
+    free: { requestsPerMinute: 60 }
+`,
+    );
+    const id = await podman.start([
+      '--read-only',
+      '-p',
+      '127.0.0.1::8080',
+      '-v',
+      `${file}:/etc/sluice/rate-limits.yaml:ro`,
+      IMAGE,
+    ]);
+    const url = `http://${(await podman.ok(['port', id, '8080/tcp'])).trim().split('\n')[0]}`;
+    await untilUp(`${url}/health`);
   });
 
   it('drains on SIGTERM as PID 1: the request in flight finishes, new connections are refused, exit 0', async () => {

@@ -80,7 +80,7 @@ export function tempPaths(prefix: string): string {
 /**
  * The documented NGINX configuration (docs/nginx.md, "The configuration"): `auth_request` to the Sluice decision
  * API, `auth_request_set` copying its headers, `add_header ... always` putting them on the answer, and a named
- * location that turns a refusal into a 429 (or 401, 503) with the problem body.
+ * location that relays a refusal (429, 403, 401, 400, 503) with the problem body.
  */
 export function authRequestConfig(o: AuthRequestConfigOptions): string {
   return `${processConfig(o.prefix, o.workers ?? 1)}
@@ -123,8 +123,9 @@ ${
       add_header X-RateLimit-Reset $sluice_x_reset always;
       add_header X-RateLimit-Policy $sluice_x_policy always;
 
-      # auth_request answers any status but 2xx, 401 and 403 with 500: send refusals to the named location.
-      error_page 500 401 = @sluice_refused;
+      # auth_request passes 401 and 403 on and answers any other status but 2xx with 500: send all three to the
+      # named location, which answers with Sluice's own status and problem body.
+      error_page 500 401 403 = @sluice_refused;
 
 ${
   o.root === undefined
@@ -161,16 +162,26 @@ ${
       add_header Retry-After $sluice_retry_after always;
       add_header WWW-Authenticate $sluice_www_authenticate always;
       add_header Cache-Control no-store always;
+      # Only an answer about the client carries the problem header. Without it Sluice was unreachable or refused
+      # NGINX itself (a peer outside allowedPeers, no X-Original-URI): fail closed, loudly (the error log says why).
+      if ($sluice_problem = "") {
+        return 500;
+      }
       if ($sluice_status = 429) {
         return 429 $sluice_problem;
+      }
+      if ($sluice_status = 403) {
+        return 403 $sluice_problem;
       }
       if ($sluice_status = 401) {
         return 401 $sluice_problem;
       }
+      if ($sluice_status = 400) {
+        return 400 $sluice_problem;
+      }
       if ($sluice_status = 503) {
         return 503 $sluice_problem;
       }
-      # Sluice unreachable or misconfigured: fail closed, loudly (the error log says why).
       return 500;
     }
   }

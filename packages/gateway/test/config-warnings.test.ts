@@ -240,4 +240,19 @@ describe('logging warnings', () => {
       }),
     ]);
   });
+  it('claims no line or column for a warning about a value the file did not set', () => {
+    const r = loadConfigText(BASE, 'w.yaml');
+    // A configuration completed in code, as sluice demo adds its admin listener: no position in any file.
+    const config = {
+      ...r.config!,
+      admin: { host: '0.0.0.0', port: 0, token: 't'.repeat(20), tokenName: 'x' },
+    };
+    const lines: string[] = [];
+    const logger = createLogger('info', { write: (s: string) => void lines.push(s) });
+    logConfigWarnings(logger, configWarnings(config), undefined);
+    const [line] = lines.map((l) => JSON.parse(l));
+    expect(line).toMatchObject({ code: 'W_ADMIN_PLAINTEXT_PUBLIC', path: 'admin.host' });
+    expect(line).not.toHaveProperty('line');
+    expect(line).not.toHaveProperty('column');
+  });
 });

@@ -4,6 +4,8 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { main } from '../src/cli/main.js';
+import { configWarnings } from '../src/config/config-warnings.js';
+import { runDemo } from '../src/demo/run-demo.js';
 import { client, send } from './support.js';
 
 const agent = client();
@@ -64,5 +66,16 @@ describe('sluice demo listen address', () => {
     const plain = await demo(['--port', '0'], {});
     expect(plain.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     expect(await plain.stop()).toBe(0);
+  });
+
+  it('keeps its admin listener on loopback, so a demo on 0.0.0.0 has no plaintext admin warning', async () => {
+    const { gateway, stop } = await runDemo({ host: '0.0.0.0', port: 0, print: () => {} });
+    try {
+      expect(new URL(gateway.url).hostname).toBe('0.0.0.0');
+      expect(new URL(gateway.adminUrl as string).hostname).toBe('127.0.0.1');
+      expect(configWarnings(gateway.config)).toEqual([]);
+    } finally {
+      await stop();
+    }
   });
 });

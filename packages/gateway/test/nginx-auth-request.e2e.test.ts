@@ -33,7 +33,11 @@ identity:
     file: keys.yaml
 decision:
   port: 0
+admin:
+  port: 0
+  token: \${ADMIN_TOKEN}
 `;
+const TOKEN = 'admin-token-0123456789';
 
 /**
  * A real NGINX (Debian's package) in front of a test application, asking Sluice through auth_request with the
@@ -55,7 +59,10 @@ describe('NGINX auth_request in front of the decision API', () => {
       `keys:\n  - hash: ${hashApiKey('good-key-0123456789')}\n    tenant: acme\n    tier: standard\n`,
     );
     upstream = await startUpstream();
-    t = await startGateway(join(dir, 'rl.yaml'), { yaml: `${YAML}upstream:\n  url: ${upstream.url}\n` });
+    t = await startGateway(join(dir, 'rl.yaml'), {
+      yaml: `${YAML}upstream:\n  url: ${upstream.url}\n`,
+      env: { ADMIN_TOKEN: TOKEN },
+    });
     const port = await freePort();
     const decision = new URL(t.gateway.decisionUrl as string).host;
     const app = new URL(upstream.url).host;
@@ -150,6 +157,42 @@ describe('NGINX auth_request in front of the decision API', () => {
     expect(r.status).toBe(401);
     expect(r.headers['content-type']).toBe('application/problem+json');
     expect(r.json()).toMatchObject({ status: 401, code: 'invalid_credentials' });
+  });
+
+  it('relays a 400 about the request target with the problem body, not as an NGINX 500', async () => {
+    const seen = upstream.seen.length;
+    const r = await send(agent, `${base}/files/a%2Fb`);
+    expect(r.status).toBe(400);
+    expect(r.headers['content-type']).toBe('application/problem+json');
+    expect(r.json()).toMatchObject({ status: 400, code: 'bad_request_target' });
+    expect(upstream.seen.length).toBe(seen);
+  });
+
+  it("relays a 403 block with the problem body, not as NGINX's HTML 403", async () => {
+    const auth = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
+    const set = await send(agent, `${t.gateway.adminUrl}/overrides`, {
+      method: 'PUT',
+      headers: auth,
+      body: JSON.stringify({ pattern: 'tenant:acme', block: 403, reason: 'abuse' }),
+    });
+    expect(set.status).toBe(200);
+    const r = await send(agent, `${base}/x`, { headers: { 'x-api-key': 'good-key-0123456789' } });
+    expect(r.status).toBe(403);
+    expect(r.headers['content-type']).toBe('application/problem+json');
+    expect(r.headers['cache-control']).toBe('no-store');
+    expect(r.json()).toMatchObject({ status: 403, code: 'blocked' });
+    const rm = await send(agent, `${t.gateway.adminUrl}/overrides?id=tenant%3Aacme&reason=done`, {
+      method: 'DELETE',
+      headers: auth,
+    });
+    expect(rm.status).toBe(200);
+  });
+
+  it('logs each 429 and 400 as an unexpected auth request status, and no 401 or 403', () => {
+    const log = nginx.errorLog();
+    expect(log).toMatch(/\[error\].*auth request unexpected status: 429/);
+    expect(log).toMatch(/\[error\].*auth request unexpected status: 400/);
+    expect(log).not.toMatch(/unexpected status: 40[13]/);
   });
 
   it('fails closed with 500 when Sluice cannot be reached', async () => {

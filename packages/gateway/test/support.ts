@@ -321,13 +321,15 @@ export const serveArgs = (file: string, upstream: string, threads: number): stri
  * Runs the `sluice` command from source under `node` (tsx resolves the workspace like the build does) and collects
  * its output lines. The child is added to `spawned`, for the suite to kill whatever a failed assertion left running.
  * With `bin`, the command compiled from the sources by `compiledSluice` (compiled-sluice.ts) runs instead, without
- * tsx: a suite that starts many threaded gateways starts each in a fraction of the time.
+ * tsx: a suite that starts many threaded gateways starts each in a fraction of the time. `env` adds variables to
+ * the test process's environment for the command.
  */
 export function spawnSluice(
   node: string,
   args: string[],
   spawned: ChildProcess[],
   bin?: string,
+  env?: Readonly<Record<string, string>>,
 ): SpawnedSluice {
   const child = spawn(
     node,
@@ -337,6 +339,7 @@ export function spawnSluice(
     {
       cwd: fileURLToPath(new URL('../../..', import.meta.url)),
       stdio: ['ignore', 'pipe', 'pipe'],
+      ...(env === undefined ? {} : { env: { ...process.env, ...env } }),
     },
   );
   spawned.push(child);

@@ -6,6 +6,12 @@ import { printable } from '../replay/report-text.js';
  */
 export class NotAdminAnswer extends Error {}
 
+/**
+ * A 401 from the admin API: the command did send `Authorization: Bearer <SLUICE_ADMIN_TOKEN>`, so the token is
+ * the wrong one, whatever the answer's own text (written for clients that sent none) says.
+ */
+export class TokenRefused extends Error {}
+
 /** The JSON object of an answer, or {@link NotAdminAnswer}. */
 export function adminJson(text: string): Record<string, unknown> {
   let v: unknown;

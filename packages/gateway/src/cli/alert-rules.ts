@@ -18,8 +18,7 @@ export const ALERT_RULES_TEMPLATE = `# Prometheus alert rules on the rate limite
 groups:
   - name: rate_limiting
     rules:
-      # The contract's rule, on our metric name: more than 10 denials per second for one policy, tier and endpoint
-      # rule, sustained for 5 minutes.
+      # More than 10 denials per second for one policy, tier and endpoint rule, sustained for 5 minutes.
       - alert: HighRateLimitExceeded
         expr: rate({prefix}_rate_limit_exceeded_total[5m]) > 10
         for: 5m

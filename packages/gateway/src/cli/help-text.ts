@@ -24,7 +24,9 @@ Commands:
              configuration, keeping bucket state; an invalid file keeps the running configuration.
              SIGTERM or Ctrl-C drains requests in flight, then exits. With a decision: section
              (HTTP decision API for NGINX auth_request) or an envoy: section (Envoy rate limit
-             service, gRPC) those listeners start too, and no upstream is needed.
+             service, gRPC) those listeners start too, and no upstream is needed. Listens on
+             --host, else server.host, else SLUICE_DEFAULT_HOST (0.0.0.0 in the container image),
+             else 127.0.0.1.
   validate   Check a configuration file against the schema and the start checks; prints every
              violation as FILE:LINE:COLUMN PATH: MESSAGE and exits 1 when there is any. Warnings
              (valid but risky settings, each with a W_ code and a suggestion) keep exit 0.

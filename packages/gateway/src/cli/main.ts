@@ -16,6 +16,7 @@ import { defaultThreads, THREADS_UNSUPPORTED_MESSAGE, threadsSupported } from '.
 import { hashApiKey } from '../identity/api-key-file.js';
 import { configFileViolations } from '../server/config-files.js';
 import { HELP_TEXT } from './help-text.js';
+import { defaultHost } from './listen-host.js';
 import { type OnSignal, SignalRouter } from './signal-router.js';
 import { joinNegativeValues, unknownCommandMessage, unknownOptionMessage } from './usage-hints.js';
 
@@ -99,7 +100,13 @@ export async function main(argv: readonly string[], io: CliIo = defaultIo): Prom
       return 2;
     }
   }
-  const overrides: ConfigOverrides = { upstream: values.upstream, host: values.host, port };
+  const overrides: ConfigOverrides = {
+    upstream: values.upstream,
+    host: values.host,
+    port,
+    // The container image sets SLUICE_DEFAULT_HOST=0.0.0.0; a file's server.host and --host win over it.
+    defaultHost: defaultHost(io.env ?? process.env),
+  };
   // Every command but validate takes at most one argument: more is a mistake (a shell glob, a missing quote),
   // named rather than ignored.
   const most = command === 'demo' ? 1 : 2;

@@ -349,3 +349,31 @@ describe('sluice override set: numbers', () => {
     expect(sent).toEqual([]);
   });
 });
+
+describe('sluice override and sluice block: short errors', () => {
+  it('says the token was refused on a 401, not to send the header it sent', async () => {
+    answer = {
+      status: 401,
+      body: { error: 'unauthorized', detail: 'Send Authorization: Bearer <admin.token>.' },
+    };
+    const r = await run('override', 'list');
+    expect(r.code).toBe(1);
+    expect(r.err).toBe(
+      "sluice override: the admin API at http://admin.test refused SLUICE_ADMIN_TOKEN (401): set it to the gateway's admin.token\n",
+    );
+  });
+
+  it('names a missing --reason in one line with a pointer to --help, without the whole usage', async () => {
+    const err: string[] = [];
+    const code = await overrideCommand('block', ['set', 'ip:192.0.2.1', '--for', '30s'], {
+      out: () => {},
+      err: (t) => err.push(t),
+      env: { SLUICE_ADMIN_URL: 'http://admin.test', SLUICE_ADMIN_TOKEN: 'token' },
+    });
+    expect(code).toBe(2);
+    expect(err.join('')).toBe(
+      'sluice block: --reason TEXT is required (it goes to the audit log)\nRun "sluice block --help" for the actions and options.\n',
+    );
+    expect(sent).toEqual([]);
+  });
+});

@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util';
 import { describeEffect, type OverrideRule } from 'sluice';
 import { DURATION_EXAMPLES, durationMs } from '../config/duration.js';
 import { printable } from '../replay/report-text.js';
-import { adminJson, idOf, listOf, NotAdminAnswer } from './admin-answer.js';
+import { adminJson, idOf, listOf, NotAdminAnswer, TokenRefused } from './admin-answer.js';
 import { timeLeft, untilIssue } from './time-left.js';
 import { joinNegativeValues } from './usage-hints.js';
 
@@ -73,7 +73,7 @@ export async function overrideCommand(
   try {
     parsed = parse(argv);
   } catch (e) {
-    io.err(`sluice ${kind}: ${(e as Error).message}\n${OVERRIDE_HELP}`);
+    io.err(`sluice ${kind}: ${(e as Error).message}\n${tryHelp(kind)}`);
     return 2;
   }
   const { values, positionals } = parsed;
@@ -104,6 +104,7 @@ export async function overrideCommand(
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     });
     const text = await r.text();
+    if (r.status === 401) throw new TokenRefused();
     return [r.status, text === '' ? {} : adminJson(text)];
   };
   try {
@@ -153,7 +154,11 @@ export async function overrideCommand(
         );
     }
   } catch (e) {
-    if (e instanceof NotAdminAnswer) {
+    if (e instanceof TokenRefused) {
+      io.err(
+        `sluice ${kind}: the admin API at ${base} refused SLUICE_ADMIN_TOKEN (401): set it to the gateway's admin.token\n`,
+      );
+    } else if (e instanceof NotAdminAnswer) {
       io.err(
         `sluice ${kind}: ${base} answered, but not as the admin API does (${e.message}); set SLUICE_ADMIN_URL or --admin to the admin listener's address (admin.port), not the proxy's\n`,
       );
@@ -362,7 +367,10 @@ function givenBy(field: string): string {
   return Object.hasOwn(OPTION_OF, field) ? (OPTION_OF[field] as string) : `field ${field}`;
 }
 
+/** A usage error: the one thing wrong, and where the whole usage is (not the usage itself, which buries it). */
 function usage(io: OverrideCommandIo, kind: string, message: string): number {
-  io.err(`sluice ${kind}: ${message}\n${OVERRIDE_HELP}`);
+  io.err(`sluice ${kind}: ${message}\n${tryHelp(kind)}`);
   return 2;
 }
+
+const tryHelp = (kind: string) => `Run "sluice ${kind} --help" for the actions and options.\n`;

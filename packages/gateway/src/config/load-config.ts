@@ -15,11 +15,16 @@ import { schemaErrors } from './schema.js';
 import { closestName } from './suggest.js';
 import { type ConfigPath, formatPath, formatViolations, type Violation } from './violation.js';
 
-/** Values given on the command line; each wins over the file. */
+/** Values given on the command line; each wins over the file, except `defaultHost`. */
 export interface ConfigOverrides {
   readonly upstream?: string;
   readonly host?: string;
   readonly port?: number;
+  /**
+   * `server.host` when neither the file nor `host` names one (`SLUICE_DEFAULT_HOST`, which the container image
+   * sets to `0.0.0.0`); the file wins over it.
+   */
+  readonly defaultHost?: string;
 }
 
 /** Options of {@link loadConfigText} and {@link loadConfigFile}. */
@@ -218,6 +223,14 @@ function applyOverrides(data: Record<string, unknown>, o: ConfigOverrides | unde
   };
   if (o.upstream !== undefined) section('upstream').url = o.upstream;
   if (o.host !== undefined) section('server').host = o.host;
+  else if (o.defaultHost !== undefined) {
+    // A default only: a file's own server.host (even an invalid one, for the schema to report) stays.
+    const server = data.server;
+    if (server === undefined) section('server').host = o.defaultHost;
+    else if (typeof server === 'object' && server !== null && !Array.isArray(server) && !('host' in server)) {
+      (server as Record<string, unknown>).host = o.defaultHost;
+    }
+  }
   if (o.port !== undefined) section('server').port = o.port;
 }
 

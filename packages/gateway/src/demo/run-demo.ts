@@ -24,7 +24,7 @@ export interface DemoOptions {
 
 /**
  * Runs the demo: the example file, unchanged, in front of a built-in echo upstream, on the memory
- * store, with an admin listener under a fresh random token. Prints the URLs and curl lines to try.
+ * store, with an admin listener on loopback under a fresh random token. Prints the URLs and curl lines to try.
  *
  * @returns the running gateway and a function that stops gateway and upstream.
  */
@@ -51,7 +51,9 @@ export async function runDemo(
   // without credentials: the demo runs on the memory store in front of an echo, with nothing a page could steal.
   const config = Object.freeze({
     ...base,
-    admin: Object.freeze({ host, port: 0, token, tokenName: 'demo' }),
+    // The admin listener stays on loopback whatever --host says: its random port is never published from a
+    // container, and plain HTTP on another address would warn (W_ADMIN_PLAINTEXT_PUBLIC) at every demo.
+    admin: Object.freeze({ host: host === '::1' ? host : '127.0.0.1', port: 0, token, tokenName: 'demo' }),
     cors: resolveCorsConfig({ allowedOrigins: ['*'], credentials: false }, base.server.requestIdHeader)
       .config,
     logging: Object.freeze({ level: 'warn', requests: Object.freeze({ mode: 'none', share: 0 } as const) }),
