@@ -71,6 +71,22 @@ decision:
     ]);
   });
 
+  it('warns about an Envoy rate limit service reachable from other hosts without TLS', () => {
+    const envoy = (host: string) =>
+      `${BASE}envoy:\n  host: "${host}"\n  domains: [{ domain: edge, descriptors: [] }]\n`;
+    expect(warnings(envoy('0.0.0.0'))).toEqual([
+      {
+        code: 'W_ENVOY_PLAINTEXT_PUBLIC',
+        path: 'envoy.host',
+        line: 6,
+        column: 9,
+        message: expect.stringMatching(/rate limit service on 0\.0\.0\.0 .*without TLS.*limit overrides/),
+        suggestion: expect.stringMatching(/envoy\.allowedPeers/),
+      },
+    ]);
+    for (const host of ['127.0.0.1', '::1', 'localhost']) expect(codes(envoy(host)), host).toEqual([]);
+  });
+
   it('warns about trusted proxies that cover every address, alone or together', () => {
     expect(codes(`${BASE}server: { trustedProxies: [loopback, 0.0.0.0/0] }\n`)).toEqual([
       'W_TRUSTED_PROXIES_ALL server.trustedProxies[1]',
@@ -168,6 +184,7 @@ exemptions:
       'W_ADMIN_PLAINTEXT_PUBLIC',
       'W_COST_PARALLEL',
       'W_DECISION_PLAINTEXT_PUBLIC',
+      'W_ENVOY_PLAINTEXT_PUBLIC',
       'W_MAX_CONNECTIONS_FILE_LIMIT',
       'W_NO_UPSTREAM',
       'W_PATTERN_DUPLICATE',

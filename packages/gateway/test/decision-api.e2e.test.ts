@@ -1,3 +1,5 @@
+import { writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import type { Agent } from 'undici';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -205,11 +207,38 @@ describe('decision API (HTTP, for NGINX auth_request)', () => {
     expect((await ask(url, h)).headers['ratelimit-policy']).toBe('"gold";q=600;w=60');
   });
 
-  it('refuses peers outside allowedPeers with 403', async () => {
-    const url = await start('decision:\n  port: 0\n  allowedPeers: ["10.0.0.0/8"]\n');
-    const r = await ask(url, { 'x-original-uri': '/x' });
-    expect(r.status).toBe(403);
-    expect(r.json().code).toBe('forbidden');
+  it('closes connections of peers outside allowedPeers before reading them, and answers 403 on one a reload excluded', async () => {
+    const url = await start();
+    const { port, pathname } = new URL(url);
+    // A keep-alive connection opened while the peer was allowed, read answer by answer.
+    const socket = connect(Number(port), '127.0.0.1');
+    const answers: string[] = [];
+    let waiting: (() => void) | undefined;
+    socket.on('data', (d: Buffer) => {
+      answers.push(d.toString('latin1'));
+      waiting?.();
+    });
+    const next = (n: number) =>
+      new Promise<string>((resolve) => {
+        waiting = () => answers.length >= n && resolve(answers[n - 1] as string);
+        socket.write(`GET ${pathname} HTTP/1.1\r\nhost: x\r\nx-original-uri: /x\r\n\r\n`);
+      });
+    try {
+      expect(await next(1)).toMatch(/^HTTP\/1\.1 200 /);
+      writeFileSync(
+        t?.file as string,
+        `${BASE}upstream:\n  url: ${upstream.url}\ndecision:\n  port: 0\n  allowedPeers: ["10.0.0.0/8"]\n`,
+      );
+      expect((await t?.gateway.reload())?.ok).toBe(true);
+      const refused = await next(2);
+      expect(refused).toMatch(/^HTTP\/1\.1 403 /);
+      expect(refused).toContain('"code":"forbidden"');
+    } finally {
+      socket.destroy();
+    }
+    // A new connection is closed unread: the peer gets no answer at all.
+    await expect(ask(url, { 'x-original-uri': '/x' })).rejects.toThrow();
+    expect(t?.logs.lines.some((l) => String(l.msg).includes('decision.allowedPeers'))).toBe(true);
   });
 
   it('shares buckets with the proxy path: same client, same policies, same store', async () => {
@@ -262,6 +291,7 @@ describe('decision: configuration', () => {
       port: 8082,
       path: '/decide',
       allowedPeers: ['loopback'],
+      maxConnections: 4096,
       trustIdentityHeaders: false,
       headers: {
         method: 'x-original-method',

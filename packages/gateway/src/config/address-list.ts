@@ -4,7 +4,7 @@ import type { ConfigPath } from './violation.js';
 const EXPECTED = 'must be a CIDR (10.0.0.0/8), an IP address, or one of loopback, linklocal, uniquelocal';
 
 /**
- * Every entry of an address list (`server.trustedProxies`, `decision.allowedPeers`) that is no CIDR, address or
+ * Every entry of an address list (`server.trustedProxies`, `decision.allowedPeers`, `envoy.allowedPeers`) that is no CIDR, address or
  * range name, each with its own path: the parser stops at the first bad entry, so a list is read entry by entry
  * and an operator fixing the file sees all of them at once.
  *

@@ -14,6 +14,8 @@ export const WarningCode = Object.freeze({
   AdminPlaintextPublic: 'W_ADMIN_PLAINTEXT_PUBLIC',
   /** The decision API listens on an address other hosts can reach, in plain HTTP. */
   DecisionPlaintextPublic: 'W_DECISION_PLAINTEXT_PUBLIC',
+  /** The Envoy rate limit service listens on an address other hosts can reach, in plaintext gRPC. */
+  EnvoyPlaintextPublic: 'W_ENVOY_PLAINTEXT_PUBLIC',
   /** `server.trustedProxies` covers every IPv4 or every IPv6 address, alone or together. */
   TrustedProxiesAll: 'W_TRUSTED_PROXIES_ALL',
   /** An endpoint pattern no canonical request path can match. */
@@ -73,7 +75,7 @@ export interface ConfigWarning {
 const LOOPBACK = parseTrustedProxies('loopback', ['loopback']);
 
 /**
- * Checks a valid configuration for settings that are allowed but risky or useless: an admin or decision
+ * Checks a valid configuration for settings that are allowed but risky or useless: an admin, decision or Envoy
  * listener reachable from other hosts without TLS, trusted proxies that cover every address, endpoint patterns
  * that can never match, carry a query, or repeat an earlier one.
  *
@@ -98,6 +100,15 @@ export function checkConfig(config: GatewayConfig): WarningFinding[] {
       message: `the decision API on ${config.decision.host} is reachable from other hosts without TLS: whoever reaches it can spend any client's tokens`,
       suggestion:
         'listen on 127.0.0.1 next to the proxy (the default), or keep it on a private network and narrow decision.allowedPeers',
+    });
+  }
+  if (config.envoy !== undefined && !isLoopbackHost(config.envoy.host)) {
+    out.push({
+      code: WarningCode.EnvoyPlaintextPublic,
+      path: ['envoy', 'host'],
+      message: `the Envoy rate limit service on ${config.envoy.host} is reachable from other hosts without TLS: whoever it admits can spend any descriptor's tokens and send limit overrides`,
+      suggestion:
+        'listen on 127.0.0.1 next to Envoy (the default), or keep it on a private network and list only your Envoy hosts in envoy.allowedPeers',
     });
   }
   if (config.quota !== undefined && config.admin === undefined && config.metrics.enabled) {

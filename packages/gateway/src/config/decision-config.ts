@@ -1,6 +1,13 @@
 import { addressListIssues } from './address-list.js';
 import type { ConfigPath } from './violation.js';
 
+/**
+ * Connections a decision listener (`decision.maxConnections`, `envoy.maxConnections`) holds at once when its
+ * section does not say: far more than a fleet of NGINX workers with keep-alive pools or of Envoy workers (one
+ * HTTP/2 connection each) opens, and a bound on the descriptors an allowed peer can take.
+ */
+export const DEFAULT_LISTENER_MAX_CONNECTIONS = 4096;
+
 /** Names of the request headers the decision API reads and of the one it writes for the proxy. */
 export interface DecisionHeaderNames {
   /** The original request method (NGINX: `$request_method`). Default `x-original-method`. */
@@ -26,8 +33,13 @@ export interface DecisionConfig {
   readonly port: number;
   /** The decision path; default `/decide`. */
   readonly path: string;
-  /** Peers allowed to ask (CIDRs, addresses, `loopback`...); others get 403. Default `[loopback]`. */
+  /**
+   * Peers allowed to connect (CIDRs, addresses, `loopback`...); a connection from another is closed before it is
+   * read (and a request on a connection opened before a reload removed its peer gets 403). Default `[loopback]`.
+   */
   readonly allowedPeers: readonly string[];
+  /** Connections held at once; further ones are closed as they are accepted. Default 4096; `0` is no cap. */
+  readonly maxConnections: number;
   /**
    * Honour the identity headers (`identity.headers`) on decision requests. Default false: NGINX passes the
    * client's own headers through, so only a proxy that overwrites them may turn this on.
@@ -71,6 +83,7 @@ export function resolveDecisionConfig(raw: Raw | undefined): {
     port: raw.port ?? 8082,
     path: raw.path ?? '/decide',
     allowedPeers: Object.freeze([...allowedPeers]),
+    maxConnections: raw.maxConnections ?? DEFAULT_LISTENER_MAX_CONNECTIONS,
     trustIdentityHeaders: raw.trustIdentityHeaders === true,
     headers: Object.freeze({
       method: (h.method ?? 'x-original-method').toLowerCase(),

@@ -1,4 +1,5 @@
-import type { SectionIssue } from './decision-config.js';
+import { addressListIssues } from './address-list.js';
+import { DEFAULT_LISTENER_MAX_CONNECTIONS, type SectionIssue } from './decision-config.js';
 import type { ConfigPath } from './violation.js';
 
 /** The units of Envoy's `RateLimitResponse.RateLimit.Unit`, as written in the configuration. */
@@ -54,6 +55,13 @@ export interface EnvoyConfig {
   readonly host: string;
   /** Listen port; default 8081; 0 picks a free port. */
   readonly port: number;
+  /**
+   * Peers allowed to connect (CIDRs, addresses, `loopback`...), as `decision.allowedPeers`: a connection from
+   * another is closed before it is read. Default `[loopback]`.
+   */
+  readonly allowedPeers: readonly string[];
+  /** Connections held at once; further ones are closed as they are accepted. Default 4096; `0` is no cap. */
+  readonly maxConnections: number;
   /** Every answer is OK whatever the buckets say (they are still spent and reported). Default false. */
   readonly shadowMode: boolean;
   /** Descriptors accepted per request; more is INVALID_ARGUMENT. Default 64. */
@@ -115,9 +123,13 @@ export function resolveEnvoyConfig(
       }),
     );
   });
+  const allowedPeers: string[] = raw.allowedPeers ?? ['loopback'];
+  issues.push(...addressListIssues(['envoy', 'allowedPeers'], allowedPeers));
   const config: EnvoyConfig = Object.freeze({
     host: raw.host ?? '127.0.0.1',
     port: raw.port ?? 8081,
+    allowedPeers: Object.freeze([...allowedPeers]),
+    maxConnections: raw.maxConnections ?? DEFAULT_LISTENER_MAX_CONNECTIONS,
     shadowMode: raw.shadowMode === true,
     maxDescriptors: raw.maxDescriptors ?? 64,
     canonicalPathKeys: Object.freeze([...(raw.canonicalPathKeys ?? DEFAULT_PATH_KEYS)]),

@@ -1,5 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import {
   closesAfterDenial,
   type IpRange,
@@ -11,6 +11,7 @@ import {
 import { type GatewayProblem, problemBody } from '../admission/problem-response.js';
 import { requestIdOf } from '../admission/request-id.js';
 import type { DecisionConfig } from '../config/decision-config.js';
+import { PeerGate } from '../server/peer-gate.js';
 import { type DecisionAnswer, type DecisionHost, decideRequest } from './decide-request.js';
 
 /** Options of {@link DecisionServer.start}. */
@@ -19,7 +20,20 @@ export interface DecisionServerOptions {
   readonly host: DecisionHost;
   /** The `decision:` section. */
   readonly config: DecisionConfig;
+  /** The head timeout; default 10 s (tests shorten it). */
+  readonly headersTimeoutMs?: number;
+  /** How often the head timeout is checked; default 1 s (tests shorten it). */
+  readonly connectionsCheckingIntervalMs?: number;
 }
+
+/**
+ * The longest the decision listener waits for a request's head. A proxy sends it whole at once; a socket
+ * trickling one is closed after this (Node.js's default is 60 s, checked every 30 s).
+ */
+const HEADERS_TIMEOUT_MS = 10_000;
+
+/** How often Node.js checks the head timeout. */
+const CONNECTIONS_CHECKING_INTERVAL_MS = 1_000;
 
 /** The largest cost a decision request may ask for; far above any sane policy, small enough to stay exact. */
 const MAX_COST = 1_000_000;
@@ -73,16 +87,34 @@ export class DecisionServer {
       }
       return current;
     };
-    const server = createServer((req, res) => {
-      const { config: c, peers } = settings();
-      handle(req, res, host, c, peers).catch((e: unknown) => {
-        host.logger.error({ err: e }, 'decision request failed');
-        if (!res.headersSent) {
-          sendProblem(res, 500, 'Internal Server Error', 'The decision failed.', 'internal_error');
-        } else res.destroy();
-      });
+    const server = createServer(
+      {
+        headersTimeout: options.headersTimeoutMs ?? HEADERS_TIMEOUT_MS,
+        connectionsCheckingInterval:
+          options.connectionsCheckingIntervalMs ?? CONNECTIONS_CHECKING_INTERVAL_MS,
+        keepAliveTimeout: 65_000,
+      },
+      (req, res) => {
+        const { config: c, peers } = settings();
+        handle(req, res, host, c, peers).catch((e: unknown) => {
+          host.logger.error({ err: e }, 'decision request failed');
+          if (!res.headersSent) {
+            sendProblem(res, 500, 'Internal Server Error', 'The decision failed.', 'internal_error');
+          } else res.destroy();
+        });
+      },
+    );
+    // Before Node.js's own listener: a peer outside allowedPeers, or a connection past the cap, is closed before
+    // a byte is read, so that it holds no descriptor for long and no parser at all.
+    const gate = new PeerGate({
+      section: 'decision',
+      logger: host.logger,
+      settings: () => {
+        const { config: c, peers } = settings();
+        return { peers, maxConnections: c.maxConnections };
+      },
     });
-    server.keepAliveTimeout = 65_000;
+    server.prependListener('connection', (socket: Socket) => gate.admit(socket));
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(config.port, config.host, () => {

@@ -1,3 +1,4 @@
+import { type AddressInfo, createServer, type Server as NetServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import {
   type GrpcObject,
@@ -10,8 +11,10 @@ import {
   status,
 } from '@grpc/grpc-js';
 import { loadSync, type Options } from '@grpc/proto-loader';
+import { parseTrustedProxies } from 'sluice/http';
 import type { AdmissionHost } from '../admission/admit-request.js';
 import type { EnvoyConfig } from '../config/envoy-config.js';
+import { PeerGate, type PeerGateSettings } from '../server/peer-gate.js';
 import { RateLimitService } from './rate-limit-service.js';
 import {
   type RateLimitRequestMessage,
@@ -47,6 +50,30 @@ export function rateLimitPackage(): { RateLimitService: ServiceClientConstructor
   return { RateLimitService: v3.RateLimitService as ServiceClientConstructor };
 }
 
+/**
+ * The peers and the cap of the configuration in effect (a reload applies to the next connection), the peer list
+ * parsed once per configuration.
+ */
+function peerSettings(options: EnvoyServerOptions): () => PeerGateSettings {
+  let source = options.config;
+  let current: PeerGateSettings = parsed(source);
+  return () => {
+    const live = options.host.runtime.config.envoy;
+    if (live !== undefined && live !== source) {
+      source = live;
+      current = parsed(live);
+    }
+    return current;
+  };
+}
+
+function parsed(config: EnvoyConfig): PeerGateSettings {
+  return {
+    peers: parseTrustedProxies('envoy.allowedPeers', config.allowedPeers),
+    maxConnections: config.maxConnections,
+  };
+}
+
 /** Options of {@link EnvoyRateLimitServer.start}. */
 export interface EnvoyServerOptions {
   readonly host: AdmissionHost;
@@ -72,9 +99,11 @@ export class EnvoyRateLimitServer {
   readonly address: string;
   readonly service: RateLimitService;
   readonly #server: Server;
+  readonly #listener: NetServer;
 
-  private constructor(server: Server, address: string, service: RateLimitService) {
+  private constructor(server: Server, listener: NetServer, address: string, service: RateLimitService) {
     this.#server = server;
+    this.#listener = listener;
     this.address = address;
     this.service = service;
   }
@@ -82,7 +111,7 @@ export class EnvoyRateLimitServer {
   /**
    * Binds `envoy.host:envoy.port` and starts serving.
    *
-   * @throws the bind error gRPC reports (for example an address in use).
+   * @throws the listen error as Node reports it (for example `EADDRINUSE`).
    */
   static async start(options: EnvoyServerOptions): Promise<EnvoyRateLimitServer> {
     const service = new RateLimitService(options.host, options.now);
@@ -113,18 +142,37 @@ export class EnvoyRateLimitServer {
     });
     const { host, port } = options.config;
     const h = host.includes(':') ? `[${host}]` : host;
+    // The listener is Sluice's own, handing gRPC only the connections it admits: a peer outside allowedPeers, or a
+    // connection past the cap, is closed before a byte is read (gRPC's own listener has no such hook).
+    const injector = server.createConnectionInjector(ServerCredentials.createInsecure());
+    const gate = new PeerGate({
+      section: 'envoy',
+      logger: options.host.logger,
+      settings: peerSettings(options),
+    });
+    const listener = createServer((socket) => {
+      if (gate.admit(socket)) injector.injectConnection(socket);
+    });
+    // A failed accept (EMFILE: no descriptor left) must not end the process and every listener with it.
     const bound = await new Promise<number>((resolve, reject) => {
-      server.bindAsync(`${h}:${port}`, ServerCredentials.createInsecure(), (e, p) =>
-        e ? reject(e) : resolve(p),
-      );
+      listener.once('error', reject);
+      listener.listen(port, host, () => {
+        listener.off('error', reject);
+        listener.on('error', (e: NodeJS.ErrnoException) =>
+          options.host.logger.warn({ code: e.code }, 'envoy rate limit service: accept failed'),
+        );
+        resolve((listener.address() as AddressInfo).port);
+      });
     });
     const address = `${h}:${bound}`;
     options.host.logger.info({ address }, 'sluice envoy rate limit service listening');
-    return new EnvoyRateLimitServer(server, address, service);
+    return new EnvoyRateLimitServer(server, listener, address, service);
   }
 
   /** Stops the service: calls in flight finish, then the listener closes (forced after `graceMs`). */
   close(graceMs = 2000): Promise<void> {
+    // No new connection; those open are gRPC's to drain.
+    this.#listener.close();
     return new Promise((resolve) => {
       const timer = setTimeout(() => {
         this.#server.forceShutdown();

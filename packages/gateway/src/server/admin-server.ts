@@ -1,11 +1,12 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import type { OverrideControl } from '../admission/override-control.js';
 import { type GatewayProblem, Problems, sendProblem } from '../admission/problem-response.js';
 import type { GatewayConfig } from '../config/gateway-config.js';
 import { redactConfig } from '../config/redact.js';
 import type { TenantQuota } from '../quota/tenant-quota.js';
+import { ADMIN_MAX_CONNECTIONS, AdminConnections } from './admin-connections.js';
 import { AdminProblems } from './admin-problems.js';
 import { type MetricsSource, serveMetrics } from './health-endpoints.js';
 import { KEY_FORMS, keyFormIssue } from './key-form.js';
@@ -85,11 +86,29 @@ const ROUTES = [
 ];
 
 /**
- * Connections the admin listener holds at once; Node.js closes further ones as they are accepted. An operator, a
- * dashboard and a few scripts need far fewer; the cap keeps the listener from taking the descriptors that the
- * proxy listener leaves free (`server.maxConnections`), so that it still answers while the proxy is at its cap.
+ * The longest the admin listener waits for a request's head. An operator's client sends it at once; a socket
+ * trickling one holds a slot no longer than this (and gives it up sooner to a request with the token, see
+ * {@link AdminConnections}).
  */
-export const ADMIN_MAX_CONNECTIONS = 64;
+const HEADERS_TIMEOUT_MS = 5_000;
+
+/** How often Node.js checks the head timeout (its default, 30 s, would let a slow head stay up to 35 s). */
+const CONNECTIONS_CHECKING_INTERVAL_MS = 1_000;
+
+/** How long an idle keep-alive connection stays open between requests (Node.js's default, set here). */
+const KEEP_ALIVE_TIMEOUT_MS = 5_000;
+
+/** Options of an {@link AdminServer} beyond its target and token; tests shorten the timeouts and caps. */
+export interface AdminServerOptions {
+  /** The head timeout; default 5 s. */
+  readonly headersTimeoutMs?: number;
+  /** How often the head timeout is checked; default 1 s. */
+  readonly connectionsCheckingIntervalMs?: number;
+  /** Connections held at once; default {@link ADMIN_MAX_CONNECTIONS}. */
+  readonly maxConnections?: number;
+  /** Connections of one peer address held at once; default 16 (`ADMIN_MAX_CONNECTIONS_PER_PEER`). */
+  readonly maxConnectionsPerPeer?: number;
+}
 
 /** Rows of a top list when `?n=` is not given, and the most that may be asked. */
 const TOP_DEFAULT = 10;
@@ -119,23 +138,39 @@ export class AdminServer {
   readonly #server: Server;
   readonly #token: Buffer;
   readonly #tokenName: string;
+  readonly #connections: AdminConnections;
 
   /**
    * @param target - the gateway.
    * @param token - the bearer token.
    * @param dashboard - the live dashboard to serve, when wanted.
    * @param tokenName - who the token stands for in the audit log of overrides.
+   * @param options - timeouts and caps (tests shorten them).
    */
   constructor(
     readonly target: AdminTarget,
     token: string,
     readonly dashboard?: AdminPages,
     tokenName = 'admin',
+    options: AdminServerOptions = {},
   ) {
     this.#token = digest(token);
     this.#tokenName = tokenName;
-    this.#server = createServer((req, res) => void this.#handle(req, res));
-    this.#server.maxConnections = ADMIN_MAX_CONNECTIONS;
+    this.#connections = new AdminConnections({
+      total: options.maxConnections ?? ADMIN_MAX_CONNECTIONS,
+      ...(options.maxConnectionsPerPeer === undefined ? {} : { perPeer: options.maxConnectionsPerPeer }),
+    });
+    this.#server = createServer(
+      {
+        headersTimeout: options.headersTimeoutMs ?? HEADERS_TIMEOUT_MS,
+        connectionsCheckingInterval:
+          options.connectionsCheckingIntervalMs ?? CONNECTIONS_CHECKING_INTERVAL_MS,
+        keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
+      },
+      (req, res) => void this.#handle(req, res),
+    );
+    // Before Node.js's own listener: a refused connection is destroyed before anything is read from it.
+    this.#server.prependListener('connection', (socket: Socket) => this.#connections.admit(socket));
   }
 
   /** Listens and returns the port. */
@@ -186,6 +221,8 @@ export class AdminServer {
       problem(AdminProblems.unauthorized(), { 'www-authenticate': 'Bearer realm="sluice-admin"' });
       return;
     }
+    // This connection is the operator's: no connection without the token takes its place at the cap.
+    this.#connections.vouch(req.socket);
     const notAllowed = (allow: string) => problem(AdminProblems.methodNotAllowed(allow), { allow });
     if (this.dashboard?.serveData(req, res, notAllowed)) return;
     // Bad input is the client's problem (400), never the server's: a target no URL parser accepts, a "%" that
