@@ -274,7 +274,7 @@ describe('quota tracking on Redis', () => {
   beforeAll(async () => {
     redis = await startRedisServer();
     const store = `store: { type: redis, url: "redis://127.0.0.1:${redis.port}" }`;
-    // The contract's quota block as it stands: Redis storage, its key prefix and TTL, its dimensions.
+    // The quota block as documented: Redis storage, its key prefix and TTL, its dimensions.
     const quota = `quota:
   tracking:
     storage: redis  # Valkey (Redis-compatible)

@@ -7,8 +7,8 @@ const PREFIX_PLACEHOLDER = '{prefix}';
  * The Prometheus alert rules on Sluice's metrics, with `{prefix}` where the metric name prefix goes. The one
  * source of the rules: deploy/prometheus/rules/rate-limiting.yaml is its rendering for the default prefix (a test
  * compares them byte for byte) and `sluice rules` renders it for a configuration's `metrics.prefix`, so the shipped
- * file and the command cannot drift apart. The first rule is the design contract's, verbatim but for the metric
- * name.
+ * file and the command cannot drift apart. The first rule alerts on a
+ * sustained rate of denials for one policy, tier and endpoint rule.
  */
 export const ALERT_RULES_TEMPLATE = `# Prometheus alert rules on the rate limiter's metrics, metric name prefix \`{prefix}\` (gateway \`metrics.prefix\`,
 # PrometheusMetrics \`prefix\`), as printed by \`sluice rules --config FILE\`. One template

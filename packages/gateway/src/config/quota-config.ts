@@ -17,9 +17,9 @@ export interface QuotaCategoryConfig {
 export interface QuotaConfig {
   /** Where usage lives: `redis` reuses the store's Redis connection; default the store's type. */
   readonly storage: 'memory' | 'redis';
-  /** Prefix of the quota keys in Redis (the contract's `key_prefix`); default `<keys.prefix>quota:` or `sluice:quota:`. */
+  /** Prefix of the quota keys in Redis (`key_prefix` in the configuration file); default `<keys.prefix>quota:` or `sluice:quota:`. */
   readonly keyPrefix: string;
-  /** The rolling window in seconds (the contract's `ttl`); default 3600. */
+  /** The rolling window in seconds (`ttl` in the configuration file); default 3600. */
   readonly windowSeconds: number;
   /** Size of a time bucket in seconds; divides the window; default 60. */
   readonly bucketSeconds: number;
@@ -59,7 +59,7 @@ export interface QuotaContext {
   readonly ruleNames: readonly string[];
 }
 
-/** The dimensions the tracker keys usage by; the contract lists them and all three are always used. */
+/** The dimensions the tracker keys usage by; all three are always used. */
 export const QUOTA_DIMENSIONS: readonly string[] = Object.freeze([
   'tenant_id',
   'endpoint_category',
@@ -72,7 +72,7 @@ type Raw = Record<string, any>;
 /**
  * Resolves the schema-valid `quota:` section with its defaults and checks what the schema cannot: Redis storage
  * needs the store's Redis connection, the bucket divides the window, categories name existing endpoint rules and
- * valid patterns, names are unique, the dimensions are the contract's three.
+ * valid patterns, names are unique, the dimensions are the three the tracker keys by.
  *
  * @param raw - the section as parsed, or `undefined` when the file has none (then tracking is off).
  * @param context - the parts of the configuration the section refers to.

@@ -14,7 +14,7 @@ export const ProblemCode = Object.freeze({
   CostExceedsBurst: 'cost_exceeds_burst',
 });
 
-/** The RFC 9457 body of a rate-limit denial, with the contract's extension members. */
+/** The RFC 9457 body of a rate-limit denial, with its extension members. */
 export interface RateLimitProblem {
   readonly type: string;
   readonly title: string;

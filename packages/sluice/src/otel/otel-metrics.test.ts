@@ -5,7 +5,7 @@ import { MemoryStore } from '../memory/index.js';
 import { decideWithMetrics } from '../metrics/index.js';
 import { OtelMetrics, otelNames } from './otel-metrics.js';
 
-/** A reader that collects only when asked: the manual reader of the ticket's metric test. */
+/** A reader that collects only when asked: the SDK's manual reader, as an exporter's test uses it. */
 class ManualReader extends MetricReader {
   protected override async onShutdown(): Promise<void> {}
   protected override async onForceFlush(): Promise<void> {}

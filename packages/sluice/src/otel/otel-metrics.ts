@@ -54,7 +54,7 @@ export interface OtelInstrumentNames {
 
 /** The attribute names of an {@link OtelMetrics}. */
 export interface OtelAttributeNames {
-  /** The policy (the ticket's rate-limit class): `<prefix>.ratelimit.class`. */
+  /** The policy (its policy class): `<prefix>.ratelimit.class`. */
   readonly policy: string;
   readonly tier: string;
   readonly rule: string;
@@ -71,7 +71,7 @@ const PREFIX = /^[a-zA-Z][a-zA-Z0-9_.-]*$/;
 
 /**
  * Instrument and attribute names for a prefix, following OpenTelemetry's dotted naming. The rejected counter and
- * its class attribute are the ticket's `<prefix>.ratelimit.rejected` with `<prefix>.ratelimit.class`.
+ * its class attribute are `<prefix>.ratelimit.rejected` with `<prefix>.ratelimit.class`.
  *
  * @throws SluiceError `ERR_INVALID_OPTION` for a prefix that is not a valid instrument name start.
  */
