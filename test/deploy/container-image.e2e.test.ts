@@ -9,7 +9,7 @@
 import { execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { type AddressInfo, connect } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -101,18 +101,6 @@ async function untilUp(url: string, attempts = 200): Promise<void> {
   throw new Error(`${url} did not answer 200`);
 }
 
-/** Whether a new TCP connection to the port is refused. */
-function refused(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = connect(port, '127.0.0.1');
-    s.once('connect', () => {
-      s.destroy();
-      resolve(false);
-    });
-    s.once('error', () => resolve(true));
-  });
-}
-
 /** A configuration file for `serve` on the host's network. */
 function configFile(name: string, yaml: string): string {
   const file = join(work, name);
@@ -199,7 +187,7 @@ rateLimiting:
     await untilUp(`${url}/health`);
   });
 
-  it('drains on SIGTERM as PID 1: the request in flight finishes, new connections are refused, exit 0', async () => {
+  it('drains on SIGTERM as PID 1: the request in flight finishes, the probes answer meanwhile, exit 0', async () => {
     const port = await freePort();
     const file = configFile(
       'drain.yaml',
@@ -236,13 +224,16 @@ rateLimiting:
     const slow = get(`http://127.0.0.1:${port}/slow`);
     await arrived;
     await podman.ok(['kill', '--signal', 'SIGTERM', id]);
-    // The listener closes at once; the request in flight is still held by the upstream.
-    let closed = false;
-    for (let i = 0; i < 200 && !closed; i++) {
-      closed = await refused(port);
-      if (!closed) await new Promise((r) => setTimeout(r, 50));
+    // The request in flight is still held by the upstream: /ready turns 503 at once, and the listener stays open
+    // for the probes (liveness holds until the process exits).
+    let draining = false;
+    for (let i = 0; i < 200 && !draining; i++) {
+      draining = (await get(`http://127.0.0.1:${port}/ready`)).status === 503;
+      if (!draining) await new Promise((r) => setTimeout(r, 50));
     }
-    expect(closed).toBe(true);
+    expect(draining).toBe(true);
+    expect((await get(`http://127.0.0.1:${port}/health`)).status).toBe(200);
+    expect((await get(`http://127.0.0.1:${port}/other`)).status).toBe(503);
     expect(await podman.ok(['inspect', '--format', '{{.State.Running}}', id])).toContain('true');
     release();
     expect(await slow).toMatchObject({ status: 200, text: 'slow done' });

@@ -160,6 +160,11 @@ describe('deploy/kubernetes', () => {
     const hpa = find('HorizontalPodAutoscaler', 'sluice');
     expect(hpa.spec.scaleTargetRef).toEqual({ apiVersion: 'apps/v1', kind: 'Deployment', name: 'sluice' });
     expect(hpa.spec.minReplicas).toBe(deployment.spec.replicas);
+    // failureMode local: each gateway admits limit / nodeCount during a Redis outage, so nodeCount must be the
+    // most gateways that run (the autoscaler's maximum) for the fleet to stay within every limit.
+    const config = parse(find('ConfigMap', 'sluice-config').data['rate-limits.yaml']);
+    expect(config.store.failureMode).toBe('local');
+    expect(config.store.nodeCount).toBe(hpa.spec.maxReplicas);
   });
 
   it('ships the alert rules that sluice rules renders, and scrapes the proxy port', () => {

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../src/cli/main.js';
 import {
   client,
+  echo,
   send,
   serveArgs,
   spawnSluice,
@@ -124,6 +125,49 @@ describe('sluice serve', () => {
     p.child.kill('SIGTERM');
     expect(await exited(p.child)).toBe(0);
     expect(p.lines.some((l) => l.includes('sluice gateway stopped'))).toBe(true);
+  });
+});
+
+describe('sluice serve draining on SIGTERM', () => {
+  it('answers /health 200, /ready 503 and new requests 503 shutting_down until the request in flight ends', async () => {
+    const file = join(tmp.dir, 'drain.yaml');
+    writeFileSync(
+      file,
+      'rateLimiting:\n  defaultTier: t\n  tiers:\n    t: { requestsPerMinute: 60, burstLimit: 4 }\n',
+    );
+    const p = runSluice(serveArgs(file, upstream.url, 1));
+    const { url } = JSON.parse(await p.waitFor(/sluice gateway listening/)) as { url: string };
+    let release!: () => void;
+    const arrived = new Promise<void>((r) => {
+      upstream.handler = (req, res) => {
+        req.resume();
+        release = () => res.end('slow done');
+        r();
+      };
+    });
+    const slowAgent = client();
+    const late = client();
+    try {
+      const slow = send(slowAgent, `${url}/slow`);
+      await arrived;
+      p.child.kill('SIGTERM');
+      await p.waitFor(/draining requests in flight/);
+      // New connections during the drain: the probes get their answers (liveness holds, readiness fails), and a
+      // request for the upstream is refused with a problem rather than a refused connection.
+      expect((await send(late, `${url}/health`)).status).toBe(200);
+      const ready = await send(late, `${url}/ready`);
+      expect([ready.status, ready.json()]).toEqual([503, { status: 'draining' }]);
+      const refused = await send(late, `${url}/x`);
+      expect(refused.status).toBe(503);
+      expect(refused.headers['retry-after']).toBe('1');
+      expect(refused.json()).toMatchObject({ status: 503, code: 'shutting_down' });
+      release();
+      expect(await slow).toMatchObject({ status: 200, text: 'slow done' });
+      expect(await p.exited).toBe(0);
+    } finally {
+      upstream.handler = echo;
+      await Promise.all([slowAgent.close(), late.close()]);
+    }
   });
 });
 

@@ -1,11 +1,12 @@
 import { once } from 'node:events';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { ReloadResult } from '../src/gateway/gateway.js';
 import {
   client,
   echo,
+  makeCertificates,
   send,
   startGateway,
   startUpstream,
@@ -175,7 +176,7 @@ describe('hot reload', () => {
 });
 
 describe('graceful shutdown', () => {
-  it('drains requests in flight, refuses new connections and reports not ready', async () => {
+  it('drains requests in flight, keeps answering the probes (live, not ready) and refuses new requests', async () => {
     const t = await start(config(50));
     const held: (() => void)[] = [];
     let arrived!: () => void;
@@ -192,8 +193,16 @@ describe('graceful shutdown', () => {
     await allArrived;
     expect(t.gateway.inflight).toBe(3);
     const closing = t.gateway.close();
-    // New connections are refused while the three requests finish.
-    await expect(send(client(), `${t.gateway.url}/late`)).rejects.toThrow();
+    // While the three requests finish, a new connection gets the probes' answers and nothing else.
+    const late = client();
+    expect((await send(late, `${t.gateway.url}/health`)).status).toBe(200);
+    const ready = await send(late, `${t.gateway.url}/ready`);
+    expect([ready.status, ready.json()]).toEqual([503, { status: 'draining' }]);
+    const refused = await send(late, `${t.gateway.url}/late`);
+    expect([refused.status, refused.headers.connection]).toEqual([503, 'close']);
+    expect(refused.json()).toMatchObject({ code: 'shutting_down', instance: '/late' });
+    expect(upstream.seen.some((r) => r.url === '/late')).toBe(false);
+    await late.close();
     for (const release of held) release();
     const replies = await Promise.all(inflight);
     expect(replies.map((r) => [r.status, r.text])).toEqual([
@@ -205,5 +214,31 @@ describe('graceful shutdown', () => {
     running = undefined;
     for (const a of slowAgents) await a.close();
     expect(t.logs.lines.some((l) => l.msg === 'draining requests in flight' && l.inflight === 3)).toBe(true);
+  });
+
+  it('over TLS too, a connection opened during the drain gets the probes and nothing else', async () => {
+    const certs = makeCertificates(tmp.dir);
+    const t = await start(config(50, 'server:\n  tls: { cert: server.pem, key: server.key }\n'));
+    let release!: () => void;
+    const arrived = new Promise<void>((r) => {
+      upstream.handler = (req, res) => {
+        req.resume();
+        release = () => res.end('slow done');
+        r();
+      };
+    });
+    const tlsClient = () => client({ ca: readFileSync(certs['ca.pem'] as string) });
+    const [slowAgent, late] = [tlsClient(), tlsClient()];
+    const slow = send(slowAgent, `${t.gateway.url}/slow`);
+    await arrived;
+    const closing = t.gateway.close();
+    expect((await send(late, `${t.gateway.url}/health`)).status).toBe(200);
+    const refused = await send(late, `${t.gateway.url}/late`);
+    expect([refused.status, refused.json<{ code: string }>().code]).toEqual([503, 'shutting_down']);
+    release();
+    expect((await slow).text).toBe('slow done');
+    await closing;
+    running = undefined;
+    await Promise.all([slowAgent.close(), late.close()]);
   });
 });

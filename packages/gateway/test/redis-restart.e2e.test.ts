@@ -50,7 +50,7 @@ describe('a gateway on Redis, restarted or started before Redis', () => {
     for (let i = 0; i < 5; i++) expect((await send(agent, `${after.gateway.url}/x`)).status).toBe(403);
   });
 
-  it('answers 503 to GET /overrides and /blocks, and /ready, until the rules in Redis are read', async () => {
+  it('answers 503 to GET /overrides and /blocks until the rules in Redis are read, and /ready says they are unknown', async () => {
     const port = await freePort();
     const yaml = `${TIER}${ADMIN}store: { type: redis, url: "redis://127.0.0.1:${port}" }\n`;
     // Nothing listens on the port: the gateway waits for its store, then listens without it.
@@ -61,9 +61,15 @@ describe('a gateway on Redis, restarted or started before Redis', () => {
       expect(r.status, path).toBe(503);
       expect(r.json(), path).toMatchObject({ code: 'overrides_unavailable' });
     }
-    const notReady = await send(agent, `${g.gateway.url}/ready`);
-    expect(notReady.status).toBe(503);
-    expect(notReady.json()).toMatchObject({ status: 'overrides_unknown' });
+    // The default failure mode (open) admits meanwhile: the gateway stays ready and says what it does not know.
+    const degraded = await send(agent, `${g.gateway.url}/ready`);
+    expect(degraded.status).toBe(200);
+    expect(degraded.json()).toEqual({
+      status: 'degraded',
+      store: 'redis',
+      failureMode: 'open',
+      overrides: 'unknown',
+    });
     const late = await startRedisServer({ port });
     try {
       await vi.waitFor(
@@ -74,10 +80,62 @@ describe('a gateway on Redis, restarted or started before Redis', () => {
         },
         { timeout: 10_000, interval: 100 },
       );
-      expect((await send(agent, `${g.gateway.url}/ready`)).status).toBe(200);
+      expect((await send(agent, `${g.gateway.url}/ready`)).json()).toEqual({
+        status: 'ready',
+        store: 'redis',
+      });
     } finally {
       await g.gateway.close();
       await late.stop();
     }
   }, 30_000);
+
+  it('is ready in local and open mode when started during an outage, with the rules unknown; not in closed', async () => {
+    const down = await startRedisServer();
+    await down.kill();
+    const modes = ['local', 'open', 'closed'] as const;
+    // Started together: each waits for its store before listening without it.
+    const gateways = await Promise.all(
+      modes.map((mode) =>
+        start(
+          `outage-${mode}`,
+          `${TIER}store: { type: redis, url: "${down.url}", failureMode: ${mode}, nodeCount: 2 }\n`,
+        ),
+      ),
+    );
+    try {
+      const [local, open, closed] = gateways as [TestGateway, TestGateway, TestGateway];
+      const ready = async (g: TestGateway) => {
+        const r = await send(agent, `${g.gateway.url}/ready`);
+        return [r.status, r.json()];
+      };
+      // Readiness follows what the failure mode does with requests: local and open serve them, closed refuses.
+      expect(await ready(local)).toEqual([
+        200,
+        { status: 'degraded', store: 'redis', failureMode: 'local', overrides: 'unknown' },
+      ]);
+      expect(await ready(open)).toEqual([
+        200,
+        { status: 'degraded', store: 'redis', failureMode: 'open', overrides: 'unknown' },
+      ]);
+      expect(await ready(closed)).toEqual([503, { status: 'store_unavailable', store: 'redis' }]);
+      expect((await send(agent, `${local.gateway.url}/a`)).status).toBe(200);
+      expect((await send(agent, `${open.gateway.url}/a`)).status).toBe(200);
+      expect((await send(agent, `${closed.gateway.url}/a`)).status).toBe(503);
+      // Redis comes back: every gateway reads the rules and is plainly ready.
+      await down.restart();
+      for (const g of gateways) {
+        await vi.waitFor(
+          async () => expect(await ready(g)).toEqual([200, { status: 'ready', store: 'redis' }]),
+          {
+            timeout: 10_000,
+            interval: 100,
+          },
+        );
+      }
+    } finally {
+      await Promise.all(gateways.map((g) => g.gateway.close()));
+      await down.stop();
+    }
+  }, 40_000);
 });

@@ -66,6 +66,12 @@ export const Problems = Object.freeze({
     detail: 'The rate-limit store cannot answer and the failure mode is closed.',
     code: 'store_unavailable',
   }),
+  shuttingDown: (): GatewayProblem => ({
+    status: 503,
+    title: 'Service Unavailable',
+    detail: 'The gateway is shutting down and takes no new requests; retry, another instance will answer.',
+    code: 'shutting_down',
+  }),
   noUpstream: (): GatewayProblem => ({
     status: 502,
     title: 'Bad Gateway',

@@ -210,7 +210,10 @@ export class Gateway extends EventEmitter {
     try {
       // Listening before the store answers would leave the first requests to the failure mode.
       if (!(await g.#opened.ready(STORE_READY_MS)))
-        g.logger.warn('the store is not connected yet; listening anyway');
+        g.logger.warn(
+          { failureMode: c.store.failureMode, overridesKnown: g.overrides.loaded },
+          'the store is not connected yet; listening anyway (the failure mode decides, blocks in the store apply once read)',
+        );
       g.url = await listenAs('server.port', 'the proxy listener', () =>
         g.#proxy.listen(c.server.host, c.server.port, options.thread !== undefined),
       );
@@ -367,8 +370,9 @@ export class Gateway extends EventEmitter {
   }
 
   /**
-   * Stops the gateway: stops accepting connections on every listener, reports not ready, lets requests in flight
-   * finish (up to `server.shutdownTimeout`), then closes every connection, the upstream pool and the store.
+   * Stops the gateway: reports not ready, lets requests in flight finish (up to `server.shutdownTimeout`; the
+   * proxy listener answers the probes meanwhile, and nothing else on new connections), then closes every listener
+   * and connection, the upstream pool and the store.
    */
   close(): Promise<void> {
     this.#closing ??= this.#shutdown();

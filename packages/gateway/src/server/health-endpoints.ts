@@ -31,8 +31,10 @@ export interface HealthSource {
    */
   readonly starting: boolean;
   /**
-   * Whether the overrides and blocks in the store are known: `/ready` answers 503 until they are, since a request
-   * admitted before would miss every block (a gateway that started while Redis was down).
+   * Whether the overrides and blocks in the store are known (false in a gateway that started while Redis was down,
+   * until it reads them). A request admitted meanwhile misses every block: with `failureMode: closed` `/ready`
+   * answers 503 until they are known; with `open` or `local`, which put the API's availability first, it answers
+   * 200 `degraded` with `overrides: "unknown"`, so that an outage of Redis never keeps a new pod out of service.
    */
   readonly overrides: { readonly loaded: boolean };
 }
@@ -44,9 +46,10 @@ export function isHealthRequest(method: string, path: string): boolean {
 
 /**
  * Answers the gateway's own endpoints on the proxy listener: `/health` (the process runs), `/ready` (every
- * thread listens, not draining, the overrides and blocks are read, and the store answers within a second or is
- * down while its failure mode decides: 200 `degraded` for `open`) and `/metrics` (Prometheus text without the
- * per-tenant series, which only the admin listener serves; 404 when `metrics.enabled` is false).
+ * thread listens, not draining, and the store answers within a second or is down while its failure mode decides:
+ * 200 `degraded` for `open`, 200 for `local`, 503 for `closed`; with the overrides and blocks unknown, 503 for
+ * `closed` and 200 `degraded` with `overrides: "unknown"` for `open` and `local`) and `/metrics` (Prometheus text
+ * without the per-tenant series, which only the admin listener serves; 404 when `metrics.enabled` is false).
  *
  * @param draining - true once shutdown began: `/ready` answers 503 so that load balancers stop sending.
  */
@@ -79,19 +82,33 @@ export async function answerHealth(
       send(503, { status: 'starting' });
       return;
     }
-    if (!source.overrides.loaded) {
-      send(503, { status: 'overrides_unknown', store: source.store.kind });
-      return;
-    }
     const store = await storeState(source.runtime);
-    if (store === 'admitting') {
-      // The store is down but the failure mode admits: leaving the load balancer would turn every replica's open
-      // failure mode into a total outage, so the gateway stays ready and says it is degraded.
-      send(200, { status: 'degraded', store: source.store.kind, failureMode: 'open' });
+    const kind = source.store.kind;
+    if (store === 'unavailable') {
+      send(503, { status: 'store_unavailable', store: kind });
       return;
     }
-    const ok = store === 'answers';
-    send(ok ? 200 : 503, { status: ok ? 'ready' : 'store_unavailable', store: source.store.kind });
+    const failureMode = source.runtime.config.store.failureMode;
+    const known = source.overrides.loaded;
+    if (!known && failureMode === 'closed') {
+      // Closed mode never trades a limit for availability: no traffic before the blocks are known.
+      send(503, { status: 'overrides_unknown', store: kind });
+      return;
+    }
+    if (store === 'admitting' || !known) {
+      // The store is down (or its rules were never read) but the failure mode serves: leaving the load balancer
+      // would turn every replica's open or local failure mode into a total outage (a pod started during the
+      // outage would never become ready), so the gateway stays ready and says what it lacks.
+      const mode = store === 'admitting' ? 'open' : failureMode;
+      send(200, {
+        status: 'degraded',
+        store: kind,
+        failureMode: mode,
+        ...(known ? {} : { overrides: 'unknown' }),
+      });
+      return;
+    }
+    send(200, { status: 'ready', store: kind });
     return;
   }
   const metrics = source.runtime.config.metrics;

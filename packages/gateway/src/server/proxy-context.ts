@@ -23,6 +23,11 @@ export interface ProxyContext {
   readonly now: () => number;
   /** True once shutdown began: answers close their connection, `/ready` says draining, upgrades are refused. */
   readonly draining: boolean;
+  /**
+   * Whether a connection was accepted after shutdown began: the listener stays open during the drain for the
+   * health endpoints only, and answers anything else on such a connection with the 503 `shutting_down`.
+   */
+  acceptedWhileDraining(socket: Duplex): boolean;
   /** Counts a request in flight until {@link ProxyContext.end}; shutdown waits for none to be left. */
   begin(): void;
   /**

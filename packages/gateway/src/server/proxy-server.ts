@@ -66,6 +66,8 @@ export class ProxyServer implements ProxyContext {
   /** Connections refused at a cap: whatever they send is not served. */
   readonly #refused = new WeakSet<Duplex>();
   readonly #refuser = new ConnectionRefuser();
+  /** Connections accepted once the drain began: they are for the probes, and get nothing else served. */
+  readonly #late = new WeakSet<Duplex>();
   /**
    * The line of every connection that has served a request (made at its first, dropped when it closes): its
    * requests one at a time, and whether it is idle between two of them, the first to go when the listener is at
@@ -148,6 +150,10 @@ export class ProxyServer implements ProxyContext {
       if (socket.writable) socket.end(`HTTP/1.1 ${clientErrorStatus(e.code)}\r\nconnection: close\r\n\r\n`);
       else socket.destroy();
     });
+    // The socket requests arrive on: with TLS the secure one, which `connection` does not give.
+    this.#server.on(tls === undefined ? 'connection' : 'secureConnection', (socket: Socket) => {
+      if (this.#draining) this.#late.add(socket);
+    });
     const gate = options.gate;
     // Before Node.js's own listener: a refused connection is answered before anything else is done with it.
     if (gate !== undefined) {
@@ -202,6 +208,10 @@ export class ProxyServer implements ProxyContext {
     return this.#draining;
   }
 
+  acceptedWhileDraining(socket: Duplex): boolean {
+    return this.#late.has(socket);
+  }
+
   /** Requests being served now. */
   get inflight(): number {
     return this.#inflight;
@@ -245,14 +255,14 @@ export class ProxyServer implements ProxyContext {
   }
 
   /**
-   * Stops accepting, reports draining, lets requests in flight finish (up to `server.shutdownTimeout` of the
-   * configuration in effect), then closes every connection, upgraded ones included.
+   * Drains, then stops: reports draining, lets requests in flight finish (up to `server.shutdownTimeout` of the
+   * configuration in effect), then stops listening and closes every connection, upgraded ones included. While
+   * the requests finish the listener still accepts, for the probes: `/health` answers 200 and `/ready` 503
+   * `draining` until the process exits, and any other request on a connection accepted meanwhile gets the 503
+   * problem `shutting_down` (the pipeline reads {@link ProxyServer.acceptedWhileDraining}).
    */
   async close(): Promise<void> {
     this.#draining = true;
-    const closed = this.#server.listening
-      ? new Promise<void>((r) => this.#server.close(() => r()))
-      : Promise.resolve();
     this.#server.closeIdleConnections();
     if (this.#inflight > 0) {
       this.host.logger.info({ inflight: this.#inflight }, 'draining requests in flight');
@@ -266,6 +276,9 @@ export class ProxyServer implements ProxyContext {
       ]);
       clearTimeout(timer);
     }
+    const closed = this.#server.listening
+      ? new Promise<void>((r) => this.#server.close(() => r()))
+      : Promise.resolve();
     this.#server.closeAllConnections();
     for (const s of this.#upgraded) s.destroy();
     await closed;

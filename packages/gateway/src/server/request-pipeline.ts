@@ -70,6 +70,15 @@ export async function handleRequest(
     await answerHealth(host, ctx.draining, target.path, req, res);
     return;
   }
+  // A connection opened during the drain is for the probes: the listener stays open for them only.
+  if (ctx.draining && ctx.acceptedWhileDraining(req.socket)) {
+    run.outcome = 'shutting_down';
+    sendProblem(res, Problems.shuttingDown(), raw, id, {
+      [c.server.requestIdHeader]: id,
+      'retry-after': '1',
+    });
+    return;
+  }
   // Decision mode: nothing to forward to, so nothing is admitted (no tokens of the shared buckets spent).
   if (answerWithoutUpstream(rt, res, raw, id, c.server.requestIdHeader)) {
     run.outcome = 'no_upstream';
