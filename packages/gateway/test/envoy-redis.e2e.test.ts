@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import { credentials, type ServiceError } from '@grpc/grpc-js';
+import { clusterSlot, RedisStore } from 'sluice/redis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   type RedisCluster,
@@ -66,6 +67,23 @@ const said = (a: Answer) =>
     ...a.statuses.map((s) => `${s.code}/${s.limit_remaining}`),
     a.response_headers_to_add.find((h) => h.key === 'Retry-After')?.value ?? '-',
   ].join(' ');
+
+/** The Cluster slots of a request's descriptors in domain `mixed`, as the gateway's store keys them. */
+function slotsOf(
+  t: TestGateway,
+  rls: RateLimitService,
+  descriptors: { entries: { key: string; value: string }[] }[],
+) {
+  const store = t.gateway.store as RedisStore;
+  expect(store).toBeInstanceOf(RedisStore);
+  const slots = new Set<number>();
+  for (const x of descriptors) {
+    const policy = rls.plan.match('mixed', x.entries)?.policy;
+    if (policy === undefined) throw new Error('no policy');
+    slots.add(clusterSlot(store.keyOf(policy, rls.plan.bucketKey('mixed', x.entries))));
+  }
+  return slots;
+}
 
 /** The Envoy service over the Redis store: a single server, and a Redis Cluster whose slots split descriptors. */
 describe('Envoy rate limit service on Redis', () => {
@@ -143,7 +161,7 @@ describe('Envoy rate limit service on Redis', () => {
           : kind === 'single'
             ? `store:\n  type: redis\n  url: ${redis.url}\n`
             : `store:\n  type: redis\n  cluster:\n    nodes: [${cluster.startupNodes.map((n) => `redis://${n.host}:${n.port}`).join(', ')}]\n`;
-      await start(store, `mixed-${kind}`);
+      const rls = await start(store, `mixed-${kind}`);
       const t = started[started.length - 1];
       const c = new (rateLimitPackage().RateLimitService)(
         t.gateway.envoyAddress as string,
@@ -154,6 +172,7 @@ describe('Envoy rate limit service on Redis', () => {
         { ...d('remote_address', `10.7.0.${kind.length}`), hits_addend: { value: 1 } },
         { ...d('path', '/admin/z'), hits_addend: { value: 2 } },
       ];
+      if (kind === 'cluster') expect(slotsOf(t, rls, both).size).toBe(2);
       const answers = await Promise.all(Array.from({ length: 10 }, () => ask(c, both)));
       const counts = new Map<string, number>();
       for (const a of answers) counts.set(said(a), (counts.get(said(a)) ?? 0) + 1);
@@ -168,4 +187,40 @@ describe('Envoy rate limit service on Redis', () => {
       expect(peek.statuses.map((s) => s.limit_remaining)).toEqual([4, 0]);
     });
   }
+  // The same with equal costs: one store call, which the Cluster store splits by slot (a take in each, a give back
+  // on a denial). Ten at once of [remote_address (5 a minute), path (2 a minute)], cost 1 each: two admitted, the
+  // eight others denied by the path alone, with the address's level after the two admissions (3) and the path's
+  // Retry-After (30 s), as a peek afterwards reads them; never the address, drained for an instant by a
+  // neighbour's take in its slot that the path's denial then gave back.
+  it('blames the descriptor that denied, with its Retry-After, under concurrent equal costs in different cluster slots', async () => {
+    const nodes = cluster.startupNodes.map((n) => `redis://${n.host}:${n.port}`);
+    const rls = await start(
+      `store:\n  type: redis\n  cluster:\n    nodes: [${nodes.join(', ')}]\n`,
+      'equal-cluster',
+    );
+    const t = started[started.length - 1];
+    const c = new (rateLimitPackage().RateLimitService)(
+      t.gateway.envoyAddress as string,
+      credentials.createInsecure(),
+    );
+    clients.push(c);
+    const both = [
+      { ...d('remote_address', '10.8.0.1'), hits_addend: { value: 1 } },
+      { ...d('path', '/admin/eq'), hits_addend: { value: 1 } },
+    ];
+    expect(slotsOf(t, rls, both).size).toBe(2);
+    const answers = await Promise.all(Array.from({ length: 10 }, () => ask(c, both)));
+    const counts = new Map<string, number>();
+    for (const a of answers) counts.set(said(a), (counts.get(said(a)) ?? 0) + 1);
+    expect(Object.fromEntries(counts)).toEqual({
+      'OK OK/4 OK/1 -': 1,
+      'OK OK/3 OK/0 -': 1,
+      'OVER_LIMIT OK/3 OVER_LIMIT/0 30': 8,
+    });
+    const peek = await ask(
+      c,
+      both.map((x) => ({ ...x, hits_addend: { value: 0 } })),
+    );
+    expect(peek.statuses.map((s) => s.limit_remaining)).toEqual([3, 0]);
+  });
 });

@@ -17,6 +17,7 @@ import {
   type RateLimitResponseMessage,
   RateLimitServiceError,
 } from './rls-messages.js';
+import { splitBySlot } from './split-by-slot.js';
 
 /** The largest hits a descriptor may add; a uint64 beyond it cannot be a real request's weight. */
 const MAX_HITS = 1_000_000_000;
@@ -168,24 +169,15 @@ export class RateLimitService {
       const cost = limited[0].cost;
       if (limited.every((r) => r.cost === cost)) {
         const checks = limited.map((r) => r.check as Check);
-        const oneByOne = () =>
-          decideUnits(
-            store,
-            limited.map((r) => [r]),
-          );
-        const atOnce = async (inTurn: boolean): Promise<Decision> => {
-          try {
-            const d = await (cost === 0 ? store.peek(checks, 1) : store.decide(checks, cost));
-            return cost === 0 ? plainDecision(d, { cost: 0 }) : d;
-          } catch (e) {
-            // A Redis Cluster cannot run one script over keys of different slots: decide each descriptor alone.
-            if (!(e instanceof SluiceError && e.code === ErrorCode.CrossSlot)) throw e;
-            return inTurn ? oneByOne() : turns.run(buckets, oneByOne);
-          }
+        const atOnce = async (): Promise<Decision> => {
+          const d = await (cost === 0 ? store.peek(checks, 1) : store.decide(checks, cost));
+          return cost === 0 ? plainDecision(d, { cost: 0 }) : d;
         };
         // One atomic call needs no turn, unless a request decided in several calls holds one of its buckets: its
-        // provisional take would read as this request's denial.
-        decision = await (turns.busy(buckets) ? turns.run(buckets, () => atOnce(true)) : atOnce(false));
+        // provisional take would read as this request's denial. A call a Redis Cluster splits by slot is several
+        // calls (a take per slot, given back on a denial): it takes its turn too.
+        const inTurn = turns.busy(buckets) || (cost > 0 && splitBySlot(store, checks));
+        decision = await (inTurn ? turns.run(buckets, atOnce) : atOnce());
       } else {
         const byCost = new Map<number, Resolved[]>();
         for (const r of limited) byCost.set(r.cost, [...(byCost.get(r.cost) ?? []), r]);
@@ -213,16 +205,15 @@ export class RateLimitService {
       }
       host.metrics.recordStoreError(store.kind);
       host.logger.error({ err: e }, 'rate-limit store failed');
-      const outage = e instanceof SluiceError && e.code !== ErrorCode.CrossSlot;
-      if (outage && host.runtime.config.store.failureMode !== 'closed') return NOTHING;
+      if (e instanceof SluiceError && host.runtime.config.store.failureMode !== 'closed') return NOTHING;
       throw new RateLimitServiceError('unavailable', 'the rate-limit store cannot decide', { cause: e });
     }
   }
 }
 
 /**
- * Decides descriptors that cannot share one atomic store call: descriptors with different costs (a store decides
- * one cost at a time), or keys a Redis Cluster holds in different slots. Each unit (same cost, same call) is first
+ * Decides descriptors that cannot share one store call: descriptors with different costs (a store decides one cost
+ * at a time; a Redis Cluster store splits each unit's call by slot itself). Each unit (same cost, same call) is first
  * peeked: if any enforcing limit would deny, nothing is taken; otherwise each unit is decided, and should a
  * concurrent request have drained a bucket in between, the units already taken are refunded. Outcomes come back in
  * descriptor order.
