@@ -257,6 +257,7 @@ describe('logging warnings', () => {
       }),
     ]);
   });
+
   it('claims no line or column for a warning about a value the file did not set', () => {
     const r = loadConfigText(BASE, 'w.yaml');
     // A configuration completed in code, as sluice demo adds its admin listener: no position in any file.
