@@ -5,6 +5,7 @@
  * given back on such a refusal, and a concurrency slot taken in one slot released when the response ends.
  */
 import { join } from 'node:path';
+import { RedisStore } from 'sluice/redis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RedisCluster, startRedisCluster } from '../../../test/support/redis-server.js';
 import { admitRequest } from '../src/admission/admit-request.js';
@@ -35,7 +36,12 @@ afterAll(async () => {
 });
 
 // One token per minute: no refill happens while the test runs on Redis's own clock.
-const config = (failureMode: string, prefix: string) => `rateLimiting:
+const config = (
+  failureMode: string,
+  prefix: string,
+  on: RedisCluster = cluster,
+  nodeCount = 1,
+) => `rateLimiting:
   defaultTier: standard
   tiers:
     standard: { requestsPerMinute: 1, burstLimit: 5 }
@@ -51,8 +57,9 @@ server: { trustedProxies: ["127.0.0.1"] }
 identity: { headers: {} }
 store:
   type: redis
-  cluster: { nodes: [${cluster.startupNodes.map((n) => `"redis://${n.host}:${n.port}"`).join(', ')}] }
+  cluster: { nodes: [${on.startupNodes.map((n) => `"redis://${n.host}:${n.port}"`).join(', ')}] }
   failureMode: ${failureMode}
+  nodeCount: ${nodeCount}
   timeout: 2s
 keys: { prefix: "${prefix}:" }
 `;
@@ -99,8 +106,8 @@ describe('gateway on a Redis Cluster: a request whose policies fall in different
     }
   });
 
-  it('answers a store that throws by the failure mode: open admits, closed refuses with 503', async () => {
-    for (const failureMode of ['open', 'closed']) {
+  it('answers a store that throws by the failure mode: open admits, closed and local refuse with 503', async () => {
+    for (const failureMode of ['open', 'closed', 'local']) {
       const t = await start(failureMode);
       try {
         // A closed store rejects every call: not an outage the store's own failure mode answered.
@@ -122,6 +129,36 @@ describe('gateway on a Redis Cluster: a request whose policies fall in different
       } finally {
         await t.gateway.close();
       }
+    }
+  });
+  // A node down is an outage, not a throw: under `local`, its slot's checks are decided by the store's local
+  // limiter, each limit divided by nodeCount (the tier's burst of 5 is 2 for each of 2 gateways), while the other
+  // slots stay on Redis. Only a store that cannot decide at all throws (see the test above).
+  it('decides the slot of a stopped node by the local limiter under failureMode local, limits divided by nodeCount', async () => {
+    const down = await startRedisCluster();
+    const t = await startGateway(join(tmp.dir, 'local-down.yaml'), {
+      yaml: config('local', 'slots-local-down', down, 2),
+      overrides: { upstream: upstream.url },
+    });
+    try {
+      const store = t.gateway.store as RedisStore;
+      expect(store).toBeInstanceOf(RedisStore);
+      // A caller whose tier buckets live on the node about to stop.
+      let tenant = '';
+      for (let i = 0; tenant === ''; i++) {
+        const checks = t.gateway.runtime.plan.allChecks(`tenant:t${i}:client:c1`);
+        const tier = checks.filter((c) => !c.policy.name.startsWith('rl.'));
+        expect(tier.length).toBeGreaterThan(0);
+        if ((await down.portForKey(store.keyOf(tier[0].policy, tier[0].key))) === down.nodes[0].port)
+          tenant = `t${i}`;
+      }
+      await down.nodes[0].stop();
+      const who = { 'x-tenant-id': tenant, 'x-client-id': 'c1' };
+      expect(await statuses(agent, `${t.gateway.url}/other`, 3, who)).toEqual([200, 200, 429]);
+      expect(store.stats().fallbackDecisions).toBeGreaterThanOrEqual(3);
+    } finally {
+      await t.gateway.close();
+      await down.stop();
     }
   });
 });

@@ -202,7 +202,8 @@ function admitted(host: AdmissionHost, rt: Runtime, req: GatewayRequest, v: Verd
   else if (v.outcome === 'store_unavailable') {
     host.metrics.recordStoreError(host.store.kind);
     // The store threw instead of deciding (a closed store, not an outage its own failure mode answered): the
-    // configured failure mode decides here too, so `open` admits.
+    // configured failure mode decides here too, so `open` admits. `local` answers 503 like `closed`: its local
+    // buckets closed with the store (or refused the policy), and new ones would start full (D-G225).
     const store = rt.config.store;
     if (store.type === 'redis' && store.failureMode === 'open') {
       if (v.identity?.tenant !== undefined) recordQuota(host, rt, v, req);
