@@ -31,6 +31,10 @@ function file(name: string, text: string): string {
 
 describe('sluice validate loads the files the configuration names, as serve does', () => {
   const keys = file('keys.yaml', 'keys:\n  - { hash: zz, tenant: a, client: b }\n  - { tenant: x }\n');
+  const keyValues = file(
+    'key-values.yaml',
+    `keys:\n  - { hash: ${'a'.repeat(64)}, tenant: "a\\u202Eb" }\n  - { hash: ${'b'.repeat(64)}, client: " " }\n`,
+  );
   const jwks = file('jwks.json', 'not json\n');
   const noPem = file('no.pem', '\n');
   const cases = [
@@ -38,6 +42,17 @@ describe('sluice validate loads the files the configuration names, as serve does
       name: 'an API key file with bad entries',
       yaml: `identity:\n  apiKeys: { file: ${keys} }\n${TIERS}`,
       says: ['identity.apiKeys.file', 'keys[0].hash'],
+    },
+    {
+      name: 'an API key file whose values no bucket key may hold',
+      yaml: `identity:\n  apiKeys: { file: ${keyValues} }\n${TIERS}`,
+      says: [
+        'identity.apiKeys.file',
+        `${keyValues}:2:`,
+        'keys[0].tenant: must not hold a control or bidirectional character (U+202E)',
+        `${keyValues}:3:`,
+        'keys[1].client: must be a non-empty string',
+      ],
     },
     {
       name: 'a JWKS file that is not JSON',
