@@ -8,10 +8,10 @@ import {
   PROBLEM_CONTENT_TYPE,
   parseTrustedProxies,
 } from 'sluice/http';
+import { PeerGate } from '../admission/peer-gate.js';
 import { type GatewayProblem, problemBody } from '../admission/problem-response.js';
 import { requestIdOf } from '../admission/request-id.js';
 import type { DecisionConfig } from '../config/decision-config.js';
-import { PeerGate } from '../server/peer-gate.js';
 import { type DecisionAnswer, type DecisionHost, decideRequest } from './decide-request.js';
 
 /** Options of {@link DecisionServer.start}. */

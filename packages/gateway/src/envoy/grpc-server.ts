@@ -13,8 +13,8 @@ import {
 import { loadSync, type Options } from '@grpc/proto-loader';
 import { parseTrustedProxies } from 'sluice/http';
 import type { AdmissionHost } from '../admission/admit-request.js';
+import { PeerGate, type PeerGateSettings } from '../admission/peer-gate.js';
 import type { EnvoyConfig } from '../config/envoy-config.js';
-import { PeerGate, type PeerGateSettings } from '../server/peer-gate.js';
 import { RateLimitService } from './rate-limit-service.js';
 import {
   type RateLimitRequestMessage,
