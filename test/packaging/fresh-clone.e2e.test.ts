@@ -8,6 +8,12 @@
  * package.json and launcher being changed. `npm ci` runs for real (about a minute on two cores): linking the
  * bins at install time is what the test is about, so a copied or linked node_modules would prove nothing.
  * `npm exec --no -- sluice` is `npx sluice` that never fetches a package named sluice from the registry.
+ *
+ * Once installed, the copy runs its unit suites while the build, the packing and the installs into the consumer
+ * project go on beside them (they share nothing but the CPU: the unit suites read no build output), so the file
+ * takes about as long as the longer of the two rather than their sum. Everything else (the packs, the consumer
+ * project, the log of the bundle check) lives in a folder of its own, so the copy has nothing beside it
+ * throughout.
  */
 import { execFile } from 'node:child_process';
 import {
@@ -160,50 +166,55 @@ function importedSpecifiers(text: string): string[] {
 describe('a fresh clone and the packed packages', () => {
   const work = mkdtempSync(join(tmpdir(), 'sluice-clone-'));
   const clone = join(work, 'clone');
-  const packs = join(work, 'packs');
-  const consumer = join(work, 'consumer');
+  // Not beside the copy: the copy's unit suites run while these are made.
+  const side = mkdtempSync(join(tmpdir(), 'sluice-packs-'));
+  const packs = join(side, 'packs');
+  const consumer = join(side, 'consumer');
   const tarballs: Record<string, { filename: string; files: string[] }> = {};
   /** What `npm ci` printed in the copy. */
   let installed = '';
+  /** What the copy's folder held when its unit suites started. */
+  let besideAtStart: string[] = [];
+  /** The copy's unit suites, run from the end of the install on. */
+  let unitSuites: Promise<Result>;
+  /** `npx sluice --help` in the copy before the build, then `npm run build` there. */
+  let beforeBuild: Promise<Result>;
+  let built: Promise<Result>;
 
   beforeAll(async () => {
     await copyWorkingTree(clone);
     installed = await ok('npm', ['ci', '--prefer-offline', '--no-audit', '--no-fund'], clone, 8 * MINUTE);
+    besideAtStart = readdirSync(work);
+    unitSuites = run(
+      'npx',
+      ['vitest', 'run', '--project', 'unit', '--reporter', 'verbose'],
+      clone,
+      6 * MINUTE,
+    );
+    beforeBuild = run('npm', ['exec', '--no', '--', 'sluice', '--help'], clone, MINUTE);
+    built = beforeBuild.then(() => run('npm', ['run', 'build'], clone, 6 * MINUTE));
   }, 10 * MINUTE);
 
-  afterAll(() => {
+  afterAll(async () => {
+    // A failed test must not leave the copy's suites or build writing into a folder being removed.
+    await Promise.all([unitSuites, built]);
     rmSync(work, { recursive: true, force: true });
-  });
+    rmSync(side, { recursive: true, force: true });
+  }, 7 * MINUTE);
 
-  // A clone on a newcomer's machine has no folder beside it. The copy's parent holds the copy alone at this point
-  // (packs and consumer come later), so a suite that reads `../anything` of the repository fails here. The unit
-  // project holds every suite that checks the requirements kept in test/fixtures/requirements/. It runs its files
-  // in one process (vitest.config.ts), so running all of it again here costs about a minute.
   it('installs on this Node.js line without an engine or install-script warning', () => {
     expect(installed).not.toMatch(/EBADENGINE|npm warn/i);
   });
 
-  it('tests itself with nothing beside it: the unit suites pass in the copy', {
-    timeout: 6 * MINUTE,
-  }, async () => {
-    expect(readdirSync(work)).toEqual(['clone']);
-    const out = stripVTControlCharacters(
-      await ok('npx', ['vitest', 'run', '--project', 'unit', '--reporter', 'verbose'], clone, 5 * MINUTE),
-    );
-    for (const suite of ['config.test.ts', 'refill-config.test.ts', 'class-catalogue.test.ts']) {
-      expect(out).toContain(`packages/gateway/test/${suite}`);
-    }
-    expect(out).toMatch(/Test Files\s+\d+ passed \(\d+\)/);
-  });
-
   it('links the sluice command at install time; before a build it says to run npm run build', async () => {
-    const r = await run('npm', ['exec', '--no', '--', 'sluice', '--help'], clone, MINUTE);
+    const r = await beforeBuild;
     expect(r.out).toMatch(/run npm run build/i);
     expect(r.code).toBe(1);
   });
 
   it('runs npx sluice --help once built', { timeout: 8 * MINUTE }, async () => {
-    await ok('npm', ['run', 'build'], clone, 6 * MINUTE);
+    const build = await built;
+    expect(build.code, build.out).toBe(0);
     const out = await ok('npm', ['exec', '--no', '--', 'sluice', '--help'], clone, MINUTE);
     expect(out).toMatch(/sluice serve/);
     // The build compiles the configuration schema ahead of time, for the schema it ships.
@@ -231,7 +242,7 @@ describe('a fresh clone and the packed packages', () => {
   }, async () => {
     const line = (ip: string, s: number) =>
       `${ip} - - [03/Dec/2026:06:00:0${s} +0000] "POST /api/risk/simulation/studio/run HTTP/1.1" 200 1 "-" "t"`;
-    const log = join(clone, 'bundle-check.log');
+    const log = join(side, 'bundle-check.log');
     writeFileSync(
       log,
       Array.from({ length: 16 }, (_, i) => line(i % 5 ? '203.0.113.7' : '2001:db8::1', i % 10)).join('\n'),
@@ -491,5 +502,23 @@ export const all: unknown[] = [${imports.map((x) => `${x.alias}.${x.name}`).join
     const tsc = join(ROOT, 'node_modules/typescript/bin/tsc');
     const r = await run('node', [tsc, '-p', 'tsconfig.json'], consumer, 2 * MINUTE);
     expect(r).toEqual({ code: 0, out: '' });
+  });
+
+  // A clone on a newcomer's machine has no folder beside it. The copy's parent holds the copy alone from the start
+  // of its unit suites to their end, so a suite that reads `../anything` of the repository fails here. The unit
+  // project holds every suite that checks the requirements kept in test/fixtures/requirements/. It runs its files
+  // in one process (vitest.config.ts), about a minute, from the end of the install on, beside the steps above.
+  it('tests itself with nothing beside it: the unit suites pass in the copy', {
+    timeout: 7 * MINUTE,
+  }, async () => {
+    const r = await unitSuites;
+    const out = stripVTControlCharacters(r.out);
+    expect(besideAtStart).toEqual(['clone']);
+    expect(readdirSync(work)).toEqual(['clone']);
+    expect(r.code, out).toBe(0);
+    for (const suite of ['config.test.ts', 'refill-config.test.ts', 'class-catalogue.test.ts']) {
+      expect(out).toContain(`packages/gateway/test/${suite}`);
+    }
+    expect(out).toMatch(/Test Files\s+\d+ passed \(\d+\)/);
   });
 });
