@@ -1,5 +1,6 @@
 import { type Decision, type OverrideRule, type Policy, SingleDecision } from '../core/index.js';
 import { correlationIdOf } from './correlation-id.js';
+import { ExemptVerdicts } from './exempt-verdicts.js';
 import type { CredentialFailure, ResolvedHttpLimiterOptions } from './http-limiter-options.js';
 import { type HttpProblem, httpProblemBody } from './http-problem.js';
 import { partitionKeyOf } from './key-hash.js';
@@ -48,7 +49,7 @@ export class VerdictWriter {
   readonly #o: ResolvedHttpLimiterOptions<HttpRequestInfo>;
   readonly #draft: boolean;
   readonly #legacy: boolean;
-  readonly #exempt = new Map<string, Verdict>();
+  readonly #exempt = new ExemptVerdicts();
   /** Admissions without headers given back by {@link VerdictWriter.recycle}, written over by the next ones. */
   readonly #free: WritableVerdict[] = [];
 
@@ -64,30 +65,7 @@ export class VerdictWriter {
    * `unlimited` override names the key it let through, for the logs).
    */
   exempt(reason: string, identity?: Identity, key?: string): Verdict {
-    if (identity !== undefined || key !== undefined) {
-      return {
-        action: 'exempt',
-        status: 200,
-        outcome: `exempt_${reason}`,
-        exemptReason: reason,
-        headers: EMPTY,
-        identity,
-        key,
-      };
-    }
-    let v = this.#exempt.get(reason);
-    if (v === undefined) {
-      v = Object.freeze({
-        action: 'exempt',
-        status: 200,
-        outcome: `exempt_${reason}`,
-        exemptReason: reason,
-        headers: EMPTY,
-      } as const);
-      // Reasons come from the limiter and from `exempt.when`; a bounded cache keeps a careless predicate harmless.
-      if (this.#exempt.size < 64) this.#exempt.set(reason, v);
-    }
-    return v;
+    return this.#exempt.of(reason, identity, key);
   }
 
   /** The verdict of a decision over a plan (or the public-auth bucket). */
