@@ -69,6 +69,11 @@ export class ProxyServer implements ProxyContext {
   /** Connections accepted once the drain began: they are for the probes, and get nothing else served. */
   readonly #late = new WeakSet<Duplex>();
   /**
+   * With TLS, every accepted TCP socket until it closes: Node.js's HTTP server knows a connection only once its
+   * handshake is done, so the end of a drain closes these too (a handshake never finished would hold the stop).
+   */
+  readonly #sockets = new Set<Socket>();
+  /**
    * The line of every connection that has served a request (made at its first, dropped when it closes): its
    * requests one at a time, and whether it is idle between two of them, the first to go when the listener is at
    * its cap. One map lookup per request; the set is walked only by a reclaim.
@@ -154,6 +159,12 @@ export class ProxyServer implements ProxyContext {
     this.#server.on(tls === undefined ? 'connection' : 'secureConnection', (socket: Socket) => {
       if (this.#draining) this.#late.add(socket);
     });
+    if (tls !== undefined) {
+      this.#server.on('connection', (socket: Socket) => {
+        this.#sockets.add(socket);
+        socket.once('close', () => this.#sockets.delete(socket));
+      });
+    }
     const gate = options.gate;
     // Before Node.js's own listener: a refused connection is answered before anything else is done with it.
     if (gate !== undefined) {
@@ -281,6 +292,7 @@ export class ProxyServer implements ProxyContext {
       : Promise.resolve();
     this.#server.closeAllConnections();
     for (const s of this.#upgraded) s.destroy();
+    for (const s of this.#sockets) s.destroy();
     await closed;
   }
 }
