@@ -27,8 +27,9 @@ export interface AdminConnectionCaps {
  * whole, so a cap applied before it (Node.js's `maxConnections`) lets idle sockets without a token hold every
  * slot and lock the operator out. Here a connection is "vouched for" once it has carried a request with the valid
  * token; at a cap, a new connection takes the place of the oldest one not vouched for (of its own peer at the
- * per-peer cap, of any peer at the total), and is refused only when every connection that could give way is
- * vouched for. Vouched connections (a dashboard's event stream, an operator's keep-alive) are never closed here.
+ * per-peer cap, of the peer holding the most connections at the total), and is refused only when every
+ * connection that could give way is vouched for. Vouched connections (a dashboard's event stream, an operator's
+ * keep-alive) are never closed here.
  */
 export class AdminConnections {
   readonly #total: number;
@@ -61,7 +62,7 @@ export class AdminConnections {
     const mine = this.#byPeer.get(peer);
     if (mine !== undefined && mine.size >= this.#perPeer) {
       if (!this.#evict(mine)) return refuse(socket);
-    } else if (this.#open >= this.#total && !this.#evict(this.#unvouched)) return refuse(socket);
+    } else if (this.#open >= this.#total && !this.#evictFromLargest()) return refuse(socket);
     this.#open++;
     const list = mine ?? new Set<Socket>();
     if (mine === undefined) this.#byPeer.set(peer, list);
@@ -87,6 +88,25 @@ export class AdminConnections {
       return true;
     }
     return false;
+  }
+
+  /**
+   * At the total cap: closes the oldest connection not vouched for of the peer holding the most connections (of
+   * those with one to give), the peer seen first on a tie. A few peers churning connections thus replace their
+   * own, and an operator's connection whose head is still on the way is only reached once every peer holds as
+   * few; the oldest of all would be reached after `total` new connections, from four peers at the per-peer cap.
+   */
+  #evictFromLargest(): boolean {
+    let largest: Set<Socket> | undefined;
+    for (const list of this.#byPeer.values()) {
+      if (largest !== undefined && list.size <= largest.size) continue;
+      for (const s of list) {
+        if (!this.#unvouched.has(s)) continue;
+        largest = list;
+        break;
+      }
+    }
+    return largest !== undefined && this.#evict(largest);
   }
 
   #forget(socket: Socket): void {
