@@ -158,6 +158,18 @@ const labelCache = new WeakMap<readonly string[], DecisionLabels>();
  *   as a promise otherwise; store errors answer 503 and never throw.
  */
 export function admitRequest(host: AdmissionHost, r: AdmissionRequest): Admission | Promise<Admission> {
+  return admitOwn(host, AdmittedRequest.of(r));
+}
+
+/**
+ * {@link admitRequest} of a request already in the library's shape: the gateway's own listener builds that one
+ * object per request, instead of a description and then this copy of it.
+ *
+ * @param host - the running gateway.
+ * @param r - the request, as {@link AdmittedRequest.of} or the listener makes it.
+ * @returns as {@link admitRequest}.
+ */
+export function admitOwn(host: AdmissionHost, r: AdmittedRequest): Admission | Promise<Admission> {
   const rt = host.runtime;
   // Switched off, nothing is limited; a target that cannot be matched safely is still refused (the evaluation
   // below refuses it first thing), since the gateway would forward it.
@@ -182,10 +194,9 @@ export function admitRequest(host: AdmissionHost, r: AdmissionRequest): Admissio
     if (invalid !== undefined)
       return invalidIdentityHeader(invalid, r.path, rt.config.server.requestIdHeader, r.correlationId);
   }
-  const req = new AdmittedRequest(r);
   const t0 = performance.now();
-  const v = rt.http.evaluate(req);
-  return isPromiseLike(v) ? v.then((x) => admitted(host, rt, req, x, t0)) : admitted(host, rt, req, v, t0);
+  const v = rt.http.evaluate(r);
+  return isPromiseLike(v) ? v.then((x) => admitted(host, rt, r, x, t0)) : admitted(host, rt, r, v, t0);
 }
 
 /** A verdict as an admission, with its metrics and quota record. A module function, so no closure per request. */
@@ -314,7 +325,7 @@ function exempt(
  * The library's view of an admission request, with one shape for every request (an object literal with a getter
  * would make every request object slow); the client's disconnect is read only for a request that waits.
  */
-class AdmittedRequest implements GatewayRequest {
+export class AdmittedRequest implements GatewayRequest {
   readonly method: string;
   readonly path: string;
   readonly headers: IncomingHttpHeaders;
@@ -328,17 +339,52 @@ class AdmittedRequest implements GatewayRequest {
   readonly disconnect: ClosableResponse | undefined;
   readonly bodyForReserve: Uint8Array | undefined;
 
-  constructor(r: AdmissionRequest) {
-    this.method = r.method;
-    this.path = r.path;
-    this.headers = r.headers;
-    this.clientIp = r.clientIp;
-    this.trustIdentityHeaders = r.trustIdentityHeaders;
-    this.cost = r.cost;
-    this.correlationId = r.correlationId;
-    this.socket = r.socket;
-    this.signal = r.signal;
-    this.disconnect = r.response;
-    this.bodyForReserve = r.bodyForReserve;
+  /** The fields of {@link AdmissionRequest}, in its order (`disconnect` is its `response`). */
+  constructor(
+    method: string,
+    path: string,
+    headers: IncomingHttpHeaders,
+    clientIp: string | undefined,
+    trustIdentityHeaders: boolean,
+    cost: number,
+    correlationId: string,
+    socket: unknown,
+    signal: AbortSignal | undefined,
+    disconnect: ClosableResponse | undefined,
+    bodyForReserve: Uint8Array | undefined,
+  ) {
+    this.method = method;
+    this.path = path;
+    this.headers = headers;
+    this.clientIp = clientIp;
+    this.trustIdentityHeaders = trustIdentityHeaders;
+    this.cost = cost;
+    this.correlationId = correlationId;
+    this.socket = socket;
+    this.signal = signal;
+    this.disconnect = disconnect;
+    this.bodyForReserve = bodyForReserve;
+  }
+
+  /**
+   * The library's view of a described request.
+   *
+   * @param r - the request as {@link admitRequest} takes it.
+   * @returns its one object.
+   */
+  static of(r: AdmissionRequest): AdmittedRequest {
+    return new AdmittedRequest(
+      r.method,
+      r.path,
+      r.headers,
+      r.clientIp,
+      r.trustIdentityHeaders,
+      r.cost,
+      r.correlationId,
+      r.socket,
+      r.signal,
+      r.response,
+      r.bodyForReserve,
+    );
   }
 }

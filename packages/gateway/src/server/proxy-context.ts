@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { type Admission, type AdmissionHost, admitRequest } from '../admission/admit-request.js';
+import { type Admission, type AdmissionHost, AdmittedRequest, admitOwn } from '../admission/admit-request.js';
 import type { Runtime } from '../admission/runtime.js';
 import type { RequestLog } from '../log/request-log.js';
 import type { UpstreamRefusal } from '../metrics/tapped-metrics.js';
@@ -58,17 +58,22 @@ export function admitOwnRequest(
   res?: ServerResponse,
   bodyForReserve?: Uint8Array,
 ): Admission | Promise<Admission> {
-  return admitRequest(ctx.host, {
-    method,
-    path,
-    headers: req.headers,
-    clientIp,
-    trustIdentityHeaders: rt.trustedPeer(req.socket.remoteAddress),
-    cost: 1,
-    correlationId: id,
-    socket: req.socket,
-    // Its early close ends a wait in a queue; read only for a request that waits.
-    response: res,
-    bodyForReserve,
-  });
+  // The library's shape at once: one object per request, not a description copied into it.
+  return admitOwn(
+    ctx.host,
+    new AdmittedRequest(
+      method,
+      path,
+      req.headers,
+      clientIp,
+      rt.trustedPeer(req.socket.remoteAddress),
+      1,
+      id,
+      req.socket,
+      undefined,
+      // Its early close ends a wait in a queue; read only for a request that waits.
+      res,
+      bodyForReserve,
+    ),
+  );
 }
