@@ -234,14 +234,16 @@ async function decideUnits(
   order: readonly Resolved[] = units.flat(),
 ): Promise<Decision> {
   const checks = units.map((u) => u.map((r) => r.check as Check));
-  const decisions: Decision[] = [];
-  for (let i = 0; i < units.length; i++)
-    decisions.push(await store.peek(checks[i], Math.max(units[i][0].cost, 1)));
+  // Peeks write nothing: asked at once, a Redis that does not answer holds the turn one store timeout, not one a unit.
+  const decisions: Decision[] = await Promise.all(
+    units.map((u, i) => store.peek(checks[i], Math.max(u[0].cost, 1))),
+  );
   let allowed = decisions.every((d) => d.allowed);
   if (allowed) {
     for (let i = 0; i < units.length; i++) {
       const cost = units[i][0].cost;
-      if (cost === 0) continue;
+      // Failure mode open admitted this unit: its store would not answer the take either.
+      if (cost === 0 || decisions[i].reason === 'store_unavailable_open') continue;
       const d = await store.decide(checks[i], cost);
       decisions[i] = d;
       if (!d.allowed) {
@@ -271,10 +273,13 @@ async function decideUnits(
     }
   }
   const unavailable = decisions.some((d) => d.reason === 'store_unavailable');
+  const open = decisions.some((d) => d.reason === 'store_unavailable_open');
   return {
     allowed,
     reason: allowed
-      ? 'allowed'
+      ? open
+        ? 'store_unavailable_open'
+        : 'allowed'
       : unavailable
         ? 'store_unavailable'
         : exceeds
