@@ -22,7 +22,16 @@ export interface PeerGateOptions {
   readonly logger: Logger;
   /** Monotonic milliseconds, for the warning interval; default `performance.now`. */
   readonly now?: () => number;
+  /**
+   * Runs `task` once after `ms` milliseconds, for the count of a flood's later refusals; default an unref'd
+   * `setTimeout`, so a pending count never keeps the process alive.
+   */
+  readonly later?: (task: () => void, ms: number) => void;
 }
+
+const unrefLater = (task: () => void, ms: number): void => {
+  setTimeout(task, ms).unref();
+};
 
 /**
  * Admits or refuses the connections of a listener whose callers are other proxies (the decision API, the Envoy
@@ -36,6 +45,10 @@ export class PeerGate {
   readonly #now: () => number;
   readonly #warnedAt = { peer: Number.NEGATIVE_INFINITY, total: Number.NEGATIVE_INFINITY };
   readonly #unreported = { peer: 0, total: 0 };
+  /** Whether a report of the refusals after a warning is scheduled, per kind: one timer per gate and kind. */
+  readonly #scheduled = { peer: false, total: false };
+  /** The last refused peer per kind, named in the report of a flood's later refusals. */
+  readonly #lastPeer = { peer: '', total: '' };
   #open = 0;
 
   /** @param options - the settings, logger and clock. */
@@ -70,11 +83,26 @@ export class PeerGate {
     socket.on('error', () => undefined);
     socket.destroy();
     this.#unreported[kind]++;
-    const now = this.#now();
-    if (now - this.#warnedAt[kind] < WARNING_INTERVAL_MS) return false;
-    this.#warnedAt[kind] = now;
+    this.#lastPeer[kind] = peer;
+    const since = this.#now() - this.#warnedAt[kind];
+    if (since >= WARNING_INTERVAL_MS) this.#warn(kind);
+    else if (!this.#scheduled[kind]) {
+      // The refusals after a warning are reported when the interval ends, even when the flood stops before it:
+      // otherwise the first line of a flood (refused: 1) would be all the log ever says about it.
+      this.#scheduled[kind] = true;
+      (this.#options.later ?? unrefLater)(() => {
+        this.#scheduled[kind] = false;
+        if (this.#unreported[kind] > 0) this.#warn(kind);
+      }, WARNING_INTERVAL_MS - since);
+    }
+    return false;
+  }
+
+  #warn(kind: 'peer' | 'total'): void {
+    this.#warnedAt[kind] = this.#now();
     const refused = this.#unreported[kind];
     this.#unreported[kind] = 0;
+    const peer = this.#lastPeer[kind];
     const { section, logger } = this.#options;
     if (kind === 'peer') {
       logger.warn(
@@ -88,6 +116,5 @@ export class PeerGate {
         `connections refused: the listener is at ${section}.maxConnections`,
       );
     }
-    return false;
   }
 }
