@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../src/cli/main.js';
+import { compiledSluice } from './compiled-sluice.js';
 import {
   client,
   echo,
@@ -20,15 +21,18 @@ const tmp = tempDir();
 const agent = client();
 const spawned: ChildProcess[] = [];
 let upstream: TestUpstream;
+/** The command compiled from the sources once: each `sluice` started below starts faster than through tsx. */
+let compiled: Awaited<ReturnType<typeof compiledSluice>>;
 
 beforeAll(async () => {
-  upstream = await startUpstream();
+  [upstream, compiled] = await Promise.all([startUpstream(), compiledSluice()]);
 });
 afterAll(async () => {
   // A failed assertion must not leave a server running.
   for (const c of spawned) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
   await upstream.close();
   await agent.close();
+  compiled?.remove();
   tmp.cleanup();
 });
 
@@ -42,8 +46,8 @@ function io() {
   };
 }
 
-/** Runs the command from source under this Node.js and collects its output. */
-const runSluice = (args: string[]) => spawnSluice(process.execPath, args, spawned);
+/** Runs the command compiled from the sources under this Node.js and collects its output. */
+const runSluice = (args: string[]) => spawnSluice(process.execPath, args, spawned, compiled.bin);
 
 const exited = (child: ChildProcess) =>
   new Promise<number | null>((r) => child.once('exit', (code) => r(code)));

@@ -96,7 +96,7 @@ function holdUpstream(): { readonly held: ServerResponse[]; most(): number } {
 
 /** `sluice serve --threads 2` with the file, once both threads listen. */
 async function startTwoThreads(file: string) {
-  const p = spawnSluice(process.execPath, serveArgs(file, suite.upstream.url, 2), spawned);
+  const p = spawnSluice(process.execPath, serveArgs(file, suite.upstream.url, 2), spawned, suite.bin);
   const { url } = JSON.parse(await p.waitFor(/sluice gateway listening/)) as { url: string };
   await p.waitFor(/"thread":1.*sluice gateway listening/);
   return { p, url };

@@ -10,6 +10,7 @@ import { connect, createServer, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../src/cli/main.js';
+import { compiledSluice } from './compiled-sluice.js';
 import {
   client,
   send,
@@ -33,15 +34,18 @@ const agent = client();
 const spawned: ChildProcess[] = [];
 const sockets: Socket[] = [];
 let upstream: TestUpstream;
+/** The command compiled from the sources once: each `sluice` started below starts faster than through tsx. */
+let compiled: Awaited<ReturnType<typeof compiledSluice>>;
 
 beforeAll(async () => {
-  upstream = await startUpstream();
+  [upstream, compiled] = await Promise.all([startUpstream(), compiledSluice()]);
 });
 afterAll(async () => {
   for (const c of spawned) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
   for (const s of sockets) s.destroy();
   await upstream.close();
   await agent.close();
+  compiled?.remove();
   tmp.cleanup();
 });
 
@@ -285,6 +289,7 @@ describe('a reload without an upstream', () => {
       process.execPath,
       ['serve', '--config', file, '--port', '0', '--threads', '2'],
       spawned,
+      compiled.bin,
     );
     const listening = JSON.parse(await p.waitFor(/sluice gateway listening on every thread/)) as {
       url: string;

@@ -47,7 +47,7 @@ async function serve(name: string, yaml: string) {
     `${yaml}admin: { port: ${adminPort}, token: "${TOKEN}" }\n` +
       'server: { port: 1 }\nupstream: { url: "http://127.0.0.1:1" }\n',
   );
-  const p = spawnSluice(process.execPath, serveArgs(file, suite.upstream.url, 2), spawned);
+  const p = spawnSluice(process.execPath, serveArgs(file, suite.upstream.url, 2), spawned, suite.bin);
   const { url } = JSON.parse(await p.waitFor(/sluice gateway listening/)) as { url: string };
   await p.waitFor(/"thread":1.*sluice gateway listening/);
   const admin = client();
