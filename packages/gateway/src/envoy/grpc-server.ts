@@ -79,7 +79,7 @@ export interface EnvoyServerOptions {
   readonly host: AdmissionHost;
   /** The `envoy:` section (its host and port). */
   readonly config: EnvoyConfig;
-  /** Wall-clock milliseconds for reset epochs; default `Date.now`. */
+  /** Wall-clock milliseconds for reset epochs and call deadlines; default `Date.now`. */
   readonly now?: () => number;
 }
 
@@ -114,7 +114,8 @@ export class EnvoyRateLimitServer {
    * @throws the listen error as Node reports it (for example `EADDRINUSE`).
    */
   static async start(options: EnvoyServerOptions): Promise<EnvoyRateLimitServer> {
-    const service = new RateLimitService(options.host, options.now);
+    const now = options.now ?? Date.now;
+    const service = new RateLimitService(options.host, now);
     // Build the plan now, so a broken section fails the start rather than the first request.
     void service.plan;
     const server = new Server({ 'grpc.max_receive_message_length': 1024 * 1024 });
@@ -124,7 +125,11 @@ export class EnvoyRateLimitServer {
         callback: sendUnaryData<RateLimitResponseMessage>,
       ) => {
         const id = call.metadata.get('x-request-id')[0];
-        service.shouldRateLimit(call.request, typeof id === 'string' ? id : undefined).then(
+        // A call still waiting for its turn when its caller left (cancelled, deadline passed) ends untouched.
+        const d = call.getDeadline();
+        const deadline = d instanceof Date ? d.getTime() : d;
+        const gone = () => call.cancelled || now() >= deadline;
+        service.shouldRateLimit(call.request, typeof id === 'string' ? id : undefined, gone).then(
           (answer) => callback(null, answer),
           (e: unknown) => {
             if (e instanceof RateLimitServiceError) {

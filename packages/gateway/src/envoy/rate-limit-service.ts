@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { type Check, type Decision, ErrorCode, type PolicyOutcome, plainDecision, SluiceError } from 'sluice';
+import { type Check, type Decision, ErrorCode, plainDecision, SluiceError } from 'sluice';
 import {
   formatDecisionHeaders,
   isValidCorrelationId,
@@ -7,10 +7,11 @@ import {
   rateLimitProblemBody,
 } from 'sluice/http';
 import type { AdmissionHost } from '../admission/admit-request.js';
-import { BucketTurns } from './bucket-turns.js';
+import { BucketTurns, MAX_WAITING_PER_BUCKET, type TurnOptions } from './bucket-turns.js';
+import { decideUnits, type Resolved, storeFailing } from './decide-units.js';
 import { admitted, NOTHING } from './decision-copies.js';
 import { statusOf } from './descriptor-status.js';
-import { type CompiledNode, type DescriptorEntry, EnvoyPlan, MAX_OVERRIDES } from './envoy-plan.js';
+import { type DescriptorEntry, EnvoyPlan, MAX_OVERRIDES } from './envoy-plan.js';
 import {
   type DescriptorStatusMessage,
   type RateLimitRequestMessage,
@@ -23,13 +24,8 @@ import { splitBySlot } from './split-by-slot.js';
 const MAX_HITS = 1_000_000_000;
 const MAX_ENTRIES = 32;
 const EMPTY = Buffer.alloc(0);
-
-/** One request descriptor, resolved. */
-interface Resolved {
-  readonly check: Check | undefined;
-  readonly node: CompiledNode | undefined;
-  readonly cost: number;
-}
+/** A queued request whose caller left before its turn: answered without a store call, counted nowhere. */
+const LEFT = Symbol('left');
 
 /**
  * Envoy's `ShouldRateLimit` over Sluice policies, independent of the transport: descriptors are matched against
@@ -49,16 +45,19 @@ export class RateLimitService {
   readonly #host: AdmissionHost;
   readonly #now: () => number;
   /** Requests decided in several store calls take turns on their buckets (see decideUnits). */
-  readonly #turns = new BucketTurns();
+  readonly #turns: BucketTurns;
   #plan: EnvoyPlan | undefined;
 
   /**
    * @param host - the running gateway (store, metrics, configuration in effect).
    * @param now - wall-clock milliseconds for reset epochs; default `Date.now`.
+   * @param maxWaiting - requests that may wait for their turn on one bucket (default 32); one past it is decided
+   * at once, out of turn.
    */
-  constructor(host: AdmissionHost, now: () => number = Date.now) {
+  constructor(host: AdmissionHost, now: () => number = Date.now, maxWaiting = MAX_WAITING_PER_BUCKET) {
     this.#host = host;
     this.#now = now;
+    this.#turns = new BucketTurns(maxWaiting);
   }
 
   /** The plan of the configuration in effect, rebuilt when a reload replaced it. */
@@ -82,6 +81,8 @@ export class RateLimitService {
    *
    * @param request - the decoded `RateLimitRequest`.
    * @param requestId - Envoy's `x-request-id`, for the problem body; a new id when absent or unsafe.
+   * @param gone - true once the caller left (call cancelled, deadline passed): a request still waiting for its turn
+   * then ends without a store call (`unavailable`, nothing taken, no decision counted).
    * @returns the `RateLimitResponse`.
    * @throws RateLimitServiceError `invalid_argument` for an empty domain, no descriptors, too many, an empty
    * entry list or key, a limit override of an unknown unit; `unavailable` when the store cannot decide.
@@ -89,6 +90,7 @@ export class RateLimitService {
   async shouldRateLimit(
     request: RateLimitRequestMessage,
     requestId?: string,
+    gone?: () => boolean,
   ): Promise<RateLimitResponseMessage> {
     const plan = this.plan;
     const host = this.#host;
@@ -110,7 +112,7 @@ export class RateLimitService {
     for (let i = 0; i < descriptors.length; i++)
       resolved.push(resolve(plan, host.logger, domain, descriptors[i], hits, i));
 
-    const decision = await this.#decide(resolved);
+    const decision = await this.#decide(resolved, gone);
     const shadow = plan.config.shadowMode;
     const over = !decision.allowed && !shadow;
     const statuses: DescriptorStatusMessage[] = [];
@@ -157,7 +159,7 @@ export class RateLimitService {
   }
 
   /** All or nothing over every descriptor with a limit; costs that differ are decided per cost, see below. */
-  async #decide(resolved: readonly Resolved[]): Promise<Decision> {
+  async #decide(resolved: readonly Resolved[], gone?: () => boolean): Promise<Decision> {
     const host = this.#host;
     const limited = resolved.filter((r) => r.check !== undefined);
     if (limited.length === 0) return NOTHING;
@@ -177,11 +179,12 @@ export class RateLimitService {
         // provisional take would read as this request's denial. A call a Redis Cluster splits by slot is several
         // calls (a take per slot, given back on a denial): it takes its turn too.
         const inTurn = turns.busy(buckets) || (cost > 0 && splitBySlot(store, checks));
-        decision = await (inTurn ? turns.run(buckets, atOnce) : atOnce());
+        decision = await (inTurn ? turns.run(buckets, atOnce, this.#turnOptions(atOnce, gone)) : atOnce());
       } else {
         const byCost = new Map<number, Resolved[]>();
         for (const r of limited) byCost.set(r.cost, [...(byCost.get(r.cost) ?? []), r]);
-        decision = await turns.run(buckets, () => decideUnits(store, [...byCost.values()], limited));
+        const units = () => decideUnits(store, [...byCost.values()], limited);
+        decision = await turns.run(buckets, units, this.#turnOptions(units, gone));
       }
       if (decision.reason === 'store_unavailable') {
         throw new RateLimitServiceError(
@@ -193,6 +196,10 @@ export class RateLimitService {
       return decision;
     } catch (e) {
       if (e instanceof RateLimitServiceError) throw e;
+      if (e === LEFT) {
+        host.logger.debug('envoy rate limit request left before its turn: not decided');
+        throw new RateLimitServiceError('unavailable', 'the caller left before its turn');
+      }
       if (e instanceof SluiceError && e.code === ErrorCode.TooManyPolicies) {
         // Not an outage that store.failureMode may answer OK for: the store refuses this request's override
         // policy, so answering OK would turn the override into no limit. Envoy's failure_mode_deny decides.
@@ -209,88 +216,33 @@ export class RateLimitService {
       throw new RateLimitServiceError('unavailable', 'the rate-limit store cannot decide', { cause: e });
     }
   }
-}
 
-/**
- * Decides descriptors that cannot share one store call: descriptors with different costs (a store decides one cost
- * at a time; a Redis Cluster store splits each unit's call by slot itself). Each unit (same cost, same call) is first
- * peeked: if any enforcing limit would deny, nothing is taken; otherwise each unit is decided, and should a
- * concurrent request have drained a bucket in between, the units already taken are refunded. Outcomes come back in
- * descriptor order.
- *
- * The caller runs it in the request's turn on its buckets (BucketTurns): a take of this sequence that a later unit's
- * denial refunds would otherwise drain a bucket for an instant, and a concurrent request of this process deciding
- * then would be denied by, and blame, a bucket that still holds tokens, with that bucket's shorter Retry-After.
- * Taking turns, each request sees the levels the previous one left, so its statuses and Retry-After come from the
- * peek or decision that admitted or denied it. Requests of other processes sharing the store are not in these
- * turns: one of them may still meet such an instant.
- *
- * @param units - descriptors decided together; each unit's descriptors share a cost.
- * @param order - the descriptors in request order (default: the units in order).
- */
-async function decideUnits(
-  store: AdmissionHost['store'],
-  units: readonly (readonly Resolved[])[],
-  order: readonly Resolved[] = units.flat(),
-): Promise<Decision> {
-  const checks = units.map((u) => u.map((r) => r.check as Check));
-  // Peeks write nothing: asked at once, a Redis that does not answer holds the turn one store timeout, not one a unit.
-  const decisions: Decision[] = await Promise.all(
-    units.map((u, i) => store.peek(checks[i], Math.max(u[0].cost, 1))),
-  );
-  let allowed = decisions.every((d) => d.allowed);
-  if (allowed) {
-    for (let i = 0; i < units.length; i++) {
-      const cost = units[i][0].cost;
-      // Failure mode open admitted this unit: its store would not answer the take either.
-      if (cost === 0 || decisions[i].reason === 'store_unavailable_open') continue;
-      const d = await store.decide(checks[i], cost);
-      decisions[i] = d;
-      if (!d.allowed) {
-        allowed = false;
-        for (let j = 0; j < i; j++) if (units[j][0].cost > 0) await store.refund(checks[j], units[j][0].cost);
-        break;
-      }
-    }
+  /**
+   * A request's hooks in its turn: past the bound of waiting requests it is decided at once, out of turn, by the
+   * same store calls (tokens stay exact, only its statuses may meet another request's provisional take); its caller
+   * gone when the turn comes, it ends untouched; queued behind a request that found the store failing, it is
+   * answered by the failure mode at once rather than wait a store timeout of its own.
+   */
+  #turnOptions(decide: () => Promise<Decision>, gone: (() => boolean) | undefined): TurnOptions<Decision> {
+    return {
+      gone,
+      failing: storeFailing,
+      skip: (why) => {
+        if (why === 'full') return decide();
+        if (why === 'gone') return Promise.reject(LEFT);
+        const open = this.#host.runtime.config.store.failureMode !== 'closed';
+        return {
+          allowed: open,
+          reason: open ? 'store_unavailable_open' : 'store_unavailable',
+          cost: 1,
+          retryAfterSeconds: 0,
+          delayMs: 0,
+          outcomes: [],
+          violated: [],
+        };
+      },
+    };
   }
-  const where = new Map<Resolved, PolicyOutcome>();
-  units.forEach((u, i) => {
-    u.forEach((r, k) => {
-      where.set(r, decisions[i].outcomes[k]);
-    });
-  });
-  const outcomes: PolicyOutcome[] = [];
-  const violated: PolicyOutcome[] = [];
-  let retry = 0;
-  let exceeds = false;
-  for (const r of order) {
-    const outcome = where.get(r) as PolicyOutcome;
-    outcomes.push(outcome);
-    if (outcome.limited && !outcome.policy.shadow) {
-      violated.push(outcome);
-      if (outcome.retryAfterSeconds > retry) retry = outcome.retryAfterSeconds;
-      if (r.cost > outcome.policy.burst) exceeds = true;
-    }
-  }
-  const unavailable = decisions.some((d) => d.reason === 'store_unavailable');
-  const open = decisions.some((d) => d.reason === 'store_unavailable_open');
-  return {
-    allowed,
-    reason: allowed
-      ? open
-        ? 'store_unavailable_open'
-        : 'allowed'
-      : unavailable
-        ? 'store_unavailable'
-        : exceeds
-          ? 'cost_exceeds_burst'
-          : 'limited',
-    cost: Math.max(...order.map((r) => r.cost)),
-    retryAfterSeconds: allowed ? 0 : Math.max(1, retry),
-    delayMs: 0,
-    outcomes,
-    violated: allowed ? [] : violated,
-  };
 }
 
 /** The id of a descriptor's bucket within this process: its policy and its key. */

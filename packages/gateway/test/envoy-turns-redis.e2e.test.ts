@@ -1,0 +1,91 @@
+import { join } from 'node:path';
+import type { Decision } from 'sluice';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { type RedisServer, startRedisServer } from '../../../test/support/redis-server.js';
+import type { AdmissionHost } from '../src/admission/admit-request.js';
+import { RateLimitService } from '../src/envoy/rate-limit-service.js';
+import { startGateway, type TestGateway, tempDir, WALL_MS } from './support.js';
+
+// A Redis that stops answering (SIGSTOP): the first request of a queue on shared buckets waits the store's timeout,
+// and the requests queued behind it are answered by the failure mode at once, each without a store call of its own.
+
+const yaml = (url: string) => `rateLimiting:
+  defaultTier: free
+  tiers:
+    free: { requestsPerMinute: 60, burstLimit: 2 }
+store:
+  type: redis
+  url: ${url}
+envoy:
+  port: 0
+  domains:
+    - domain: mixed
+      descriptors:
+        - key: remote_address
+          rate_limit: { requests_per_unit: 500, unit: minute }
+        - key: path
+          rate_limit: { requests_per_unit: 500, unit: minute }
+`;
+const mixed = {
+  domain: 'mixed',
+  descriptors: [
+    { entries: [{ key: 'remote_address', value: '10.0.0.1' }], hits_addend: { value: 1 } },
+    { entries: [{ key: 'path', value: '/a' }], hits_addend: { value: 2 } },
+  ],
+};
+
+const { dir, cleanup } = tempDir();
+let redis: RedisServer;
+let t: TestGateway;
+beforeAll(async () => {
+  redis = await startRedisServer();
+  t = await startGateway(join(dir, 'turns-redis.yaml'), { yaml: yaml(redis.url) });
+});
+afterAll(async () => {
+  if (redis?.running) process.kill(redis.pid, 'SIGCONT');
+  await t?.gateway.close();
+  await redis?.stop();
+  cleanup();
+});
+
+it('answers a queue of requests on a stopped Redis with one store timeout, not one each', async () => {
+  const real = t.gateway.store;
+  let calls = 0;
+  const store = new Proxy(real, {
+    get(target, p) {
+      const v = Reflect.get(target, p, target);
+      if (p === 'peek' || p === 'decide') calls++;
+      return typeof v === 'function' ? v.bind(target) : v;
+    },
+  });
+  const seen: string[] = [];
+  const metrics = new Proxy(t.gateway.metrics, {
+    get(target, p) {
+      if (p === 'recordDecision') return (d: Decision) => seen.push(d.reason);
+      const v = Reflect.get(target, p, target);
+      return typeof v === 'function' ? v.bind(target) : v;
+    },
+  });
+  const host = new Proxy(t.gateway, {
+    get(target, p) {
+      if (p === 'store') return store;
+      if (p === 'metrics') return metrics;
+      const v = Reflect.get(target, p, target);
+      return typeof v === 'function' ? v.bind(target) : v;
+    },
+  }) as unknown as AdmissionHost;
+  const rls = new RateLimitService(host, () => WALL_MS);
+  expect((await rls.shouldRateLimit(mixed)).statuses.map((s) => s.limit_remaining)).toEqual([499, 498]);
+  calls = 0;
+  seen.length = 0;
+  process.kill(redis.pid, 'SIGSTOP');
+  try {
+    const answers = await Promise.all(Array.from({ length: 20 }, () => rls.shouldRateLimit(mixed)));
+    expect(answers.map((a) => a.overall_code)).toEqual(Array(20).fill('OK'));
+    // The first request's two peeks reached the store; the other 19 were answered without a call.
+    expect(calls).toBe(2);
+    expect(seen.filter((r) => r === 'store_unavailable_open').length).toBeGreaterThanOrEqual(19);
+  } finally {
+    process.kill(redis.pid, 'SIGCONT');
+  }
+});
