@@ -28,7 +28,10 @@ function gate() {
   } as unknown as Logger;
   const g = new PeerGate({
     section: 'decision',
-    settings: () => ({ peers: parseTrustedProxies('decision.allowedPeers', ['loopback']), maxConnections: 0 }),
+    settings: () => ({
+      peers: parseTrustedProxies('decision.allowedPeers', ['loopback']),
+      maxConnections: 0,
+    }),
     logger,
     now: () => now,
     later: (task, ms) => tasks.push({ task, at: now + ms }),
