@@ -5,6 +5,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { AdmissionHost } from '../src/admission/admit-request.js';
 import { EnvoyRateLimitServer, rateLimitPackage } from '../src/envoy/grpc-server.js';
 import { RateLimitService } from '../src/envoy/rate-limit-service.js';
+import { MIXED_REQUEST, mixedDomainYaml } from './envoy-mixed-domain.js';
 import { startGateway, type TestGateway, tempDir, WALL_MS } from './support.js';
 
 // Requests decided in several store calls wait for their turn on the buckets they share. A request whose caller
@@ -12,27 +13,8 @@ import { startGateway, type TestGateway, tempDir, WALL_MS } from './support.js';
 // failure mode at once; past the bound of waiting requests a request is decided out of turn. The store here
 // answers when told to.
 
-const yaml = `rateLimiting:
-  defaultTier: free
-  tiers:
-    free: { requestsPerMinute: 60, burstLimit: 2 }
-envoy:
-  port: 0
-  domains:
-    - domain: mixed
-      descriptors:
-        - key: remote_address
-          rate_limit: { requests_per_unit: 50, unit: minute }
-        - key: path
-          rate_limit: { requests_per_unit: 50, unit: minute }
-`;
-const mixed = {
-  domain: 'mixed',
-  descriptors: [
-    { entries: [{ key: 'remote_address', value: '10.0.0.1' }], hits_addend: { value: 1 } },
-    { entries: [{ key: 'path', value: '/a' }], hits_addend: { value: 2 } },
-  ],
-};
+const yaml = mixedDomainYaml(50);
+const mixed = MIXED_REQUEST;
 
 const { dir, cleanup } = tempDir();
 let t: TestGateway;

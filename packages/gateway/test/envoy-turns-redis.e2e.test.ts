@@ -4,35 +4,14 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { type RedisServer, startRedisServer } from '../../../test/support/redis-server.js';
 import type { AdmissionHost } from '../src/admission/admit-request.js';
 import { RateLimitService } from '../src/envoy/rate-limit-service.js';
+import { MIXED_REQUEST, mixedDomainYaml } from './envoy-mixed-domain.js';
 import { startGateway, type TestGateway, tempDir, WALL_MS } from './support.js';
 
 // A Redis that stops answering (SIGSTOP): the first request of a queue on shared buckets waits the store's timeout,
 // and the requests queued behind it are answered by the failure mode at once, each without a store call of its own.
 
-const yaml = (url: string) => `rateLimiting:
-  defaultTier: free
-  tiers:
-    free: { requestsPerMinute: 60, burstLimit: 2 }
-store:
-  type: redis
-  url: ${url}
-envoy:
-  port: 0
-  domains:
-    - domain: mixed
-      descriptors:
-        - key: remote_address
-          rate_limit: { requests_per_unit: 500, unit: minute }
-        - key: path
-          rate_limit: { requests_per_unit: 500, unit: minute }
-`;
-const mixed = {
-  domain: 'mixed',
-  descriptors: [
-    { entries: [{ key: 'remote_address', value: '10.0.0.1' }], hits_addend: { value: 1 } },
-    { entries: [{ key: 'path', value: '/a' }], hits_addend: { value: 2 } },
-  ],
-};
+const yaml = (url: string) => mixedDomainYaml(500, `store:\n  type: redis\n  url: ${url}\n`);
+const mixed = MIXED_REQUEST;
 
 const { dir, cleanup } = tempDir();
 let redis: RedisServer;

@@ -3,33 +3,15 @@ import type { Check, Decision } from 'sluice';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { AdmissionHost } from '../src/admission/admit-request.js';
 import { RateLimitService } from '../src/envoy/rate-limit-service.js';
+import { MIXED_REQUEST, mixedDomainYaml } from './envoy-mixed-domain.js';
 import { startGateway, type TestGateway, tempDir, WALL_MS } from './support.js';
 
 // A request whose descriptors have different costs is decided in several store calls, in its turn on its buckets:
 // while Redis does not answer, each call waits for the store's timeout, and the requests of the same buckets wait
 // behind it. These tests watch the calls through a store that answers when told to.
 
-const yaml = `rateLimiting:
-  defaultTier: free
-  tiers:
-    free: { requestsPerMinute: 60, burstLimit: 2 }
-envoy:
-  port: 0
-  domains:
-    - domain: mixed
-      descriptors:
-        - key: remote_address
-          rate_limit: { requests_per_unit: 50, unit: minute }
-        - key: path
-          rate_limit: { requests_per_unit: 50, unit: minute }
-`;
-const mixed = {
-  domain: 'mixed',
-  descriptors: [
-    { entries: [{ key: 'remote_address', value: '10.0.0.1' }], hits_addend: { value: 1 } },
-    { entries: [{ key: 'path', value: '/a' }], hits_addend: { value: 2 } },
-  ],
-};
+const yaml = mixedDomainYaml(50);
+const mixed = MIXED_REQUEST;
 
 const { dir, cleanup } = tempDir();
 let t: TestGateway;
