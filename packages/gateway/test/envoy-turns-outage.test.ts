@@ -2,10 +2,10 @@ import { join } from 'node:path';
 import { credentials, type ServiceError } from '@grpc/grpc-js';
 import { type Check, type Decision, ErrorCode, SluiceError } from 'sluice';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import type { AdmissionHost } from '../src/admission/admit-request.js';
 import { EnvoyRateLimitServer, rateLimitPackage } from '../src/envoy/grpc-server.js';
 import { RateLimitService } from '../src/envoy/rate-limit-service.js';
 import { MIXED_REQUEST, mixedDomainYaml } from './envoy-mixed-domain.js';
+import { serviceHostOf } from './envoy-service-host.js';
 import { startGateway, type TestGateway, tempDir, WALL_MS } from './support.js';
 
 // Requests decided in several store calls wait for their turn on the buckets they share. A request whose caller
@@ -48,23 +48,16 @@ function heldStore() {
     },
     refund: (checks: Check[], cost: number) => real.refund(checks, cost),
   };
-  const seen: string[] = [];
-  const metrics = new Proxy(t.gateway.metrics, {
-    get(target, p) {
-      if (p === 'recordDecision') return (d: Decision) => seen.push(d.reason);
-      const v = Reflect.get(target, p, target);
-      return typeof v === 'function' ? v.bind(target) : v;
+  const { host, decisions } = serviceHostOf(t.gateway, store);
+  return {
+    host,
+    pending,
+    calls,
+    /** The reasons of the decisions recorded, in order. */
+    get seen() {
+      return decisions.map((d) => d.reason);
     },
-  });
-  const host = new Proxy(t.gateway, {
-    get(target, p) {
-      if (p === 'store') return store;
-      if (p === 'metrics') return metrics;
-      const v = Reflect.get(target, p, target);
-      return typeof v === 'function' ? v.bind(target) : v;
-    },
-  }) as unknown as AdmissionHost;
-  return { host, pending, calls, seen };
+  };
 }
 
 const flush = () => new Promise<void>((r) => setImmediate(r));

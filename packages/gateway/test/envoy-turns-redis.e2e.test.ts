@@ -1,10 +1,9 @@
 import { join } from 'node:path';
-import type { Decision } from 'sluice';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { type RedisServer, startRedisServer } from '../../../test/support/redis-server.js';
-import type { AdmissionHost } from '../src/admission/admit-request.js';
 import { RateLimitService } from '../src/envoy/rate-limit-service.js';
 import { MIXED_REQUEST, mixedDomainYaml } from './envoy-mixed-domain.js';
+import { serviceHostOf } from './envoy-service-host.js';
 import { startGateway, type TestGateway, tempDir, WALL_MS } from './support.js';
 
 // A Redis that stops answering (SIGSTOP): the first request of a queue on shared buckets waits the store's timeout,
@@ -37,33 +36,18 @@ it('answers a queue of requests on a stopped Redis with one store timeout, not o
       return typeof v === 'function' ? v.bind(target) : v;
     },
   });
-  const seen: string[] = [];
-  const metrics = new Proxy(t.gateway.metrics, {
-    get(target, p) {
-      if (p === 'recordDecision') return (d: Decision) => seen.push(d.reason);
-      const v = Reflect.get(target, p, target);
-      return typeof v === 'function' ? v.bind(target) : v;
-    },
-  });
-  const host = new Proxy(t.gateway, {
-    get(target, p) {
-      if (p === 'store') return store;
-      if (p === 'metrics') return metrics;
-      const v = Reflect.get(target, p, target);
-      return typeof v === 'function' ? v.bind(target) : v;
-    },
-  }) as unknown as AdmissionHost;
+  const { host, decisions } = serviceHostOf(t.gateway, store);
   const rls = new RateLimitService(host, () => WALL_MS);
   expect((await rls.shouldRateLimit(mixed)).statuses.map((s) => s.limit_remaining)).toEqual([499, 498]);
   calls = 0;
-  seen.length = 0;
+  decisions.length = 0;
   process.kill(redis.pid, 'SIGSTOP');
   try {
     const answers = await Promise.all(Array.from({ length: 20 }, () => rls.shouldRateLimit(mixed)));
     expect(answers.map((a) => a.overall_code)).toEqual(Array(20).fill('OK'));
     // The first request's two peeks reached the store; the other 19 were answered without a call.
     expect(calls).toBe(2);
-    expect(seen.filter((r) => r === 'store_unavailable_open').length).toBeGreaterThanOrEqual(19);
+    expect(decisions.filter((d) => d.reason === 'store_unavailable_open').length).toBeGreaterThanOrEqual(19);
   } finally {
     process.kill(redis.pid, 'SIGCONT');
   }

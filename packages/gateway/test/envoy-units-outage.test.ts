@@ -4,6 +4,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { AdmissionHost } from '../src/admission/admit-request.js';
 import { RateLimitService } from '../src/envoy/rate-limit-service.js';
 import { MIXED_REQUEST, mixedDomainYaml } from './envoy-mixed-domain.js';
+import { serviceHostOf } from './envoy-service-host.js';
 import { startGateway, type TestGateway, tempDir, WALL_MS } from './support.js';
 
 // A request whose descriptors have different costs is decided in several store calls, in its turn on its buckets:
@@ -25,14 +26,7 @@ afterAll(async () => {
 
 /** The gateway as the service sees it, with `store` replaced. */
 function withStore(store: unknown): AdmissionHost {
-  const g = t.gateway;
-  return new Proxy(g, {
-    get(target, p) {
-      if (p === 'store') return store;
-      const v = Reflect.get(target, p, target);
-      return typeof v === 'function' ? v.bind(target) : v;
-    },
-  }) as unknown as AdmissionHost;
+  return serviceHostOf(t.gateway, store).host;
 }
 
 const flush = () => new Promise<void>((r) => setImmediate(r));
@@ -81,19 +75,8 @@ it('takes nothing for a descriptor that failure mode open admitted, and says so'
     },
     refund: (checks: Check[], cost: number) => real.refund(checks, cost),
   };
-  const seen: Decision[] = [];
-  const host = withStore(store);
-  const metrics = new Proxy(t.gateway.metrics, {
-    get(target, p) {
-      if (p === 'recordDecision') return (d: Decision) => seen.push(d);
-      const v = Reflect.get(target, p, target);
-      return typeof v === 'function' ? v.bind(target) : v;
-    },
-  });
-  const rls = new RateLimitService(
-    new Proxy(host, { get: (h, p) => (p === 'metrics' ? metrics : Reflect.get(h, p)) }),
-    () => WALL_MS,
-  );
+  const { host, decisions: seen } = serviceHostOf(t.gateway, store);
+  const rls = new RateLimitService(host, () => WALL_MS);
   expect((await rls.shouldRateLimit(mixed)).overall_code).toBe('OK');
   expect(decided).toEqual(['mixed.remote_address']);
   expect(seen.map((d) => d.reason)).toEqual(['store_unavailable_open']);
