@@ -357,9 +357,10 @@ describe('costs settled from the response, through the gateway', () => {
     const plain = await growthOf('/plain/big.bin');
     for (const path of ['/files/big.bin', '/v1/chat/completions']) {
       const { growth, head } = await growthOf(path);
-      // What is in flight varies by a few MB from run to run; a held body would be all 10 MB at the last sample.
+      // What is in flight varies by a few MB from run to run (7.6 MB seen on Node.js 22 under load); a held body
+      // would be all 10 MB at the last sample, on top of what is in flight.
       expect(growth).toBeLessThan(Math.max(plain.growth, 0) + 5 * 1024 * 1024);
-      expect(growth).toBeLessThan(7 * 1024 * 1024);
+      expect(growth).toBeLessThan(9 * 1024 * 1024);
       if (path === '/files/big.bin') {
         expect(head).toContain('"download-bytes";q=20000000;qu="content-bytes";w=60');
       }
