@@ -32,9 +32,10 @@ export default defineConfig({
           // One process for every unit file instead of one each: the suites share no state that outlives them
           // (they restore what they stub), and the fork and module graph per file were half the project's time.
           isolate: false,
-          // First, alone: it is CPU-bound, and a second worker gains nothing on two cores.
+          // First, before the system suites; two processes, one a core: with coverage on, 89 s alone against 73 s
+          // in two (the suites spread by vitest, each process still running its share of files in one module graph).
           sequence: { groupOrder: 0 },
-          maxWorkers: 1,
+          maxWorkers: 2,
           include: TEST_GLOBS,
           exclude: [...configDefaults.exclude, '**/*.e2e.test.ts', '**/*.browser.test.ts', ...suites.system],
           env: { [UNIT_PROJECT_VAR]: 'unit' },

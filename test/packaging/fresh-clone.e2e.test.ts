@@ -507,7 +507,7 @@ export const all: unknown[] = [${imports.map((x) => `${x.alias}.${x.name}`).join
   // A clone on a newcomer's machine has no folder beside it. The copy's parent holds the copy alone from the start
   // of its unit suites to their end, so a suite that reads `../anything` of the repository fails here. The unit
   // project holds every suite that checks the requirements kept in test/fixtures/requirements/. It runs its files
-  // in one process (vitest.config.ts), about a minute, from the end of the install on, beside the steps above.
+  // in two processes (vitest.config.ts), under a minute, from the end of the install on, beside the steps above.
   it('tests itself with nothing beside it: the unit suites pass in the copy', {
     timeout: 7 * MINUTE,
   }, async () => {
