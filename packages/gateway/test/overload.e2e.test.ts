@@ -118,8 +118,10 @@ upstream:
       (l) => l.msg === 'requests shed: the upstream is at its overload limit',
     );
     expect(warnings.length).toBeGreaterThan(0);
+    // The lines' times are the wall clock, the pacing runs on the monotonic one: a machine's clock discipline
+    // can slew the first against the second by a few milliseconds (997 ms seen between two lines a second apart).
     const times = warnings.map((l) => Date.parse(String(l.time)));
-    for (let i = 1; i < times.length; i++) expect(times[i] - times[i - 1]).toBeGreaterThanOrEqual(1000);
+    for (let i = 1; i < times.length; i++) expect(times[i] - times[i - 1]).toBeGreaterThanOrEqual(950);
   });
 
   it('never sheds the exempt endpoints', async () => {
